@@ -1,0 +1,373 @@
+//! Markdown → chunks with 1-based line ranges, reproducing OpenClaw's chunker (SPEC §2).
+//!
+//! The budget is counted in UTF-16 code units because that is what OpenClaw's JavaScript
+//! counts; matching it keeps line ranges (and therefore citations) identical for users
+//! switching engines. Unlike JavaScript we never cut inside a character: a segment of an
+//! over-long line ends before a character that would cross the budget.
+//!
+//! ```
+//! use memoria::chunk::{chunk_markdown, ChunkParams};
+//! let chunks = chunk_markdown("# Title\nline two\n", ChunkParams::default());
+//! assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 3));
+//! ```
+
+use sha2::{Digest, Sha256};
+
+/// Chunk size and overlap in tokens; one token is budgeted as four characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkParams {
+    pub tokens: usize,
+    pub overlap: usize,
+}
+
+impl Default for ChunkParams {
+    fn default() -> Self {
+        ChunkParams {
+            tokens: 400,
+            overlap: 80,
+        }
+    }
+}
+
+impl ChunkParams {
+    /// Maximum chunk size in UTF-16 code units: `max(32, tokens * 4)`.
+    pub fn max_chars(&self) -> usize {
+        self.tokens.saturating_mul(4).max(32)
+    }
+
+    /// Overlap carried into the next chunk, in UTF-16 code units.
+    pub fn overlap_chars(&self) -> usize {
+        self.overlap.saturating_mul(4)
+    }
+}
+
+/// One chunk of a Markdown file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// First line (1-based) of the chunk's first segment.
+    pub start_line: usize,
+    /// Line of the chunk's last segment.
+    pub end_line: usize,
+    /// The segments joined by `\n`.
+    pub text: String,
+    /// sha256 of `text`, lowercase hex.
+    pub hash: String,
+}
+
+/// A piece of one line: the whole line, or a `max_chars` slice of an over-long one.
+#[derive(Clone, Copy)]
+struct Segment<'a> {
+    text: &'a str,
+    line: usize,
+    /// `len_utf16 + 1`: the segment plus its newline.
+    cost: usize,
+}
+
+/// Splits `content` into chunks exactly as OpenClaw's `chunkMarkdown` does (SPEC §2).
+pub fn chunk_markdown(content: &str, params: ChunkParams) -> Vec<Chunk> {
+    let max_chars = params.max_chars();
+    let overlap_chars = params.overlap_chars();
+    let mut chunks = Vec::new();
+    let mut current: Vec<Segment> = Vec::new();
+    let mut current_cost = 0usize;
+
+    for (index, line) in content.split('\n').enumerate() {
+        for segment in split_line(line, index + 1, max_chars) {
+            if current_cost + segment.cost > max_chars && !current.is_empty() {
+                push_chunk(&current, &mut chunks);
+                let keep = overlap_start(&current, overlap_chars);
+                current.drain(..keep);
+                current_cost = current.iter().map(|s| s.cost).sum();
+            }
+            current_cost += segment.cost;
+            current.push(segment);
+        }
+    }
+    push_chunk(&current, &mut chunks);
+    chunks
+}
+
+/// Cuts one line into segments of at most `max_chars` UTF-16 units (an empty line is one
+/// empty segment), never splitting a character.
+fn split_line(line: &str, line_no: usize, max_chars: usize) -> impl Iterator<Item = Segment<'_>> {
+    let mut rest = Some(line);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        let mut units = 0usize;
+        let mut end = text.len();
+        for (byte, ch) in text.char_indices() {
+            let width = ch.len_utf16();
+            // `byte > 0` guarantees progress even if max_chars < 2 (it never is: ≥ 32).
+            if units + width > max_chars && byte > 0 {
+                end = byte;
+                break;
+            }
+            units += width;
+        }
+        let (head, tail) = text.split_at(end);
+        rest = (!tail.is_empty()).then_some(tail);
+        Some(Segment {
+            text: head,
+            line: line_no,
+            cost: units + 1,
+        })
+    })
+}
+
+/// Index of the first segment kept as overlap: segments are taken back to front until
+/// their cost reaches `overlap_chars` (so the overlap may exceed it by one segment).
+fn overlap_start(segments: &[Segment], overlap_chars: usize) -> usize {
+    if overlap_chars == 0 {
+        return segments.len();
+    }
+    let mut acc = 0usize;
+    for (i, segment) in segments.iter().enumerate().rev() {
+        acc += segment.cost;
+        if acc >= overlap_chars {
+            return i;
+        }
+    }
+    0
+}
+
+fn push_chunk(segments: &[Segment], out: &mut Vec<Chunk>) {
+    let (Some(first), Some(last)) = (segments.first(), segments.last()) else {
+        return;
+    };
+    let mut text = String::with_capacity(segments.iter().map(|s| s.text.len() + 1).sum());
+    for (i, segment) in segments.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(segment.text);
+    }
+    if text.trim().is_empty() {
+        return;
+    }
+    let hash = sha256_hex(text.as_bytes());
+    out.push(Chunk {
+        start_line: first.line,
+        end_line: last.line,
+        text,
+        hash,
+    });
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push(char::from_digit((byte >> 4) as u32, 16).unwrap_or('0'));
+        out.push(char::from_digit((byte & 15) as u32, 16).unwrap_or('0'));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ranges(content: &str, tokens: usize, overlap: usize) -> Vec<(usize, usize)> {
+        chunk_markdown(content, ChunkParams { tokens, overlap })
+            .iter()
+            .map(|c| (c.start_line, c.end_line))
+            .collect()
+    }
+
+    /// Ranges computed by hand from OpenClaw's algorithm (budget 32 chars when tokens ≤ 8).
+    #[test]
+    fn pinned_line_ranges() {
+        let ten = "abcdefghi"; // 9 chars, cost 10
+                               // (name, content, tokens, overlap, expected ranges)
+        type Case = (&'static str, String, usize, usize, Vec<(usize, usize)>);
+        let cases: Vec<Case> = vec![
+            ("empty", String::new(), 8, 0, vec![]),
+            ("only newlines", "\n\n\n".into(), 8, 0, vec![]),
+            ("single line", "hello".into(), 8, 0, vec![(1, 1)]),
+            (
+                "trailing newline counts as a line",
+                "hello\n".into(),
+                8,
+                0,
+                vec![(1, 2)],
+            ),
+            // 3 lines of cost 10 fit in 32; the 4th starts a new chunk.
+            (
+                "no overlap",
+                [ten; 4].join("\n"),
+                8,
+                0,
+                vec![(1, 3), (4, 4)],
+            ),
+            // overlap 2 tokens = 8 chars: the last segment (cost 10 ≥ 8) is carried.
+            (
+                "overlap carries one line",
+                [ten; 5].join("\n"),
+                8,
+                2,
+                vec![(1, 3), (3, 5)],
+            ),
+            // overlap 3 tokens = 12 chars: two segments needed (10 < 12, 20 ≥ 12).
+            (
+                "overlap carries two lines",
+                [ten; 5].join("\n"),
+                8,
+                3,
+                vec![(1, 3), (2, 4), (3, 5)],
+            ),
+            // a 70-char line with budget 32 → segments 32, 32, 6 on line 2.
+            (
+                "over-long line keeps its number",
+                format!("a\n{}\nb", "x".repeat(70)),
+                8,
+                0,
+                vec![(1, 1), (2, 2), (2, 2), (2, 3)],
+            ),
+            (
+                "blank runs are kept inside chunks",
+                "a\n\n\n\nb".into(),
+                8,
+                0,
+                vec![(1, 5)],
+            ),
+            (
+                "whitespace-only chunk is dropped",
+                format!("{}\n   \n   ", "y".repeat(31)),
+                8,
+                0,
+                vec![(1, 1)],
+            ),
+            // overlap clamps are the config's job; here overlap ≥ tokens keeps whole chunks.
+            (
+                "huge overlap still terminates",
+                [ten; 4].join("\n"),
+                8,
+                100,
+                vec![(1, 3), (1, 4)],
+            ),
+        ];
+        for (name, content, tokens, overlap, want) in cases {
+            assert_eq!(ranges(&content, tokens, overlap), want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn utf16_budget_and_astral_characters() {
+        // '😀' is 2 UTF-16 units: 16 of them fill a 32-unit segment exactly.
+        let line = "😀".repeat(17);
+        let chunks = chunk_markdown(
+            &line,
+            ChunkParams {
+                tokens: 8,
+                overlap: 0,
+            },
+        );
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].text.chars().count(), 16);
+        assert_eq!(chunks[1].text, "😀");
+        // An odd budget boundary never splits the pair: 'a' + 16 emoji = 33 units.
+        let line = format!("a{}", "😀".repeat(16));
+        let chunks = chunk_markdown(
+            &line,
+            ChunkParams {
+                tokens: 8,
+                overlap: 0,
+            },
+        );
+        assert_eq!(chunks[0].text, format!("a{}", "😀".repeat(15)));
+        assert_eq!(chunks[1].text, "😀");
+        // Multibyte BMP characters count one unit each: 32 CJK chars fit one segment.
+        let line = "记".repeat(32);
+        assert_eq!(ranges(&line, 8, 0), vec![(1, 1)]);
+        let line = "记".repeat(33);
+        assert_eq!(ranges(&line, 8, 0), vec![(1, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn defaults_and_hash() {
+        assert_eq!(ChunkParams::default().max_chars(), 1600);
+        assert_eq!(ChunkParams::default().overlap_chars(), 320);
+        assert_eq!(
+            ChunkParams {
+                tokens: 1,
+                overlap: 0
+            }
+            .max_chars(),
+            32
+        );
+        let chunk = &chunk_markdown("abc", ChunkParams::default())[0];
+        assert_eq!(
+            chunk.hash,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn every_nonblank_line_is_covered_and_ranges_are_monotone(
+            lines in proptest::collection::vec("[a-z 记😀]{0,90}", 0..60),
+            tokens in 1usize..40,
+            overlap in 0usize..40,
+        ) {
+            let overlap = overlap.min(tokens - 1);
+            let content = lines.join("\n");
+            let chunks = chunk_markdown(&content, ChunkParams { tokens, overlap });
+            for (i, line) in lines.iter().enumerate() {
+                if !line.trim().is_empty() {
+                    let n = i + 1;
+                    prop_assert!(chunks.iter().any(|c| c.start_line <= n && n <= c.end_line),
+                        "line {} uncovered", n);
+                }
+            }
+            for pair in chunks.windows(2) {
+                prop_assert!(pair[0].start_line <= pair[1].start_line);
+                prop_assert!(pair[0].end_line <= pair[1].end_line);
+            }
+            for chunk in &chunks {
+                prop_assert!(chunk.start_line <= chunk.end_line);
+                prop_assert!(!chunk.text.trim().is_empty());
+            }
+        }
+
+        #[test]
+        fn without_overlap_chunks_partition_the_text(
+            lines in proptest::collection::vec("[a-z]{1,50}", 1..40),
+            tokens in 1usize..30,
+        ) {
+            let content = lines.join("\n");
+            let chunks = chunk_markdown(&content, ChunkParams { tokens, overlap: 0 });
+            let max = ChunkParams { tokens, overlap: 0 }.max_chars();
+            // Every chunk respects the budget, and concatenating chunk texts rebuilds the
+            // content (chunks meet either at a newline or inside a cut line).
+            let mut rebuilt = String::new();
+            for (i, chunk) in chunks.iter().enumerate() {
+                prop_assert!(chunk.text.encode_utf16().count() <= max);
+                if i > 0 {
+                    let prev = &chunks[i - 1];
+                    if prev.end_line != chunk.start_line { rebuilt.push('\n'); }
+                }
+                rebuilt.push_str(&chunk.text);
+            }
+            prop_assert_eq!(rebuilt, content);
+        }
+
+        #[test]
+        fn overlap_repeats_the_tail_of_the_previous_chunk(
+            lines in proptest::collection::vec("[a-z]{1,20}", 1..60),
+            tokens in 8usize..30,
+            overlap in 1usize..7,
+        ) {
+            let content = lines.join("\n");
+            let params = ChunkParams { tokens, overlap };
+            let chunks = chunk_markdown(&content, params);
+            for pair in chunks.windows(2) {
+                // The next chunk starts with the previous chunk's overlap lines.
+                prop_assert!(pair[1].start_line <= pair[0].end_line);
+                let first_line = pair[1].text.split('\n').next().unwrap_or("");
+                prop_assert!(pair[0].text.contains(first_line));
+            }
+        }
+    }
+}

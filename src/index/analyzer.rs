@@ -1,0 +1,313 @@
+//! The multilingual analyzer used for BM25 (SPEC §5.2).
+//!
+//! One tokenizer serves every language in a memory workspace:
+//! - words are runs of letters and digits, lowercased and accent-folded by tantivy's
+//!   `LowerCaser` and `AsciiFoldingFilter` chained after it;
+//! - code identifiers are kept whole *and* split into parts, so `memorySearch.query.hybrid`
+//!   matches a query for the identifier, for `memorySearch`, or for `hybrid`; parts are
+//!   split at `.`, `_`, `-`, `/` and at camelCase boundaries, never between letters and
+//!   digits, so hex ids such as `a828e60` stay intact;
+//! - Chinese, Japanese and Korean runs become overlapping character bigrams (plus single
+//!   characters when indexing, so a one-character query still matches). Without this a
+//!   whole CJK sentence would be one "word" and keyword search would find nothing.
+//!
+//! Indexing and querying differ only for CJK: a multi-character query run is searched by its
+//! bigrams alone (unigrams would flood the candidates with noise), a one-character run by
+//! the unigram.
+
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, LowerCaser, TextAnalyzer, Token, TokenStream, Tokenizer,
+};
+
+/// Name under which the index analyzer is registered in the tantivy index.
+pub const ANALYZER_NAME: &str = "memoria";
+
+/// Tokens longer than this (in bytes) are skipped: base64 blobs and the like are noise.
+const MAX_TOKEN_BYTES: usize = 128;
+
+/// Whether text is being indexed or is a query (they differ only for CJK, see module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnalyzerMode {
+    Index,
+    Query,
+}
+
+/// The full analyzer: [`MemoriaTokenizer`] → lowercase → accent folding.
+pub fn analyzer(mode: AnalyzerMode) -> TextAnalyzer {
+    TextAnalyzer::builder(MemoriaTokenizer::new(mode))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// The normalised terms a text produces (handy for tests and for building queries).
+pub fn terms(text: &str, mode: AnalyzerMode) -> Vec<String> {
+    let mut analyzer = analyzer(mode);
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(token) = stream.next() {
+        out.push(token.text.clone());
+    }
+    out
+}
+
+/// Splits text into word, identifier-part and CJK n-gram tokens (before normalisation).
+#[derive(Clone)]
+pub struct MemoriaTokenizer {
+    mode: AnalyzerMode,
+    spans: Vec<(usize, usize)>,
+    token: Token,
+}
+
+impl MemoriaTokenizer {
+    pub fn new(mode: AnalyzerMode) -> Self {
+        MemoriaTokenizer {
+            mode,
+            spans: Vec::new(),
+            token: Token::default(),
+        }
+    }
+}
+
+/// Streams the byte spans computed by [`collect_spans`] as tokens.
+pub struct MemoriaTokenStream<'a> {
+    text: &'a str,
+    spans: &'a [(usize, usize)],
+    next: usize,
+    token: &'a mut Token,
+}
+
+impl Tokenizer for MemoriaTokenizer {
+    type TokenStream<'a> = MemoriaTokenStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> MemoriaTokenStream<'a> {
+        self.spans.clear();
+        collect_spans(text, self.mode, &mut self.spans);
+        self.token.reset();
+        MemoriaTokenStream {
+            text,
+            spans: &self.spans,
+            next: 0,
+            token: &mut self.token,
+        }
+    }
+}
+
+impl TokenStream for MemoriaTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        let Some(&(from, to)) = self.spans.get(self.next) else {
+            return false;
+        };
+        self.token.text.clear();
+        self.token.text.push_str(&self.text[from..to]);
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.position = self.next;
+        self.token.position_length = 1;
+        self.next += 1;
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.token
+    }
+}
+
+/// True for Han ideographs, kana and Hangul: scripts written without spaces between words
+/// (Hangul has spaces, but bigrams still match Korean particles and compounds far better
+/// than whole eojeol).
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3005 | 0x3007
+        | 0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF      // Katakana phonetic extensions
+        | 0x3400..=0x4DBF      // CJK Extension A
+        | 0x4E00..=0x9FFF      // CJK Unified Ideographs
+        | 0xF900..=0xFAFF      // CJK Compatibility Ideographs
+        | 0xFF66..=0xFF9F      // half-width Katakana
+        | 0x1100..=0x11FF      // Hangul Jamo
+        | 0x3130..=0x318F      // Hangul compatibility Jamo
+        | 0xAC00..=0xD7AF      // Hangul syllables
+        | 0x20000..=0x3134F    // CJK Extensions B–G
+    )
+}
+
+fn is_word(c: char) -> bool {
+    !is_cjk(c) && (c.is_alphanumeric() || matches!(c as u32, 0x0300..=0x036F))
+}
+
+fn is_joiner(c: char) -> bool {
+    matches!(c, '.' | '_' | '-' | '/')
+}
+
+/// Computes token spans (byte ranges into `text`) in emission order.
+fn collect_spans(text: &str, mode: AnalyzerMode, out: &mut Vec<(usize, usize)>) {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let end_of = |i: usize| chars.get(i).map_or(text.len(), |&(b, _)| b);
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i].1;
+        if is_cjk(c) {
+            let start = i;
+            while i < chars.len() && is_cjk(chars[i].1) {
+                i += 1;
+            }
+            let run = i - start;
+            for (k, &(byte, _)) in chars.iter().enumerate().take(i).skip(start) {
+                if mode == AnalyzerMode::Index || run == 1 {
+                    out.push((byte, end_of(k + 1)));
+                }
+                if k + 1 < i {
+                    out.push((byte, end_of(k + 2)));
+                }
+            }
+        } else if is_word(c) {
+            // A compound: word runs joined by single joiners that sit between word chars.
+            let start = i;
+            let mut pieces = Vec::new();
+            loop {
+                let piece_start = i;
+                while i < chars.len() && is_word(chars[i].1) {
+                    i += 1;
+                }
+                pieces.push((piece_start, i));
+                let joined =
+                    i + 1 < chars.len() && is_joiner(chars[i].1) && is_word(chars[i + 1].1);
+                if !joined {
+                    break;
+                }
+                i += 1;
+            }
+            emit_compound(&chars, &end_of, start, i, &pieces, out);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+fn emit_compound(
+    chars: &[(usize, char)],
+    end_of: &dyn Fn(usize) -> usize,
+    start: usize,
+    end: usize,
+    pieces: &[(usize, usize)],
+    out: &mut Vec<(usize, usize)>,
+) {
+    let mut push = |from: usize, to: usize| {
+        let span = (chars[from].0, end_of(to));
+        if span.1 - span.0 <= MAX_TOKEN_BYTES {
+            out.push(span);
+        }
+    };
+    let camel: Vec<Vec<(usize, usize)>> = pieces
+        .iter()
+        .map(|&(s, e)| camel_parts(chars, s, e))
+        .collect();
+    if pieces.len() == 1 && camel[0].len() == 1 {
+        push(start, end);
+        return;
+    }
+    push(start, end);
+    for (&(s, e), parts) in pieces.iter().zip(&camel) {
+        if pieces.len() > 1 {
+            push(s, e);
+        }
+        if parts.len() > 1 {
+            for &(ps, pe) in parts {
+                push(ps, pe);
+            }
+        }
+    }
+}
+
+/// Splits `chars[start..end]` at camelCase boundaries: `memorySearch` → memory|Search,
+/// `HTTPServer` → HTTP|Server. Letter/digit boundaries are not split (hex ids).
+fn camel_parts(chars: &[(usize, char)], start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut parts = Vec::new();
+    let mut part_start = start;
+    for k in start + 1..end {
+        let prev = chars[k - 1].1;
+        let cur = chars[k].1;
+        let next_lower = k + 1 < end && chars[k + 1].1.is_lowercase();
+        let boundary = (prev.is_lowercase() && cur.is_uppercase())
+            || (prev.is_uppercase() && cur.is_uppercase() && next_lower);
+        if boundary {
+            parts.push((part_start, k));
+            part_start = k;
+        }
+    }
+    parts.push((part_start, end));
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idx(text: &str) -> Vec<String> {
+        terms(text, AnalyzerMode::Index)
+    }
+    fn query(text: &str) -> Vec<String> {
+        terms(text, AnalyzerMode::Query)
+    }
+
+    #[test]
+    fn analyzer_table() {
+        let cases: Vec<(&str, Vec<&str>)> = vec![
+            ("Hello, World!", vec!["hello", "world"]),
+            ("Café NAÏVE façade", vec!["cafe", "naive", "facade"]),
+            (
+                "commit a828e60 fixed it",
+                vec!["commit", "a828e60", "fixed", "it"],
+            ),
+            (
+                "memorySearch.query.hybrid",
+                vec![
+                    "memorysearch.query.hybrid",
+                    "memorysearch",
+                    "memory",
+                    "search",
+                    "query",
+                    "hybrid",
+                ],
+            ),
+            ("snake_case", vec!["snake_case", "snake", "case"]),
+            ("HTTPServer", vec!["httpserver", "http", "server"]),
+            ("2026-01-12", vec!["2026-01-12", "2026", "01", "12"]),
+            ("end of sentence.", vec!["end", "of", "sentence"]),
+            ("v2 -flag", vec!["v2", "flag"]),
+            ("Straße", vec!["strasse"]),
+            ("Привет мир", vec!["привет", "мир"]),
+            (
+                "记忆搜索",
+                vec!["记", "记忆", "忆", "忆搜", "搜", "搜索", "索"],
+            ),
+            (
+                "東京タワー",
+                vec!["東", "東京", "京", "京タ", "タ", "タワ", "ワ", "ワー", "ー"],
+            ),
+            ("한국어", vec!["한", "한국", "국", "국어", "어"]),
+            ("API调用", vec!["api", "调", "调用", "用"]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(idx(text), want, "text {text:?}");
+        }
+    }
+
+    #[test]
+    fn cjk_queries_use_bigrams_and_single_chars() {
+        assert_eq!(query("记忆搜索"), vec!["记忆", "忆搜", "搜索"]);
+        assert_eq!(query("猫"), vec!["猫"]);
+        assert_eq!(query("memorySearch"), idx("memorySearch"));
+    }
+
+    #[test]
+    fn overlong_tokens_are_skipped() {
+        let blob = "x".repeat(MAX_TOKEN_BYTES + 1);
+        assert_eq!(idx(&format!("a {blob} b")), vec!["a", "b"]);
+    }
+}

@@ -1,0 +1,202 @@
+//! `catalog.redb`: the source of truth of one index generation.
+//!
+//! Tables: `files` (path → [`FileRecord`]), `chunks` (chunk id → [`ChunkRecord`]) and
+//! `meta` (`seq`: a counter bumped by every commit; the text index stores the `seq` it
+//! reflects, so a lagging text index is detected and rebuilt from here). Values are JSON:
+//! simple, debuggable, and far from the bottleneck.
+//!
+//! Only the holder of the agent directory's writer lock opens the catalog.
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
+const CHUNKS: TableDefinition<&str, &[u8]> = TableDefinition::new("chunks");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// What the catalog knows about one indexed file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub source: String,
+    /// sha256 of the file's bytes.
+    pub hash: String,
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch (the fast "unchanged" check).
+    pub mtime_ns: i128,
+    pub chunk_ids: Vec<String>,
+    /// The file had invalid UTF-8 (indexed with U+FFFD replacements; shown in `status`).
+    #[serde(default)]
+    pub lossy: bool,
+}
+
+/// One chunk, with everything needed to rebuild derived indexes and to answer a search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub path: String,
+    pub source: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub hash: String,
+    pub text: String,
+}
+
+/// A file (re)indexed, with its new chunks as `(id, record)`.
+#[derive(Debug)]
+pub struct Upsert {
+    pub path: String,
+    pub record: FileRecord,
+    pub chunks: Vec<(String, ChunkRecord)>,
+}
+
+/// A batch of changes committed atomically.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub upserts: Vec<Upsert>,
+    /// Files whose content is unchanged but whose size/mtime record is refreshed.
+    pub touches: Vec<(String, FileRecord)>,
+    /// Files that vanished.
+    pub removals: Vec<String>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.upserts.is_empty() && self.touches.is_empty() && self.removals.is_empty()
+    }
+}
+
+/// An open catalog.
+pub struct Catalog {
+    db: Database,
+    path: PathBuf,
+}
+
+impl Catalog {
+    /// Opens (or creates) the catalog file.
+    pub fn open(path: &Path) -> Result<Catalog> {
+        let db = Database::create(path).map_err(|e| Error::catalog(path, e))?;
+        let catalog = Catalog {
+            db,
+            path: path.to_path_buf(),
+        };
+        // Create the tables so read transactions never see them missing.
+        let txn = catalog.db.begin_write().map_err(|e| catalog.err(e))?;
+        {
+            txn.open_table(FILES).map_err(|e| catalog.err(e))?;
+            txn.open_table(CHUNKS).map_err(|e| catalog.err(e))?;
+            txn.open_table(META).map_err(|e| catalog.err(e))?;
+        }
+        txn.commit().map_err(|e| catalog.err(e))?;
+        Ok(catalog)
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> Error {
+        Error::catalog(&self.path, e)
+    }
+
+    fn decode<T: for<'de> Deserialize<'de>>(&self, key: &str, bytes: &[u8]) -> Result<T> {
+        serde_json::from_slice(bytes).map_err(|e| Error::Corrupt {
+            path: self.path.clone(),
+            message: format!("record {key:?}: {e}"),
+        })
+    }
+
+    /// The commit counter (0 for a new catalog).
+    pub fn seq(&self) -> Result<u64> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(META).map_err(|e| self.err(e))?;
+        let seq = table.get("seq").map_err(|e| self.err(e))?;
+        Ok(seq.map_or(0, |v| v.value()))
+    }
+
+    /// All file records, by path.
+    pub fn files(&self) -> Result<Vec<(String, FileRecord)>> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(FILES).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (key, value) = row.map_err(|e| self.err(e))?;
+            let record = self.decode(key.value(), value.value())?;
+            out.push((key.value().to_string(), record));
+        }
+        Ok(out)
+    }
+
+    /// Calls `f` for every chunk (used to rebuild derived indexes).
+    pub fn for_each_chunk(&self, mut f: impl FnMut(&str, ChunkRecord) -> Result<()>) -> Result<()> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (key, value) = row.map_err(|e| self.err(e))?;
+            let record = self.decode(key.value(), value.value())?;
+            f(key.value(), record)?;
+        }
+        Ok(())
+    }
+
+    /// Number of chunks.
+    pub fn chunk_count(&self) -> Result<u64> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+        table.len().map_err(|e| self.err(e))
+    }
+
+    /// Applies `batch` atomically and returns the new `seq`. `old` maps each upserted or
+    /// removed path to its previous record, whose chunks are deleted.
+    pub fn commit(&self, batch: &Batch, old: &dyn Fn(&str) -> Option<Vec<String>>) -> Result<u64> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let seq;
+        {
+            let mut files = txn.open_table(FILES).map_err(|e| self.err(e))?;
+            let mut chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let stale = batch
+                .upserts
+                .iter()
+                .map(|u| u.path.as_str())
+                .chain(batch.removals.iter().map(String::as_str));
+            for path in stale {
+                for id in old(path).unwrap_or_default() {
+                    chunks.remove(id.as_str()).map_err(|e| self.err(e))?;
+                }
+            }
+            for path in &batch.removals {
+                files.remove(path.as_str()).map_err(|e| self.err(e))?;
+            }
+            for Upsert {
+                path,
+                record,
+                chunks: new_chunks,
+            } in &batch.upserts
+            {
+                for (id, chunk) in new_chunks {
+                    let bytes = serde_json::to_vec(chunk).map_err(|e| self.err(e))?;
+                    chunks
+                        .insert(id.as_str(), bytes.as_slice())
+                        .map_err(|e| self.err(e))?;
+                }
+                let bytes = serde_json::to_vec(record).map_err(|e| self.err(e))?;
+                files
+                    .insert(path.as_str(), bytes.as_slice())
+                    .map_err(|e| self.err(e))?;
+            }
+            for (path, record) in &batch.touches {
+                let bytes = serde_json::to_vec(record).map_err(|e| self.err(e))?;
+                files
+                    .insert(path.as_str(), bytes.as_slice())
+                    .map_err(|e| self.err(e))?;
+            }
+            let current = meta
+                .get("seq")
+                .map_err(|e| self.err(e))?
+                .map_or(0, |v| v.value());
+            seq = current + 1;
+            meta.insert("seq", seq).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(seq)
+    }
+}

@@ -1,0 +1,514 @@
+//! `memoria`: the command-line interface over the library façade [`memoria::Memory`].
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use memoria::chunk::{chunk_markdown, ChunkParams};
+use memoria::config::{self, Env, ProviderKind, Settings};
+use memoria::{eval, Memory, SearchOptions};
+
+/// Hybrid memory search for AI agents' Markdown memory (OpenClaw-compatible).
+#[derive(Parser)]
+#[command(name = "memoria", version, about)]
+struct Cli {
+    /// Agent workspace (default: the configured one, else ~/.openclaw/workspace).
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// State directory (default: $OPENCLAW_STATE_DIR or ~/.openclaw).
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Agent id.
+    #[arg(long, global = true, default_value = "main")]
+    agent: String,
+    /// OpenClaw config file (default: $OPENCLAW_CONFIG_PATH or <stateDir>/openclaw.json).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Embedding provider; `none` searches by keyword only.
+    #[arg(long, global = true, value_enum)]
+    provider: Option<ProviderArg>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProviderArg {
+    Auto,
+    None,
+    Local,
+    Openai,
+    Gemini,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Bring the index up to date with the workspace.
+    Index {
+        /// Rebuild everything into a new generation.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Search memory (syncs first when the workspace changed).
+    Search {
+        /// The query (or use --queries).
+        query: Option<String>,
+        /// JSONL file of {"id": …, "query": …}: one JSON payload line per query.
+        #[arg(long, value_name = "FILE", conflicts_with = "query")]
+        queries: Option<PathBuf>,
+        #[arg(long)]
+        max_results: Option<usize>,
+        #[arg(long)]
+        min_score: Option<f64>,
+        /// Print the memory_search tool payload verbatim.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read lines of a memory file (the memory_get tool).
+    Get {
+        path: String,
+        /// First line (1-based).
+        #[arg(long)]
+        from: Option<i64>,
+        /// Number of lines.
+        #[arg(long)]
+        lines: Option<i64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the agent directory, index identity, counts and warnings.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the chunks memoria makes of one Markdown file.
+    Chunks {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure retrieval quality on evaluation data.
+    Eval {
+        /// A LoCoMo-style memory workspace dir (workspace/ + queries.jsonl), or a dir of them.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["corpus"])]
+        locomo: Option<PathBuf>,
+        /// BEIR corpus.jsonl (each document one file under memory/).
+        #[arg(long, value_name = "FILE", requires_all = ["queries", "qrels"])]
+        corpus: Option<PathBuf>,
+        /// BEIR queries.jsonl.
+        #[arg(long, value_name = "FILE")]
+        queries: Option<PathBuf>,
+        /// BEIR qrels TSV.
+        #[arg(long, value_name = "FILE")]
+        qrels: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MEMORIA_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn settings(cli: &Cli) -> Result<Settings> {
+    let mut env = Env::from_process();
+    if let Some(dir) = &cli.state_dir {
+        env.state_dir = Some(absolute(dir)?);
+    }
+    if let Some(file) = &cli.config {
+        env.config_path = Some(absolute(file)?);
+    }
+    let mut settings = config::load_settings(&env, &cli.agent)?;
+    if let Some(ws) = &cli.workspace {
+        settings.workspace = absolute(ws)?;
+    } else if settings.workspace.is_relative() {
+        settings.workspace = absolute(&settings.workspace)?;
+    }
+    if let Some(provider) = cli.provider {
+        settings.provider = match provider {
+            ProviderArg::Auto => ProviderKind::Auto,
+            ProviderArg::None => ProviderKind::None,
+            ProviderArg::Local => ProviderKind::Local,
+            ProviderArg::Openai => ProviderKind::OpenAi,
+            ProviderArg::Gemini => ProviderKind::Gemini,
+        };
+    }
+    Ok(settings)
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("{}: invalid path", path.display()))
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let settings = settings(&cli)?;
+    match &cli.command {
+        Command::Index { force } => index(settings, *force),
+        Command::Search {
+            query,
+            queries,
+            max_results,
+            min_score,
+            json,
+        } => {
+            let memory = Memory::open(settings)?;
+            let options = SearchOptions {
+                max_results: *max_results,
+                min_score: *min_score,
+                group_context: false,
+            };
+            match (query, queries) {
+                (_, Some(file)) => search_batch(&memory, file, &options),
+                (Some(query), None) => search_one(&memory, query, &options, *json),
+                (None, None) => bail!("give a QUERY or --queries FILE"),
+            }
+        }
+        Command::Get {
+            path,
+            from,
+            lines,
+            json,
+        } => {
+            let memory = Memory::open(settings)?;
+            let payload = memory.memory_get(path, *from, *lines);
+            if *json {
+                println!("{}", serde_json::to_string(&payload)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(error) = payload.error {
+                eprintln!("error: {error}");
+                return Ok(ExitCode::from(1));
+            }
+            print!("{}", payload.text);
+            if !payload.text.is_empty() && !payload.text.ends_with('\n') {
+                println!();
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status { json } => {
+            let status = Memory::open(settings)?.status()?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                println!("agent        {}", status.agent_id);
+                println!("agent dir    {}", status.agent_dir);
+                println!("workspace    {}", status.workspace);
+                match status.generation {
+                    Some(generation) => println!("generation   {generation}"),
+                    None => println!("generation   (none yet)"),
+                }
+                println!("files        {}", status.files);
+                println!("chunks       {}", status.chunks);
+                println!("bytes        {}", status.bytes);
+                println!(
+                    "chunking     {} tokens, {} overlap; sources {}",
+                    status.identity.chunk_tokens,
+                    status.identity.chunk_overlap,
+                    status.identity.sources.join(",")
+                );
+                println!(
+                    "mode         {} (provider {})",
+                    status.mode, status.provider
+                );
+                if let Some(fallback) = &status.fallback {
+                    println!("fallback     from {}: {}", fallback.from, fallback.reason);
+                }
+                println!(
+                    "fresh        {}",
+                    if status.dirty {
+                        "no: the workspace changed since the last sync"
+                    } else {
+                        "yes"
+                    }
+                );
+                for warning in &status.warnings {
+                    println!("warning      {warning}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Chunks { file, json } => {
+            let (text, lossy) = memoria::workspace::read_text(file)?;
+            if lossy {
+                eprintln!(
+                    "warning: {}: invalid UTF-8 replaced with U+FFFD",
+                    file.display()
+                );
+            }
+            let params = ChunkParams {
+                tokens: settings.chunking.tokens,
+                overlap: settings.chunking.overlap,
+            };
+            let chunks = chunk_markdown(&text, params);
+            let rows: Vec<serde_json::Value> = chunks
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "startLine": c.start_line, "endLine": c.end_line,
+                        "hash": c.hash, "chars": c.text.encode_utf16().count(),
+                    })
+                })
+                .collect();
+            if *json {
+                println!("{}", serde_json::to_string(&rows)?);
+            } else {
+                println!(
+                    "{}: {} chunks (budget {} chars, overlap {} chars)",
+                    file.display(),
+                    chunks.len(),
+                    params.max_chars(),
+                    params.overlap_chars()
+                );
+                for c in &chunks {
+                    println!(
+                        "  L{}-L{}  {:>5} chars  {}",
+                        c.start_line,
+                        c.end_line,
+                        c.text.encode_utf16().count(),
+                        &c.hash[..12]
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Eval {
+            locomo,
+            corpus,
+            queries,
+            qrels,
+            json,
+        } => run_eval(
+            &settings,
+            locomo.as_deref(),
+            corpus.as_deref(),
+            queries.as_deref(),
+            qrels.as_deref(),
+            *json,
+        ),
+    }
+}
+
+fn index(settings: Settings, force: bool) -> Result<ExitCode> {
+    let memory = Memory::open(settings)?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} indexing [{bar:30}] {bytes}/{total_bytes} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = memory.sync(force, &|p| {
+        bar.set_length(p.bytes_total);
+        bar.set_position(p.bytes_done);
+        bar.set_message(format!("{}/{} files", p.files_done, p.files_total));
+    })?;
+    bar.finish_and_clear();
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    println!(
+        "indexed {} files ({} changed, {} removed), {} chunks in {:.2}s{} → {}",
+        report.files,
+        report.indexed,
+        report.removed,
+        report.chunks,
+        report.seconds,
+        if report.rebuilt {
+            " (new generation)"
+        } else {
+            ""
+        },
+        memory.agent_dir().root().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search_one(
+    memory: &Memory,
+    query: &str,
+    options: &SearchOptions,
+    json: bool,
+) -> Result<ExitCode> {
+    let payload = memory.memory_search(query, options);
+    if json {
+        println!("{}", serde_json::to_string(&payload)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(error) = &payload.error {
+        eprintln!("error: {error}");
+        return Ok(ExitCode::from(1));
+    }
+    if payload.results.is_empty() {
+        println!("no results");
+    }
+    for (i, result) in payload.results.iter().enumerate() {
+        println!(
+            "{}. {}:{}-{}  score {:.3}",
+            i + 1,
+            result.path,
+            result.start_line,
+            result.end_line,
+            result.score
+        );
+        let preview: String = result
+            .snippet
+            .lines()
+            .take(4)
+            .collect::<Vec<_>>()
+            .join("\n   ");
+        println!("   {preview}");
+    }
+    let mode = payload.mode.as_deref().unwrap_or("?");
+    let provider = payload.provider.as_deref().unwrap_or("?");
+    eprintln!("mode {mode} (provider {provider})");
+    if let Some(fallback) = &payload.fallback {
+        eprintln!("fallback from {}: {}", fallback.from, fallback.reason);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search_batch(memory: &Memory, file: &Path, options: &SearchOptions) -> Result<ExitCode> {
+    let reader = std::io::BufReader::new(
+        std::fs::File::open(file).with_context(|| format!("{}: cannot open", file.display()))?,
+    );
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{}: line {}", file.display(), i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: serde_json::Value = serde_json::from_str(&line)
+            .with_context(|| format!("{}: line {}: invalid JSON", file.display(), i + 1))?;
+        let Some(query) = record.get("query").and_then(|q| q.as_str()) else {
+            bail!(
+                "{}: line {}: missing string \"query\"",
+                file.display(),
+                i + 1
+            );
+        };
+        let mut payload = serde_json::to_value(memory.memory_search(query, options))?;
+        if let (Some(object), Some(id)) = (payload.as_object_mut(), record.get("id")) {
+            object.insert("id".into(), id.clone());
+        }
+        writeln!(out, "{}", serde_json::to_string(&payload)?)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Result<Scratch> {
+        let dir = std::env::temp_dir().join(format!("memoria-eval-{}-{tag}", std::process::id()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run_eval(
+    settings: &Settings,
+    locomo: Option<&Path>,
+    corpus: Option<&Path>,
+    queries: Option<&Path>,
+    qrels: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode> {
+    let mut results = Vec::new();
+    if let Some(dir) = locomo {
+        let dirs = eval::memory_workspaces(dir)?;
+        if dirs.is_empty() {
+            bail!(
+                "{}: no queries.jsonl here or in its subdirectories",
+                dir.display()
+            );
+        }
+        for (i, dir) in dirs.iter().enumerate() {
+            let scratch = Scratch::new(&i.to_string())?;
+            results.push(eval::eval_memory_workspace(dir, settings, &scratch.0)?);
+        }
+    } else if let (Some(corpus), Some(queries), Some(qrels)) = (corpus, queries, qrels) {
+        let scratch = Scratch::new("beir")?;
+        results.push(eval::eval_beir(
+            corpus, queries, qrels, settings, &scratch.0,
+        )?);
+    } else {
+        bail!("give --locomo DIR, or --corpus, --queries and --qrels");
+    }
+    if results.len() > 1 {
+        results.push(pooled(&results));
+    }
+    if json {
+        for m in &results {
+            println!("{}", serde_json::to_string(m)?);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for m in &results {
+        let recall: Vec<String> = m
+            .recall
+            .iter()
+            .map(|(k, v)| format!("recall@{k} {v:.3}"))
+            .collect();
+        let ndcg = m
+            .ndcg10
+            .map(|v| format!("nDCG@10 {v:.3}  "))
+            .unwrap_or_default();
+        println!(
+            "{:<10} {:>5} queries  {ndcg}{}  MRR {:.3}  no result {}",
+            m.name,
+            m.queries,
+            recall.join("  "),
+            m.mrr,
+            m.empty
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Question-weighted totals over several sets.
+fn pooled(results: &[eval::Metrics]) -> eval::Metrics {
+    let total: usize = results.iter().map(|m| m.queries).sum();
+    let weight = |f: &dyn Fn(&eval::Metrics) -> f64| {
+        results.iter().map(|m| f(m) * m.queries as f64).sum::<f64>() / total.max(1) as f64
+    };
+    let recall = results[0]
+        .recall
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (*k, weight(&|m| m.recall[i].1)))
+        .collect();
+    eval::Metrics {
+        name: "all".into(),
+        queries: total,
+        recall,
+        mrr: weight(&|m| m.mrr),
+        ndcg10: None,
+        empty: results.iter().map(|m| m.empty).sum(),
+    }
+}

@@ -1,0 +1,205 @@
+//! Ranking: score mapping, merging, minScore filtering and truncation (SPEC §5).
+//!
+//! Everything here is a pure function over candidate lists; the index modules produce the
+//! candidates and `tools` shapes the output.
+
+use std::cmp::Ordering;
+
+use crate::index::text::TextHit;
+
+/// Which retrieval served a search (reported in every payload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Hybrid,
+    FtsOnly,
+    VectorOnly,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::FtsOnly => "fts-only",
+            Mode::VectorOnly => "vector-only",
+        }
+    }
+}
+
+/// One ranked chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub id: String,
+    pub path: String,
+    pub source: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub text: String,
+    /// Final score in 0..1.
+    pub score: f64,
+    /// `s / (1 + s)` of the BM25 score, 0 when keyword search did not return the chunk.
+    pub text_score: f64,
+    /// Cosine similarity, when the vector side returned the chunk.
+    pub vector_score: Option<f64>,
+}
+
+/// Maps a BM25 score (higher is better) into 0..1: `s / (1 + s)` (SPEC §5.2). Unlike FTS5's
+/// rank mapping it never collapses to 1 for good matches.
+pub fn text_score(bm25: f64) -> f64 {
+    let s = bm25.max(0.0);
+    s / (1.0 + s)
+}
+
+/// Keyword-only ranking: score = textScore.
+pub fn keyword_hits(hits: Vec<TextHit>) -> Vec<Hit> {
+    hits.into_iter()
+        .map(|hit| {
+            let text_score = text_score(f64::from(hit.bm25));
+            Hit {
+                id: hit.id,
+                path: hit.path,
+                source: hit.source,
+                start_line: hit.start_line,
+                end_line: hit.end_line,
+                text: hit.text,
+                score: text_score,
+                text_score,
+                vector_score: None,
+            }
+        })
+        .collect()
+}
+
+/// The documented order: score descending, then textScore descending, then path, then
+/// startLine (so equal scores always come back in the same order).
+pub fn rank_order(a: &Hit, b: &Hit) -> Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then(b.text_score.total_cmp(&a.text_score))
+        .then_with(|| a.path.cmp(&b.path))
+        .then(a.start_line.cmp(&b.start_line))
+}
+
+/// Sorts, applies `minScore` with OpenClaw's relaxation, and keeps `max_results` (SPEC §5.5).
+///
+/// If no hit reaches `min_score` but keyword hits exist, keyword hits scoring at least
+/// `min(min_score, text_weight)` are kept: a query whose words match notes exactly should
+/// not come back empty just because no embedding was close.
+pub fn filter_ranked(
+    mut hits: Vec<Hit>,
+    min_score: f64,
+    text_weight: f64,
+    max_results: usize,
+) -> Vec<Hit> {
+    hits.sort_by(rank_order);
+    let mut kept: Vec<Hit> = hits
+        .iter()
+        .filter(|h| h.score >= min_score)
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        let floor = min_score.min(text_weight);
+        kept = hits
+            .into_iter()
+            .filter(|h| h.text_score > 0.0 && h.score >= floor)
+            .collect();
+    }
+    kept.truncate(max_results);
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(path: &str, line: usize, score: f64, text_score: f64) -> Hit {
+        Hit {
+            id: format!("{path}:{line}"),
+            path: path.into(),
+            source: "memory".into(),
+            start_line: line,
+            end_line: line,
+            text: String::new(),
+            score,
+            text_score,
+            vector_score: None,
+        }
+    }
+
+    #[test]
+    fn text_score_table() {
+        let cases = [(0.0, 0.0), (-3.0, 0.0), (1.0, 0.5), (3.0, 0.75), (9.0, 0.9)];
+        for (bm25, want) in cases {
+            assert!((text_score(bm25) - want).abs() < 1e-12, "bm25 {bm25}");
+        }
+        assert!(text_score(1e6) < 1.0);
+    }
+
+    #[test]
+    fn filter_table() {
+        let ids = |hits: Vec<Hit>| hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
+        // (name, hits, min_score, text_weight, max_results, expected ids)
+        let cases = vec![
+            (
+                "sorted by score, ties by textScore, path, line",
+                vec![
+                    hit("b.md", 1, 0.5, 0.1),
+                    hit("a.md", 9, 0.5, 0.1),
+                    hit("a.md", 2, 0.5, 0.1),
+                    hit("c.md", 1, 0.5, 0.4),
+                    hit("d.md", 1, 0.9, 0.0),
+                ],
+                0.0,
+                0.3,
+                10,
+                vec!["d.md:1", "c.md:1", "a.md:2", "a.md:9", "b.md:1"],
+            ),
+            (
+                "minScore filters",
+                vec![hit("a.md", 1, 0.6, 0.6), hit("b.md", 1, 0.2, 0.2)],
+                0.35,
+                0.3,
+                10,
+                vec!["a.md:1"],
+            ),
+            (
+                "relaxation keeps keyword hits ≥ min(minScore, textWeight)",
+                vec![
+                    hit("a.md", 1, 0.32, 0.32),
+                    hit("b.md", 1, 0.25, 0.25),
+                    hit("v.md", 1, 0.33, 0.0),
+                ],
+                0.35,
+                0.3,
+                10,
+                vec!["a.md:1"],
+            ),
+            (
+                "nothing at all",
+                vec![hit("v.md", 1, 0.1, 0.0)],
+                0.35,
+                0.3,
+                10,
+                vec![],
+            ),
+            (
+                "maxResults truncates after filtering",
+                vec![
+                    hit("a.md", 1, 0.9, 0.9),
+                    hit("b.md", 1, 0.8, 0.8),
+                    hit("c.md", 1, 0.7, 0.7),
+                ],
+                0.35,
+                0.3,
+                2,
+                vec!["a.md:1", "b.md:1"],
+            ),
+        ];
+        for (name, hits, min, weight, max, want) in cases {
+            assert_eq!(
+                ids(filter_ranked(hits, min, weight, max)),
+                want,
+                "case {name}"
+            );
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! Bringing an agent directory up to date with the workspace (SPEC §4).
+//!
+//! A file whose size and mtime match the catalog is skipped without being read; otherwise
+//! it is read and hashed, and only a changed hash re-chunks it. Changes are committed in
+//! batches (catalog first, then the text index tagged with the catalog `seq`), so a
+//! process killed at any instant leaves a directory that opens and answers, and the next
+//! sync continues from the last committed batch.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::Path;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rayon::prelude::*;
+
+use crate::chunk::{chunk_markdown, sha256_hex, ChunkParams};
+use crate::index::catalog::{Batch, Catalog, ChunkRecord, FileRecord, Upsert};
+use crate::index::text::TextIndex;
+use crate::index::{AgentDir, Identity, Manifest, SyncStats, WriterLock, FORMAT_VERSION};
+use crate::workspace::{decode_text, Discovery, MemoryFile};
+use crate::{Error, Result};
+
+/// Bytes of file content read per committed batch: bounds memory and sets how much work a
+/// crash can lose.
+const BATCH_BYTES: u64 = 32 << 20;
+const BATCH_FILES: usize = 4096;
+
+/// Progress of a running sync, reported after each committed batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncProgress {
+    pub files_done: usize,
+    pub files_total: usize,
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+}
+
+/// What a sync did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncReport {
+    pub generation: u64,
+    /// True when a new generation was built (first run, `--force`, identity change).
+    pub rebuilt: bool,
+    pub files: usize,
+    /// Files (re)chunked.
+    pub indexed: usize,
+    pub removed: usize,
+    pub chunks: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub warnings: Vec<String>,
+}
+
+/// Size and modification time of a discovered file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+/// Stats `file` (following nothing: discovery already rejected symlinks).
+pub fn stat(file: &MemoryFile) -> Result<FileStat> {
+    let meta = fs::metadata(&file.abs_path).map_err(|e| Error::io(&file.abs_path, e))?;
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    Ok(FileStat {
+        size: meta.len(),
+        mtime_ns,
+    })
+}
+
+/// Digest of the discovered files' paths, sizes and mtimes (see [`SyncStats`]).
+pub fn workspace_digest(discovery: &Discovery) -> String {
+    let mut listing = String::new();
+    for file in &discovery.files {
+        let stat = stat(file).ok();
+        let (size, mtime) = stat.map_or((0, 0), |s| (s.size, s.mtime_ns));
+        listing.push_str(&format!("{}\0{size}\0{mtime}\n", file.rel_path));
+    }
+    sha256_hex(listing.as_bytes())
+}
+
+/// Stable id of the `ordinal`-th chunk of a file.
+pub fn chunk_id(
+    source: &str,
+    path: &str,
+    ordinal: usize,
+    start: usize,
+    end: usize,
+    hash: &str,
+) -> String {
+    let mut id = sha256_hex(format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}").as_bytes());
+    id.truncate(32);
+    id
+}
+
+/// Syncs `dir` with `discovery`. The caller holds the writer lock.
+pub fn sync(
+    dir: &AgentDir,
+    lock: &WriterLock,
+    discovery: &Discovery,
+    identity: &Identity,
+    params: ChunkParams,
+    force: bool,
+    progress: &dyn Fn(SyncProgress),
+) -> Result<SyncReport> {
+    let started = Instant::now();
+    let mut warnings = discovery.warnings.clone();
+    let manifest = match dir.manifest() {
+        Ok(manifest) => manifest,
+        Err(err) => {
+            warnings.push(format!("{err}; rebuilding"));
+            None
+        }
+    };
+    let current = manifest.as_ref().map(|m| m.generation);
+    dir.remove_leftovers(lock, current)?;
+    let rebuilt = force
+        || manifest
+            .as_ref()
+            .is_none_or(|m| m.format != FORMAT_VERSION || &m.identity != identity);
+    let generation = if rebuilt {
+        dir.next_generation(current)
+    } else {
+        current.unwrap_or(1)
+    };
+    let gen_dir = dir.generation_dir(generation);
+    let (catalog, text) = if rebuilt {
+        fs::create_dir_all(&gen_dir).map_err(|e| Error::io(&gen_dir, e))?;
+        let catalog = Catalog::open(&gen_dir.join("catalog.redb"))?;
+        let text = TextIndex::create(&gen_dir.join("text"))?;
+        (catalog, text)
+    } else {
+        let catalog = Catalog::open(&gen_dir.join("catalog.redb"))?;
+        let text = open_text_caught_up(&catalog, &gen_dir.join("text"))?;
+        (catalog, text)
+    };
+
+    let known: HashMap<String, FileRecord> = catalog.files()?.into_iter().collect();
+    let discovered: HashSet<&str> = discovery
+        .files
+        .iter()
+        .map(|f| f.rel_path.as_str())
+        .collect();
+    let removals: Vec<String> = known
+        .keys()
+        .filter(|path| !discovered.contains(path.as_str()))
+        .cloned()
+        .collect();
+
+    // Files whose size or mtime differ from the catalog must be read.
+    let mut to_read = Vec::new();
+    for file in &discovery.files {
+        match stat(file) {
+            Ok(stat) => {
+                let unchanged = known
+                    .get(&file.rel_path)
+                    .is_some_and(|r| r.size == stat.size && r.mtime_ns == stat.mtime_ns);
+                if !unchanged {
+                    to_read.push((file, stat));
+                }
+            }
+            Err(err) => warnings.push(err.to_string()),
+        }
+    }
+    let bytes_total: u64 = to_read.iter().map(|(_, s)| s.size).sum();
+    let files_total = to_read.len();
+
+    let mut report = SyncReport {
+        generation,
+        rebuilt,
+        files: discovery.files.len(),
+        indexed: 0,
+        removed: removals.len(),
+        chunks: 0,
+        bytes: 0,
+        seconds: 0.0,
+        warnings: Vec::new(),
+    };
+    let old_chunks = |path: &str| known.get(path).map(|r| r.chunk_ids.clone());
+    let mut writer = None;
+    let mut pending_removals = removals;
+    let mut done = 0usize;
+    let mut start = 0usize;
+    while start < to_read.len() || !pending_removals.is_empty() {
+        let mut end = start;
+        let mut batch_bytes = 0u64;
+        while end < to_read.len()
+            && end - start < BATCH_FILES
+            && (batch_bytes < BATCH_BYTES || end == start)
+        {
+            batch_bytes += to_read[end].1.size;
+            end += 1;
+        }
+        let outcomes: Vec<Result<Outcome>> = to_read[start..end]
+            .par_iter()
+            .map(|(file, stat)| process_file(file, stat, known.get(&file.rel_path), params))
+            .collect();
+        let mut batch = Batch {
+            removals: std::mem::take(&mut pending_removals),
+            ..Batch::default()
+        };
+        for outcome in outcomes {
+            match outcome {
+                Ok(Outcome::Changed(upsert)) => batch.upserts.push(upsert),
+                Ok(Outcome::Touched { path, record }) => batch.touches.push((path, record)),
+                Err(err) => warnings.push(err.to_string()),
+            }
+        }
+        if !batch.is_empty() {
+            let seq = catalog.commit(&batch, &old_chunks)?;
+            if !batch.upserts.is_empty() || !batch.removals.is_empty() {
+                if writer.is_none() {
+                    writer = Some(text.writer()?);
+                }
+                if let Some(writer) = writer.as_mut() {
+                    for path in batch
+                        .removals
+                        .iter()
+                        .chain(batch.upserts.iter().map(|u| &u.path))
+                    {
+                        writer.delete_path(path);
+                    }
+                    for upsert in &batch.upserts {
+                        for (id, chunk) in &upsert.chunks {
+                            writer.add(id, chunk)?;
+                        }
+                    }
+                    writer.commit(seq)?;
+                }
+            }
+        }
+        report.indexed += batch.upserts.len();
+        report.bytes += batch_bytes;
+        done = end;
+        progress(SyncProgress {
+            files_done: done,
+            files_total,
+            bytes_done: report.bytes,
+            bytes_total,
+        });
+        start = end;
+    }
+    debug_assert_eq!(done, files_total);
+    if let Some(writer) = writer {
+        writer.finish()?;
+    }
+
+    report.chunks = catalog.chunk_count()?;
+    report.seconds = started.elapsed().as_secs_f64();
+    let files = catalog.files()?;
+    for (path, record) in &files {
+        if record.lossy {
+            warnings.push(format!(
+                "{path}: invalid UTF-8 (replaced with U+FFFD when indexing)"
+            ));
+        }
+    }
+    let stats = SyncStats {
+        files: report.files,
+        chunks: report.chunks,
+        bytes: files.iter().map(|(_, r)| r.size).sum(),
+        warnings: warnings.clone(),
+        synced_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        workspace_digest: workspace_digest(discovery),
+    };
+    let new_manifest = Manifest {
+        format: FORMAT_VERSION,
+        generation,
+        identity: identity.clone(),
+        stats,
+    };
+    dir.write_manifest(lock, &new_manifest)?;
+    if rebuilt {
+        dir.remove_leftovers(lock, Some(generation))?;
+    }
+    report.warnings = warnings;
+    Ok(report)
+}
+
+/// Opens a generation's text index, rebuilding it from the catalog if it is missing,
+/// unreadable, or lags the catalog (a crash between the two commits).
+fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> {
+    let seq = catalog.seq()?;
+    if let Ok(text) = TextIndex::open(text_dir) {
+        if text.committed_seq()? == Some(seq) || (seq == 0 && text.num_docs() == 0) {
+            return Ok(text);
+        }
+        tracing::warn!(dir = %text_dir.display(), "text index lags the catalog; rebuilding it");
+    }
+    if text_dir.exists() {
+        fs::remove_dir_all(text_dir).map_err(|e| Error::io(text_dir, e))?;
+    }
+    let text = TextIndex::create(text_dir)?;
+    let mut writer = text.writer()?;
+    catalog.for_each_chunk(|id, chunk| writer.add(id, &chunk))?;
+    writer.commit(seq)?;
+    writer.finish()?;
+    Ok(text)
+}
+
+enum Outcome {
+    Changed(Upsert),
+    Touched { path: String, record: FileRecord },
+}
+
+fn process_file(
+    file: &MemoryFile,
+    stat: &FileStat,
+    known: Option<&FileRecord>,
+    params: ChunkParams,
+) -> Result<Outcome> {
+    let bytes = fs::read(&file.abs_path).map_err(|e| Error::io(&file.abs_path, e))?;
+    let hash = sha256_hex(&bytes);
+    let source = file.source.as_str();
+    if let Some(known) = known.filter(|k| k.hash == hash) {
+        let record = FileRecord {
+            size: stat.size,
+            mtime_ns: stat.mtime_ns,
+            ..known.clone()
+        };
+        return Ok(Outcome::Touched {
+            path: file.rel_path.clone(),
+            record,
+        });
+    }
+    let (text, lossy) = decode_text(bytes);
+    let chunks: Vec<(String, ChunkRecord)> = chunk_markdown(&text, params)
+        .into_iter()
+        .enumerate()
+        .map(|(ordinal, chunk)| {
+            let id = chunk_id(
+                source,
+                &file.rel_path,
+                ordinal,
+                chunk.start_line,
+                chunk.end_line,
+                &chunk.hash,
+            );
+            let record = ChunkRecord {
+                path: file.rel_path.clone(),
+                source: source.to_string(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                hash: chunk.hash,
+                text: chunk.text,
+            };
+            (id, record)
+        })
+        .collect();
+    let record = FileRecord {
+        source: source.to_string(),
+        hash,
+        size: stat.size,
+        mtime_ns: stat.mtime_ns,
+        chunk_ids: chunks.iter().map(|(id, _)| id.clone()).collect(),
+        lossy,
+    };
+    Ok(Outcome::Changed(Upsert {
+        path: file.rel_path.clone(),
+        record,
+        chunks,
+    }))
+}

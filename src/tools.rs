@@ -1,0 +1,267 @@
+//! The agent-facing JSON of `memory_search` and `memory_get` (SPEC §6).
+
+use serde::Serialize;
+
+pub use crate::config::Citations;
+use crate::search::Hit;
+
+/// Characters (UTF-16 code units, as OpenClaw counts) of chunk text shown as the snippet.
+pub const SNIPPET_CHARS: usize = 700;
+
+/// Why a search did not use the configured retrieval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fallback {
+    pub from: String,
+    pub reason: String,
+}
+
+/// One result of `memory_search`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    pub path: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub score: f64,
+    pub snippet: String,
+    pub source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub citation: Option<String>,
+}
+
+/// The `memory_search` payload: results with the mode that served them, or an error payload
+/// (`results: []`, `disabled`, `unavailable`, `error`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchPayload {
+    pub results: Vec<SearchResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// `null` when no embedding model serves the search.
+    #[serde(skip_serializing_if = "is_error_payload_model")]
+    pub model: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub citations: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Fallback>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn is_error_payload_model(model: &Option<Option<String>>) -> bool {
+    model.is_none()
+}
+
+impl SearchPayload {
+    /// The failure payload: the agent is told memory search is unavailable and why.
+    pub fn unavailable(error: impl Into<String>) -> SearchPayload {
+        SearchPayload {
+            results: Vec::new(),
+            provider: None,
+            model: None,
+            mode: None,
+            citations: None,
+            fallback: None,
+            disabled: Some(true),
+            unavailable: Some(true),
+            error: Some(error.into()),
+        }
+    }
+}
+
+/// What served a search, for the payload header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    pub provider: String,
+    pub model: Option<String>,
+    pub mode: crate::search::Mode,
+    pub fallback: Option<Fallback>,
+}
+
+/// Builds the `memory_search` payload from ranked hits.
+pub fn search_payload(
+    hits: &[Hit],
+    served: &Served,
+    citations: Citations,
+    group_context: bool,
+) -> SearchPayload {
+    let cite = citations.shown(group_context);
+    let results = hits
+        .iter()
+        .map(|hit| {
+            let citation = citation(&hit.path, hit.start_line, hit.end_line);
+            let mut snippet = snippet(&hit.text);
+            if cite {
+                snippet.push_str("\n\nSource: ");
+                snippet.push_str(&citation);
+            }
+            SearchResult {
+                path: hit.path.clone(),
+                start_line: hit.start_line,
+                end_line: hit.end_line,
+                score: hit.score,
+                snippet,
+                source: hit.source.clone(),
+                citation: cite.then_some(citation),
+            }
+        })
+        .collect();
+    SearchPayload {
+        results,
+        provider: Some(served.provider.clone()),
+        model: Some(served.model.clone()),
+        mode: Some(served.mode.as_str().to_string()),
+        citations: Some(citations.as_str().to_string()),
+        fallback: served.fallback.clone(),
+        disabled: None,
+        unavailable: None,
+        error: None,
+    }
+}
+
+/// `path#Ls-Le`, or `path#Ln` when the range is one line.
+pub fn citation(path: &str, start: usize, end: usize) -> String {
+    if start == end {
+        format!("{path}#L{start}")
+    } else {
+        format!("{path}#L{start}-L{end}")
+    }
+}
+
+/// The first [`SNIPPET_CHARS`] UTF-16 units of `text`, never splitting a character.
+pub fn snippet(text: &str) -> String {
+    let mut units = 0;
+    for (byte, ch) in text.char_indices() {
+        units += ch.len_utf16();
+        if units > SNIPPET_CHARS {
+            return text[..byte].to_string();
+        }
+    }
+    text.to_string()
+}
+
+/// The `memory_get` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GetPayload {
+    pub path: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl GetPayload {
+    pub fn denied(path: &str, error: impl Into<String>) -> GetPayload {
+        GetPayload {
+            path: path.to_string(),
+            text: String::new(),
+            disabled: Some(true),
+            error: Some(error.into()),
+        }
+    }
+}
+
+/// Lines `from ..= from + lines - 1` (1-based) of `text`; the whole text when both are
+/// unset. `from` below 1 reads from line 1, `lines` below 1 reads one line, and a range past
+/// the end reads what exists (possibly nothing).
+pub fn slice_lines(text: &str, from: Option<i64>, lines: Option<i64>) -> String {
+    if from.is_none() && lines.is_none() {
+        return text.to_string();
+    }
+    let start = from.unwrap_or(1).max(1) as usize - 1;
+    let count = lines.map_or(usize::MAX, |n| n.max(1) as usize);
+    text.split('\n')
+        .skip(start)
+        .take(count)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::Mode;
+
+    #[test]
+    fn slice_table() {
+        let text = "l1\nl2\nl3\nl4";
+        let cases = [
+            (None, None, "l1\nl2\nl3\nl4"),
+            (Some(2), None, "l2\nl3\nl4"),
+            (Some(2), Some(2), "l2\nl3"),
+            (None, Some(1), "l1"),
+            (Some(0), Some(1), "l1"),
+            (Some(-5), Some(2), "l1\nl2"),
+            (Some(3), Some(0), "l3"),
+            (Some(4), Some(10), "l4"),
+            (Some(9), Some(1), ""),
+        ];
+        for (from, lines, want) in cases {
+            assert_eq!(
+                slice_lines(text, from, lines),
+                want,
+                "from {from:?} lines {lines:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn citations_and_snippets() {
+        assert_eq!(citation("memory/a.md", 3, 3), "memory/a.md#L3");
+        assert_eq!(citation("memory/a.md", 1, 14), "memory/a.md#L1-L14");
+        assert_eq!(snippet(&"x".repeat(800)).len(), 700);
+        let astral = "😀".repeat(400); // 800 units: 350 characters fit
+        assert_eq!(snippet(&astral).chars().count(), 350);
+        assert!(Citations::Auto.shown(false));
+        assert!(!Citations::Auto.shown(true));
+        assert!(!Citations::Off.shown(false));
+    }
+
+    #[test]
+    fn payload_json_shapes() {
+        let hit = Hit {
+            id: "x".into(),
+            path: "memory/2026-01-12.md".into(),
+            source: "memory".into(),
+            start_line: 1,
+            end_line: 14,
+            text: "hello".into(),
+            score: 0.71,
+            text_score: 0.71,
+            vector_score: None,
+        };
+        let served = Served {
+            provider: "none".into(),
+            model: None,
+            mode: Mode::FtsOnly,
+            fallback: None,
+        };
+        let json =
+            serde_json::to_value(search_payload(&[hit], &served, Citations::On, false)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "results": [{"path": "memory/2026-01-12.md", "startLine": 1, "endLine": 14,
+                    "score": 0.71, "snippet": "hello\n\nSource: memory/2026-01-12.md#L1-L14",
+                    "source": "memory", "citation": "memory/2026-01-12.md#L1-L14"}],
+                "provider": "none", "model": null, "mode": "fts-only", "citations": "on"
+            })
+        );
+        let json = serde_json::to_value(SearchPayload::unavailable("boom")).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"results": [], "disabled": true, "unavailable": true, "error": "boom"})
+        );
+        let json = serde_json::to_value(GetPayload::denied("NOTES.md", "no")).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"path": "NOTES.md", "text": "", "disabled": true, "error": "no"})
+        );
+    }
+}

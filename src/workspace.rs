@@ -1,0 +1,427 @@
+//! Which files are memory (SPEC §1) and which paths `memory_get` may read (SPEC §6).
+//!
+//! Discovery: `MEMORY.md`, `memory.md`, every `*.md` under `memory/`, and the configured
+//! `extraPaths` (files must end in `.md`, directories are walked). Symlinks — files or
+//! directories — are never followed, noise directories (`.git`, `node_modules`, …) are
+//! skipped, and files reached twice are de-duplicated by real path. Stored paths are
+//! workspace-relative with `/`, and may start with `../` for extra paths outside it.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use crate::Error;
+
+/// Directories never walked into.
+pub const IGNORED_DIRS: &[&str] = &[
+    ".git",
+    "node_modules",
+    ".pnpm-store",
+    ".venv",
+    "venv",
+    ".tox",
+    "__pycache__",
+];
+
+/// Where a file comes from (SPEC §1, §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SourceKind {
+    Memory,
+    Sessions,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Memory => "memory",
+            SourceKind::Sessions => "sessions",
+        }
+    }
+}
+
+/// A memory file found in the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryFile {
+    /// Absolute path on disk.
+    pub abs_path: PathBuf,
+    /// Workspace-relative path with `/` separators (the path users and citations see).
+    pub rel_path: String,
+    pub source: SourceKind,
+}
+
+/// What discovery found, plus the problems worth telling the user about.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub files: Vec<MemoryFile>,
+    pub warnings: Vec<String>,
+}
+
+/// Lists the memory files of `workspace` (sorted by `rel_path`).
+pub fn discover(workspace: &Path, extra_paths: &[String]) -> Discovery {
+    let mut found = Discovery::default();
+    let mut seen = HashSet::new();
+    let mut add = |abs: PathBuf, found: &mut Discovery| {
+        let real = fs::canonicalize(&abs).unwrap_or_else(|_| abs.clone());
+        if seen.insert(real) {
+            let rel_path = relative_path(workspace, &abs);
+            found.files.push(MemoryFile {
+                abs_path: abs,
+                rel_path,
+                source: SourceKind::Memory,
+            });
+        }
+    };
+    for name in ["MEMORY.md", "memory.md"] {
+        let path = workspace.join(name);
+        if is_regular_file(&path) {
+            add(path, &mut found);
+        }
+    }
+    let memory_dir = workspace.join("memory");
+    if is_real_dir(&memory_dir) {
+        for path in walk_markdown(&memory_dir, &mut found.warnings) {
+            add(path, &mut found);
+        }
+    }
+    for extra in extra_paths {
+        let path = absolute_in(workspace, Path::new(extra));
+        match fs::symlink_metadata(&path) {
+            Err(_) => found
+                .warnings
+                .push(format!("extraPaths: {extra}: not found, skipped")),
+            Ok(meta) if meta.file_type().is_symlink() => found.warnings.push(format!(
+                "extraPaths: {extra}: symlinks are not followed, skipped"
+            )),
+            Ok(meta) if meta.is_dir() => {
+                for path in walk_markdown(&path, &mut found.warnings) {
+                    add(path, &mut found);
+                }
+            }
+            Ok(_) if is_markdown(&path) => add(path, &mut found),
+            Ok(_) => found
+                .warnings
+                .push(format!("extraPaths: {extra}: not a .md file, skipped")),
+        }
+    }
+    found.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    found
+}
+
+/// Reads a memory file as text. Invalid UTF-8 is replaced (U+FFFD) and reported in the
+/// returned flag rather than failing: one bad byte must not hide a whole note.
+pub fn read_text(path: &Path) -> Result<(String, bool), Error> {
+    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(decode_text(bytes))
+}
+
+/// Decodes file bytes as UTF-8, replacing invalid sequences; the flag says whether any were.
+pub fn decode_text(bytes: Vec<u8>) -> (String, bool) {
+    match String::from_utf8(bytes) {
+        Ok(text) => (text, false),
+        Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
+    }
+}
+
+fn is_markdown(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "md")
+}
+
+fn is_regular_file(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+}
+
+fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
+}
+
+/// Recursively lists `*.md` regular files under `dir`, never following symlinks.
+fn walk_markdown(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(err) => {
+                warnings.push(format!("{}: cannot list directory: {err}", dir.display()));
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if file_type.is_dir() {
+                let name = entry.file_name();
+                if !IGNORED_DIRS.iter().any(|ignored| name == *ignored) {
+                    stack.push(path);
+                }
+            } else if file_type.is_file() && is_markdown(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// `path` made absolute against `base` and lexically normalised (no `.`/`..`).
+pub fn absolute_in(base: &Path, path: &Path) -> PathBuf {
+    normalize(&base.join(path))
+}
+
+/// Removes `.` and resolves `..` lexically (never touching the file system).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `target` relative to `base` with `/` separators (`../` allowed), both lexically absolute.
+pub fn relative_path(base: &Path, target: &Path) -> String {
+    let base = normalize(base);
+    let target = normalize(target);
+    let base_parts: Vec<_> = base.components().collect();
+    let target_parts: Vec<_> = target.components().collect();
+    let common = base_parts
+        .iter()
+        .zip(&target_parts)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut parts: Vec<String> = vec!["..".to_string(); base_parts.len() - common];
+    parts.extend(
+        target_parts[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
+}
+
+/// Why `memory_get` refused a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathDenied(pub String);
+
+/// The `memory_get` path policy (SPEC §6). Returns the absolute file to read, or why not.
+///
+/// Allowed: `MEMORY.md`, `memory.md`, `memory/**` inside the workspace and files inside the
+/// configured extra paths; the path must end in `.md`, must not escape its root with `..`,
+/// and no component below the root may be a symlink. The file itself need not exist
+/// (a missing allowed file reads as empty).
+pub fn resolve_get_path(
+    workspace: &Path,
+    extra_paths: &[String],
+    requested: &str,
+) -> Result<PathBuf, PathDenied> {
+    let requested_trim = requested.trim();
+    if requested_trim.is_empty() {
+        return Err(PathDenied("path is required".into()));
+    }
+    let target = absolute_in(workspace, Path::new(requested_trim));
+    if !is_markdown(&target) {
+        return Err(PathDenied(format!(
+            "{requested}: only .md memory files can be read"
+        )));
+    }
+    let workspace = normalize(workspace);
+    let roots = allowed_roots(&workspace, extra_paths);
+    let Some(root) = roots.iter().find(|root| root.contains(&target)) else {
+        return Err(PathDenied(format!(
+            "{requested}: not a memory file (allowed: MEMORY.md, memory.md, memory/**/*.md, extraPaths)"
+        )));
+    };
+    check_no_symlinks(&root.base, &target).map_err(|component| {
+        PathDenied(format!(
+            "{requested}: {} is a symlink; memory files are read only through real paths",
+            component.display()
+        ))
+    })?;
+    if let Ok(meta) = fs::metadata(&target) {
+        if !meta.is_file() {
+            return Err(PathDenied(format!("{requested}: not a regular file")));
+        }
+    }
+    Ok(target)
+}
+
+/// A place `memory_get` may read from: one exact file, or everything under a directory.
+struct AllowedRoot {
+    /// Symlink checks cover the components *below* this directory.
+    base: PathBuf,
+    scope: Scope,
+}
+
+enum Scope {
+    File(PathBuf),
+    Under(PathBuf),
+}
+
+impl AllowedRoot {
+    fn contains(&self, target: &Path) -> bool {
+        match &self.scope {
+            Scope::File(file) => file == target,
+            Scope::Under(dir) => target.starts_with(dir) && target != dir,
+        }
+    }
+}
+
+fn allowed_roots(workspace: &Path, extra_paths: &[String]) -> Vec<AllowedRoot> {
+    let in_workspace = |scope| AllowedRoot {
+        base: workspace.to_path_buf(),
+        scope,
+    };
+    let mut roots = vec![
+        in_workspace(Scope::File(workspace.join("MEMORY.md"))),
+        in_workspace(Scope::File(workspace.join("memory.md"))),
+        in_workspace(Scope::Under(workspace.join("memory"))),
+    ];
+    for extra in extra_paths {
+        let path = absolute_in(workspace, Path::new(extra));
+        // The extra path itself is checked too (discovery ignores a symlinked one).
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let scope = if is_markdown(&path) && !is_real_dir(&path) {
+            Scope::File(path)
+        } else {
+            Scope::Under(path)
+        };
+        roots.push(AllowedRoot { base, scope });
+    }
+    roots
+}
+
+/// Fails with the first symlink among the components of `target` below `base`.
+fn check_no_symlinks(base: &Path, target: &Path) -> Result<(), PathBuf> {
+    let Ok(rest) = target.strip_prefix(base) else {
+        return Ok(());
+    };
+    let mut current = base.to_path_buf();
+    for component in rest.components() {
+        current.push(component);
+        if fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(current);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn discovers_memory_files_and_skips_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        write(&ws.join("MEMORY.md"), "long term");
+        write(&ws.join("NOTES.md"), "not memory");
+        write(&ws.join("memory/2026-01-12.md"), "daily");
+        write(&ws.join("memory/projects/a.md"), "nested");
+        write(&ws.join("memory/projects/a.txt"), "not markdown");
+        write(&ws.join("memory/node_modules/x.md"), "ignored dir");
+        write(&ws.join("memory/.git/y.md"), "ignored dir");
+        write(&tmp.path().join("outside/o.md"), "outside");
+        write(&tmp.path().join("outside/deep/p.md"), "outside deep");
+        write(&tmp.path().join("single.md"), "single file");
+        write(&tmp.path().join("plain.txt"), "plain");
+        std::os::unix::fs::symlink(ws.join("MEMORY.md"), ws.join("memory/link.md")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("outside"), ws.join("memory/linkdir")).unwrap();
+        let extras = vec![
+            "../outside".to_string(),
+            tmp.path().join("single.md").display().to_string(),
+            "../plain.txt".to_string(),
+            "missing".to_string(),
+            "memory/projects".to_string(), // duplicates memory/** → de-duplicated
+        ];
+        let found = discover(&ws, &extras);
+        let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "../outside/deep/p.md",
+                "../outside/o.md",
+                "../single.md",
+                "MEMORY.md",
+                "memory/2026-01-12.md",
+                "memory/projects/a.md",
+            ]
+        );
+        assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
+    }
+
+    #[test]
+    fn invalid_utf8_is_read_lossily() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("bad.md");
+        fs::write(&path, b"ok \xff\xfe text").unwrap();
+        let (text, lossy) = read_text(&path).unwrap();
+        assert!(lossy);
+        assert_eq!(text, "ok \u{fffd}\u{fffd} text");
+    }
+
+    #[test]
+    fn relative_paths() {
+        let cases = [
+            ("/a/ws", "/a/ws/memory/x.md", "memory/x.md"),
+            ("/a/ws", "/a/notes/x.md", "../notes/x.md"),
+            ("/a/ws", "/b/x.md", "../../b/x.md"),
+            ("/a/ws/", "/a/ws/./MEMORY.md", "MEMORY.md"),
+        ];
+        for (base, target, want) in cases {
+            assert_eq!(relative_path(Path::new(base), Path::new(target)), want);
+        }
+    }
+
+    #[test]
+    fn get_path_policy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        write(&ws.join("MEMORY.md"), "m");
+        write(&ws.join("NOTES.md"), "n");
+        write(&ws.join("memory/a.md"), "a");
+        write(&ws.join("memory/a.txt"), "t");
+        write(&tmp.path().join("outside.md"), "o");
+        write(&tmp.path().join("extra/e.md"), "e");
+        write(&tmp.path().join("real/r.md"), "r");
+        std::os::unix::fs::symlink(ws.join("NOTES.md"), ws.join("memory/link.md")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("real"), ws.join("memory/dirlink")).unwrap();
+        let extras = vec!["../extra".to_string()];
+        let outside_abs = tmp.path().join("outside.md").display().to_string();
+        let inside_abs = ws.join("memory/a.md").display().to_string();
+        let cases: Vec<(&str, bool)> = vec![
+            ("MEMORY.md", true),
+            ("memory.md", true), // allowed even when missing
+            ("memory/a.md", true),
+            ("memory/new/missing.md", true),
+            ("./memory/a.md", true),
+            (&inside_abs, true),
+            ("../extra/e.md", true),
+            ("NOTES.md", false),
+            ("../outside.md", false),
+            ("memory/../../x.md", false),
+            ("memory/../NOTES.md", false),
+            (&outside_abs, false),
+            ("memory/link.md", false),
+            ("memory/dirlink/r.md", false),
+            ("memory/a.txt", false),
+            ("memory", false),
+            ("", false),
+        ];
+        for (path, allowed) in cases {
+            let got = resolve_get_path(&ws, &extras, path);
+            assert_eq!(got.is_ok(), allowed, "path {path:?}: {got:?}");
+        }
+    }
+}

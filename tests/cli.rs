@@ -1,0 +1,406 @@
+//! End-to-end tests of the `memoria` binary: the README's main command, the tool payloads,
+//! incremental sync, identity changes and crash safety.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn memoria(state: &Path, workspace: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memoria"));
+    cmd.arg("--state-dir")
+        .arg(state)
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--provider")
+        .arg("none")
+        .args(args)
+        .env_remove("OPENCLAW_CONFIG_PATH")
+        .env_remove("OPENCLAW_STATE_DIR");
+    cmd
+}
+
+fn run(state: &Path, workspace: &Path, args: &[&str]) -> Output {
+    let out = memoria(state, workspace, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "memoria {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json(state: &Path, workspace: &Path, args: &[&str]) -> Value {
+    let out = run(state, workspace, args);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn example_workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace")
+}
+
+fn paths(payload: &Value) -> Vec<String> {
+    payload["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn readme_search_on_the_example_workspace() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let payload = json(
+        state.path(),
+        &ws,
+        &["search", "postgres cutover downtime", "--json"],
+    );
+    assert_eq!(payload["mode"], "fts-only");
+    assert_eq!(payload["provider"], "none");
+    assert_eq!(payload["citations"], "auto");
+    let first = &payload["results"][0];
+    assert_eq!(first["path"], "memory/2026-11-20.md");
+    assert_eq!(first["startLine"], 1);
+    assert!(first["score"].as_f64().unwrap() > 0.35 && first["score"].as_f64().unwrap() < 1.0);
+    assert_eq!(first["citation"], "memory/2026-11-20.md#L1-L6");
+    assert!(first["snippet"]
+        .as_str()
+        .unwrap()
+        .ends_with("Source: memory/2026-11-20.md#L1-L6"));
+    // Identifiers, hex ids, Japanese and accented Spanish are all findable.
+    for (query, want) in [
+        ("a828e60", "memory/2026-11-16.md"),
+        ("hybrid.vectorWeight", "memory/2026-11-17.md"),
+        ("vectorWeight", "memory/2026-11-17.md"),
+        ("紅葉", "memory/projects/日本旅行.md"),
+        ("猫カフェ", "memory/projects/日本旅行.md"),
+        ("pasteis nata belem", "memory/projects/viaje-lisboa.md"),
+    ] {
+        let payload = json(state.path(), &ws, &["search", query, "--json"]);
+        assert_eq!(
+            paths(&payload).first().map(String::as_str),
+            Some(want),
+            "query {query}"
+        );
+    }
+    // No agent-directory writes happened to the workspace.
+    assert!(!ws.join(".memoria").exists());
+}
+
+#[test]
+fn search_batch_prints_one_payload_per_query() {
+    let state = tempfile::tempdir().unwrap();
+    let queries = state.path().join("q.jsonl");
+    fs::write(
+        &queries,
+        "{\"id\": 1, \"query\": \"Miso vaccine\"}\n{\"id\": \"b\", \"query\": \"   \"}\n",
+    )
+    .unwrap();
+    let out = run(
+        state.path(),
+        &example_workspace(),
+        &["search", "--queries", queries.to_str().unwrap()],
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["id"], 1);
+    assert_eq!(lines[0]["results"][0]["path"], "memory/2026-11-15.md");
+    assert_eq!(lines[1]["id"], "b");
+    assert_eq!(lines[1]["results"], serde_json::json!([]));
+}
+
+#[test]
+fn memory_get_policy_and_slicing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    fs::create_dir_all(ws.join("memory/sub")).unwrap();
+    fs::write(ws.join("MEMORY.md"), "one\ntwo\nthree\nfour").unwrap();
+    fs::write(ws.join("NOTES.md"), "secret notes").unwrap();
+    fs::write(ws.join("memory/a.md"), "alpha").unwrap();
+    fs::write(ws.join("memory/a.txt"), "secret text").unwrap();
+    fs::write(tmp.path().join("outside.md"), "secret outside").unwrap();
+    fs::write(tmp.path().join("x.md"), "secret x").unwrap();
+    fs::create_dir_all(tmp.path().join("real")).unwrap();
+    fs::write(tmp.path().join("real/r.md"), "secret real").unwrap();
+    std::os::unix::fs::symlink(ws.join("NOTES.md"), ws.join("memory/link.md")).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("real"), ws.join("memory/dir")).unwrap();
+    let state = tmp.path().join("state");
+    let get = |args: &[&str]| {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        all.push("--json");
+        json(&state, &ws, &all)
+    };
+    let outside_abs = tmp.path().join("outside.md");
+    for rejected in [
+        "NOTES.md",
+        "../outside.md",
+        "memory/../../x.md",
+        outside_abs.to_str().unwrap(),
+        "memory/link.md",
+        "memory/dir/r.md",
+        "memory/a.txt",
+    ] {
+        let payload = get(&[rejected]);
+        assert_eq!(payload["disabled"], true, "{rejected}");
+        assert_eq!(payload["text"], "", "{rejected}");
+        assert_eq!(payload["path"], rejected);
+        assert!(!payload["error"].as_str().unwrap().is_empty());
+        assert!(
+            !payload.to_string().contains("secret"),
+            "{rejected} leaked: {payload}"
+        );
+    }
+    assert_eq!(
+        get(&["MEMORY.md"]),
+        serde_json::json!({"path": "MEMORY.md", "text": "one\ntwo\nthree\nfour"})
+    );
+    assert_eq!(
+        get(&["MEMORY.md", "--from", "2", "--lines", "2"])["text"],
+        "two\nthree"
+    );
+    assert_eq!(get(&["MEMORY.md", "--from", "3"])["text"], "three\nfour");
+    assert_eq!(get(&["MEMORY.md", "--lines", "1"])["text"], "one");
+    assert_eq!(
+        get(&["MEMORY.md", "--from", "9", "--lines", "1"])["text"],
+        ""
+    );
+    assert_eq!(get(&["memory/a.md"])["text"], "alpha");
+    let abs = ws.join("memory/a.md");
+    assert_eq!(get(&[abs.to_str().unwrap()])["text"], "alpha");
+    assert_eq!(
+        get(&["memory/missing.md"]),
+        serde_json::json!({"path": "memory/missing.md", "text": ""})
+    );
+    // Human output: denied paths exit non-zero with the reason on stderr.
+    let out = memoria(&state, &ws, &["get", "NOTES.md"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn incremental_sync_follows_edits_and_deletions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    fs::write(ws.join("memory/a.md"), "the zebra grazes").unwrap();
+    fs::write(ws.join("memory/b.md"), "the okapi hides").unwrap();
+    let state = tmp.path().join("state");
+    run(&state, &ws, &["index"]);
+    assert_eq!(
+        paths(&json(&state, &ws, &["search", "zebra", "--json"])),
+        vec!["memory/a.md"]
+    );
+    fs::write(ws.join("memory/a.md"), "the giraffe stretches").unwrap();
+    fs::remove_file(ws.join("memory/b.md")).unwrap();
+    fs::write(ws.join("memory/c.md"), "a zebra appears").unwrap();
+    // search syncs first because the workspace changed.
+    assert_eq!(
+        paths(&json(&state, &ws, &["search", "zebra", "--json"])),
+        vec!["memory/c.md"]
+    );
+    assert!(paths(&json(&state, &ws, &["search", "okapi", "--json"])).is_empty());
+    let status = json(&state, &ws, &["status", "--json"]);
+    assert_eq!(status["files"], 2);
+    assert_eq!(status["dirty"], false);
+    assert_eq!(status["generation"], 1);
+}
+
+#[test]
+fn identity_change_rebuilds_into_a_new_generation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    let long: String = (1..=200)
+        .map(|i| format!("line {i} about lanterns\n"))
+        .collect();
+    fs::write(ws.join("memory/a.md"), long).unwrap();
+    let state = tmp.path().join("state");
+    run(&state, &ws, &["index"]);
+    let before = json(&state, &ws, &["status", "--json"]);
+    let config = tmp.path().join("openclaw.json");
+    fs::write(
+        &config,
+        "{ agents: { defaults: { memorySearch: { chunking: { tokens: 100, overlap: 10 } } } } }",
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    // One file where every chunk has the word: BM25 idf is tiny, so lift minScore.
+    let after = json(
+        &state,
+        &ws,
+        &[
+            "--config",
+            cfg,
+            "search",
+            "lanterns",
+            "--min-score",
+            "0",
+            "--json",
+        ],
+    );
+    assert!(!after["results"].as_array().unwrap().is_empty());
+    let status = json(&state, &ws, &["--config", cfg, "status", "--json"]);
+    assert_eq!(status["generation"], 2);
+    assert!(status["chunks"].as_u64() > before["chunks"].as_u64());
+    let agent_dir = state.join("memory/main");
+    let gens: Vec<_> = fs::read_dir(&agent_dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("gen-"))
+        .collect();
+    assert_eq!(gens.len(), 1, "old generation removed");
+}
+
+#[test]
+fn config_errors_name_the_key_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("openclaw.json");
+    fs::write(&config, r#"{"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"vectorWeight": "high"}}}}}}"#).unwrap();
+    let out = memoria(
+        tmp.path(),
+        &example_workspace(),
+        &["--config", config.to_str().unwrap(), "status"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agents.defaults.memorySearch.query.hybrid.vectorWeight: expected a number, got \"high\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("openclaw.json"), "{stderr}");
+}
+
+#[test]
+fn invalid_utf8_is_indexed_and_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    fs::write(ws.join("memory/bad.md"), b"caf\xe9 latte notes").unwrap();
+    let state = tmp.path().join("state");
+    run(&state, &ws, &["index"]);
+    let found = json(
+        &state,
+        &ws,
+        &["search", "latte", "--min-score", "0", "--json"],
+    );
+    assert_eq!(paths(&found), vec!["memory/bad.md"]);
+    let status = json(&state, &ws, &["status", "--json"]);
+    let warnings = status["warnings"].to_string();
+    assert!(
+        warnings.contains("memory/bad.md") && warnings.contains("UTF-8"),
+        "{warnings}"
+    );
+    assert_eq!(
+        fs::read(ws.join("memory/bad.md")).unwrap(),
+        b"caf\xe9 latte notes"
+    );
+}
+
+fn write_large_workspace(ws: &Path, files: usize, salt: &str) {
+    let words = [
+        "lantern",
+        "harbor",
+        "quartz",
+        "meadow",
+        "cipher",
+        "falcon",
+        "ember",
+        "willow",
+        "atlas",
+        "vault",
+        "orders",
+        "replica",
+        "cutover",
+        "migration",
+        "ridge",
+        "squash",
+        "passport",
+    ];
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    for f in 0..files {
+        let mut text = format!("# note {f} {salt}\n");
+        for line in 0..200 {
+            let a = words[(f * 7 + line) % words.len()];
+            let b = words[(f + line * 3) % words.len()];
+            text.push_str(&format!(
+                "- {a} {b} item{} line {line} of file {f}\n",
+                (f * 31 + line) % 997
+            ));
+        }
+        fs::write(ws.join(format!("memory/n{f:05}.md")), text).unwrap();
+    }
+}
+
+/// Starts `memoria index ARGS`, waits until it has visibly started writing (a catalog file
+/// newer than the start), then SIGKILLs it.
+fn kill_index_part_way(state: &Path, ws: &Path, args: &[&str]) {
+    let agent_dir = state.join("memory/main");
+    let catalog_mtime = || {
+        fs::read_dir(&agent_dir).ok().and_then(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| fs::metadata(e.path().join("catalog.redb")).ok())
+                .filter_map(|m| m.modified().ok())
+                .max()
+        })
+    };
+    let before = catalog_mtime();
+    let mut all = vec!["index"];
+    all.extend_from_slice(args);
+    let mut child = memoria(state, ws, &all).spawn().unwrap();
+    let started = Instant::now();
+    while catalog_mtime() == before && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    let still_running = child.try_wait().unwrap().is_none();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        still_running,
+        "index finished before it could be killed; make the workspace larger"
+    );
+}
+
+#[test]
+fn killed_index_leaves_a_usable_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    write_large_workspace(&ws, 3000, "v1");
+    let state = tmp.path().join("state");
+    let clean = tmp.path().join("clean");
+    let queries = ["lantern harbor item42", "quartz cipher line 7", "file 2999"];
+
+    let same_as_clean = || {
+        for query in queries {
+            let after_kill = json(&state, &ws, &["search", query, "--json"]);
+            let reference = json(&clean, &ws, &["search", query, "--json"]);
+            assert!(!reference["results"].as_array().unwrap().is_empty());
+            assert_eq!(after_kill["results"], reference["results"], "query {query}");
+        }
+    };
+    // Killed while building the first generation.
+    kill_index_part_way(&state, &ws, &["--force"]);
+    same_as_clean();
+    // Killed during an incremental sync of an existing generation (every file changed).
+    write_large_workspace(&ws, 3000, "v2");
+    kill_index_part_way(&state, &ws, &[]);
+    same_as_clean();
+    let gens = fs::read_dir(state.join("memory/main"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("gen-"))
+        .count();
+    assert_eq!(gens, 1, "leftovers of the killed build are removed");
+}
