@@ -51,9 +51,9 @@ pub struct Metrics {
 pub fn evidence_rank(hits: &[Hit], evidence: &[Evidence]) -> Option<usize> {
     hits.iter()
         .position(|h| {
-            evidence
-                .iter()
-                .any(|e| e.path == h.path && h.start_line <= e.line && e.line <= h.end_line)
+            evidence.iter().any(|e| {
+                e.path == h.chunk.path && h.chunk.start_line <= e.line && e.line <= h.chunk.end_line
+            })
         })
         .map(|i| i + 1)
 }
@@ -268,7 +268,7 @@ pub fn eval_beir(
         }
         let mut ranked: Vec<String> = Vec::new();
         for hit in hits {
-            if let Some(doc) = doc_of_path.get(&hit.path) {
+            if let Some(doc) = doc_of_path.get(&hit.chunk.path) {
                 if !ranked.contains(doc) {
                     ranked.push(doc.clone());
                 }

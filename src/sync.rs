@@ -184,6 +184,7 @@ pub fn sync(
     let mut pending_removals = removals;
     let mut done = 0usize;
     let mut start = 0usize;
+    let mut last_seq = 0u64;
     while start < to_read.len() || !pending_removals.is_empty() {
         let mut end = start;
         let mut batch_bytes = 0u64;
@@ -210,17 +211,20 @@ pub fn sync(
             }
         }
         if !batch.is_empty() {
-            let seq = catalog.commit(&batch, &old_chunks)?;
-            if !batch.upserts.is_empty() || !batch.removals.is_empty() {
-                if writer.is_none() {
-                    writer = Some(text.writer()?);
-                }
-                if let Some(writer) = writer.as_mut() {
-                    for path in batch
+            let touches_text = !batch.upserts.is_empty() || !batch.removals.is_empty();
+            if touches_text && writer.is_none() {
+                writer = Some(text.writer()?);
+            }
+            // The catalog commit (one thread, mostly I/O) overlaps with feeding the text
+            // index; the text commit still follows it, so its payload never runs ahead.
+            let seq = std::thread::scope(|scope| -> Result<u64> {
+                let catalog_commit = scope.spawn(|| catalog.commit(&batch, &old_chunks));
+                if let Some(writer) = writer.as_ref().filter(|_| touches_text) {
+                    let stale = batch
                         .removals
                         .iter()
-                        .chain(batch.upserts.iter().map(|u| &u.path))
-                    {
+                        .chain(batch.upserts.iter().map(|u| &u.path));
+                    for path in stale {
                         writer.delete_path(path);
                     }
                     for upsert in &batch.upserts {
@@ -228,8 +232,17 @@ pub fn sync(
                             writer.add(id, chunk)?;
                         }
                     }
-                    writer.commit(seq)?;
                 }
+                catalog_commit
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })?;
+            last_seq = seq;
+            // A new generation is invisible until the manifest names it, so intermediate
+            // text commits would buy nothing: commit once at the end. An existing one
+            // commits per batch so a crash keeps the work done.
+            if let Some(writer) = writer.as_mut().filter(|_| touches_text && !rebuilt) {
+                writer.commit(seq)?;
             }
         }
         report.indexed += batch.upserts.len();
@@ -244,7 +257,10 @@ pub fn sync(
         start = end;
     }
     debug_assert_eq!(done, files_total);
-    if let Some(writer) = writer {
+    if let Some(mut writer) = writer {
+        if rebuilt {
+            writer.commit(last_seq)?;
+        }
         writer.finish()?;
     }
 

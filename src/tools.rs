@@ -94,19 +94,20 @@ pub fn search_payload(
     let results = hits
         .iter()
         .map(|hit| {
-            let citation = citation(&hit.path, hit.start_line, hit.end_line);
-            let mut snippet = snippet(&hit.text);
+            let chunk = &hit.chunk;
+            let citation = citation(&chunk.path, chunk.start_line, chunk.end_line);
+            let mut snippet = snippet(&chunk.text);
             if cite {
                 snippet.push_str("\n\nSource: ");
                 snippet.push_str(&citation);
             }
             SearchResult {
-                path: hit.path.clone(),
-                start_line: hit.start_line,
-                end_line: hit.end_line,
+                path: chunk.path.clone(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
                 score: hit.score,
                 snippet,
-                source: hit.source.clone(),
+                source: chunk.source.clone(),
                 citation: cite.then_some(citation),
             }
         })
@@ -227,11 +228,14 @@ mod tests {
     fn payload_json_shapes() {
         let hit = Hit {
             id: "x".into(),
-            path: "memory/2026-01-12.md".into(),
-            source: "memory".into(),
-            start_line: 1,
-            end_line: 14,
-            text: "hello".into(),
+            chunk: crate::index::catalog::ChunkRecord {
+                path: "memory/2026-01-12.md".into(),
+                source: "memory".into(),
+                start_line: 1,
+                end_line: 14,
+                hash: String::new(),
+                text: "hello".into(),
+            },
             score: 0.71,
             text_score: 0.71,
             vector_score: None,

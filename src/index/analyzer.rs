@@ -55,7 +55,10 @@ pub fn terms(text: &str, mode: AnalyzerMode) -> Vec<String> {
 #[derive(Clone)]
 pub struct MemoriaTokenizer {
     mode: AnalyzerMode,
+    /// Reused buffers: token spans, the text's characters, camelCase parts.
     spans: Vec<(usize, usize)>,
+    chars: Vec<(usize, char)>,
+    parts: Vec<(usize, usize)>,
     token: Token,
 }
 
@@ -64,6 +67,8 @@ impl MemoriaTokenizer {
         MemoriaTokenizer {
             mode,
             spans: Vec::new(),
+            chars: Vec::new(),
+            parts: Vec::new(),
             token: Token::default(),
         }
     }
@@ -82,7 +87,15 @@ impl Tokenizer for MemoriaTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> MemoriaTokenStream<'a> {
         self.spans.clear();
-        collect_spans(text, self.mode, &mut self.spans);
+        self.chars.clear();
+        self.chars.extend(text.char_indices());
+        collect_spans(
+            text,
+            &self.chars,
+            self.mode,
+            &mut self.spans,
+            &mut self.parts,
+        );
         self.token.reset();
         MemoriaTokenStream {
             text,
@@ -121,6 +134,9 @@ impl TokenStream for MemoriaTokenStream<'_> {
 /// (Hangul has spaces, but bigrams still match Korean particles and compounds far better
 /// than whole eojeol).
 pub fn is_cjk(c: char) -> bool {
+    if c.is_ascii() {
+        return false;
+    }
     matches!(c as u32,
         0x3005 | 0x3007
         | 0x3040..=0x30FF      // Hiragana, Katakana
@@ -137,6 +153,9 @@ pub fn is_cjk(c: char) -> bool {
 }
 
 fn is_word(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
+    }
     !is_cjk(c) && (c.is_alphanumeric() || matches!(c as u32, 0x0300..=0x036F))
 }
 
@@ -145,9 +164,15 @@ fn is_joiner(c: char) -> bool {
 }
 
 /// Computes token spans (byte ranges into `text`) in emission order.
-fn collect_spans(text: &str, mode: AnalyzerMode, out: &mut Vec<(usize, usize)>) {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
+fn collect_spans(
+    text: &str,
+    chars: &[(usize, char)],
+    mode: AnalyzerMode,
+    out: &mut Vec<(usize, usize)>,
+    parts: &mut Vec<(usize, usize)>,
+) {
     let end_of = |i: usize| chars.get(i).map_or(text.len(), |&(b, _)| b);
+    let mut pieces = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i].1;
@@ -168,7 +193,7 @@ fn collect_spans(text: &str, mode: AnalyzerMode, out: &mut Vec<(usize, usize)>) 
         } else if is_word(c) {
             // A compound: word runs joined by single joiners that sit between word chars.
             let start = i;
-            let mut pieces = Vec::new();
+            pieces.clear();
             loop {
                 let piece_start = i;
                 while i < chars.len() && is_word(chars[i].1) {
@@ -182,13 +207,15 @@ fn collect_spans(text: &str, mode: AnalyzerMode, out: &mut Vec<(usize, usize)>) 
                 }
                 i += 1;
             }
-            emit_compound(&chars, &end_of, start, i, &pieces, out);
+            emit_compound(chars, &end_of, start, i, &pieces, out, parts);
         } else {
             i += 1;
         }
     }
 }
 
+/// Emits a compound whole, then its joiner-separated pieces (when there are several), then
+/// the camelCase parts of each piece (when it has several).
 fn emit_compound(
     chars: &[(usize, char)],
     end_of: &dyn Fn(usize) -> usize,
@@ -196,29 +223,24 @@ fn emit_compound(
     end: usize,
     pieces: &[(usize, usize)],
     out: &mut Vec<(usize, usize)>,
+    parts: &mut Vec<(usize, usize)>,
 ) {
-    let mut push = |from: usize, to: usize| {
+    let push = |out: &mut Vec<(usize, usize)>, from: usize, to: usize| {
         let span = (chars[from].0, end_of(to));
         if span.1 - span.0 <= MAX_TOKEN_BYTES {
             out.push(span);
         }
     };
-    let camel: Vec<Vec<(usize, usize)>> = pieces
-        .iter()
-        .map(|&(s, e)| camel_parts(chars, s, e))
-        .collect();
-    if pieces.len() == 1 && camel[0].len() == 1 {
-        push(start, end);
-        return;
-    }
-    push(start, end);
-    for (&(s, e), parts) in pieces.iter().zip(&camel) {
+    push(out, start, end);
+    for &(s, e) in pieces {
         if pieces.len() > 1 {
-            push(s, e);
+            push(out, s, e);
         }
+        parts.clear();
+        camel_parts(chars, s, e, parts);
         if parts.len() > 1 {
-            for &(ps, pe) in parts {
-                push(ps, pe);
+            for &(ps, pe) in parts.iter() {
+                push(out, ps, pe);
             }
         }
     }
@@ -226,8 +248,7 @@ fn emit_compound(
 
 /// Splits `chars[start..end]` at camelCase boundaries: `memorySearch` → memory|Search,
 /// `HTTPServer` → HTTP|Server. Letter/digit boundaries are not split (hex ids).
-fn camel_parts(chars: &[(usize, char)], start: usize, end: usize) -> Vec<(usize, usize)> {
-    let mut parts = Vec::new();
+fn camel_parts(chars: &[(usize, char)], start: usize, end: usize, parts: &mut Vec<(usize, usize)>) {
     let mut part_start = start;
     for k in start + 1..end {
         let prev = chars[k - 1].1;
@@ -241,7 +262,6 @@ fn camel_parts(chars: &[(usize, char)], start: usize, end: usize) -> Vec<(usize,
         }
     }
     parts.push((part_start, end));
-    parts
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Result};
 
 /// Bumped when the on-disk layout changes incompatibly (forces a rebuild).
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 const MANIFEST: &str = "manifest.json";
 const LOCK: &str = "LOCK";

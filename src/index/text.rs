@@ -27,6 +27,7 @@ struct Fields {
     source: Field,
     start_line: Field,
     end_line: Field,
+    hash: Field,
     text: Field,
 }
 
@@ -43,6 +44,7 @@ fn schema() -> (Schema, Fields) {
         source: builder.add_text_field("source", STRING | STORED),
         start_line: builder.add_u64_field("start_line", STORED),
         end_line: builder.add_u64_field("end_line", STORED),
+        hash: builder.add_text_field("hash", STORED),
         text: builder.add_text_field("text", text_options),
     };
     (builder.build(), fields)
@@ -52,11 +54,7 @@ fn schema() -> (Schema, Fields) {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextHit {
     pub id: String,
-    pub path: String,
-    pub source: String,
-    pub start_line: usize,
-    pub end_line: usize,
-    pub text: String,
+    pub chunk: ChunkRecord,
     pub bm25: f32,
 }
 
@@ -159,28 +157,60 @@ impl TextIndex {
             .map_err(|e| Error::text(&self.dir, e))?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let doc: TantivyDocument = searcher
-                .doc(address)
-                .map_err(|e| Error::text(&self.dir, e))?;
-            let text_of = |field| {
-                doc.get_first(field)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            let number_of =
-                |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+            let (id, chunk) = self.stored_chunk(&searcher, address)?;
             hits.push(TextHit {
-                id: text_of(self.fields.id),
-                path: text_of(self.fields.path),
-                source: text_of(self.fields.source),
-                start_line: number_of(self.fields.start_line),
-                end_line: number_of(self.fields.end_line),
-                text: text_of(self.fields.text),
+                id,
+                chunk,
                 bm25: score,
             });
         }
         Ok(hits)
+    }
+
+    /// The stored chunks with these ids (unknown ids are skipped: a vector index may
+    /// briefly know a chunk this commit no longer has).
+    pub fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let query = TermQuery::new(
+                Term::from_field_text(self.fields.id, id),
+                IndexRecordOption::Basic,
+            );
+            let top = searcher
+                .search(&query, &TopDocs::with_limit(1).order_by_score())
+                .map_err(|e| Error::text(&self.dir, e))?;
+            if let Some(&(_, address)) = top.first() {
+                out.push(self.stored_chunk(&searcher, address)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn stored_chunk(
+        &self,
+        searcher: &tantivy::Searcher,
+        address: tantivy::DocAddress,
+    ) -> Result<(String, ChunkRecord)> {
+        let doc: TantivyDocument = searcher
+            .doc(address)
+            .map_err(|e| Error::text(&self.dir, e))?;
+        let text_of = |field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let number_of = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+        let chunk = ChunkRecord {
+            path: text_of(self.fields.path),
+            source: text_of(self.fields.source),
+            start_line: number_of(self.fields.start_line),
+            end_line: number_of(self.fields.end_line),
+            hash: text_of(self.fields.hash),
+            text: text_of(self.fields.text),
+        };
+        Ok((text_of(self.fields.id), chunk))
     }
 }
 
@@ -201,6 +231,7 @@ impl TextWriter {
                 f.source => chunk.source.as_str(),
                 f.start_line => chunk.start_line as u64,
                 f.end_line => chunk.end_line as u64,
+                f.hash => chunk.hash.as_str(),
                 f.text => chunk.text.as_str(),
             ))
             .map_err(|e| Error::text(&self.dir, e))?;

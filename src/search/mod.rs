@@ -3,8 +3,11 @@
 //! Everything here is a pure function over candidate lists; the index modules produce the
 //! candidates and `tools` shapes the output.
 
+pub mod hybrid;
+
 use std::cmp::Ordering;
 
+use crate::index::catalog::ChunkRecord;
 use crate::index::text::TextHit;
 
 /// Which retrieval served a search (reported in every payload).
@@ -29,11 +32,7 @@ impl Mode {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub id: String,
-    pub path: String,
-    pub source: String,
-    pub start_line: usize,
-    pub end_line: usize,
-    pub text: String,
+    pub chunk: ChunkRecord,
     /// Final score in 0..1.
     pub score: f64,
     /// `s / (1 + s)` of the BM25 score, 0 when keyword search did not return the chunk.
@@ -56,11 +55,7 @@ pub fn keyword_hits(hits: Vec<TextHit>) -> Vec<Hit> {
             let text_score = text_score(f64::from(hit.bm25));
             Hit {
                 id: hit.id,
-                path: hit.path,
-                source: hit.source,
-                start_line: hit.start_line,
-                end_line: hit.end_line,
-                text: hit.text,
+                chunk: hit.chunk,
                 score: text_score,
                 text_score,
                 vector_score: None,
@@ -75,8 +70,8 @@ pub fn rank_order(a: &Hit, b: &Hit) -> Ordering {
     b.score
         .total_cmp(&a.score)
         .then(b.text_score.total_cmp(&a.text_score))
-        .then_with(|| a.path.cmp(&b.path))
-        .then(a.start_line.cmp(&b.start_line))
+        .then_with(|| a.chunk.path.cmp(&b.chunk.path))
+        .then(a.chunk.start_line.cmp(&b.chunk.start_line))
 }
 
 /// Sorts, applies `minScore` with OpenClaw's relaxation, and keeps `max_results` (SPEC §5.5).
@@ -114,11 +109,14 @@ mod tests {
     fn hit(path: &str, line: usize, score: f64, text_score: f64) -> Hit {
         Hit {
             id: format!("{path}:{line}"),
-            path: path.into(),
-            source: "memory".into(),
-            start_line: line,
-            end_line: line,
-            text: String::new(),
+            chunk: ChunkRecord {
+                path: path.into(),
+                source: "memory".into(),
+                start_line: line,
+                end_line: line,
+                hash: String::new(),
+                text: String::new(),
+            },
             score,
             text_score,
             vector_score: None,

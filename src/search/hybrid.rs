@@ -1,0 +1,371 @@
+//! Hybrid fusion of keyword and vector candidates (SPEC §5.3–5.7).
+//!
+//! The default is OpenClaw's documented weighted sum; `rrf` and `minmax` are memoria's
+//! alternatives (`query.hybrid.fusion`), measured in `memoria eval`. Temporal decay and
+//! MMR are optional post-steps. All functions are pure.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{text_score, Hit};
+use crate::config::Fusion;
+use crate::index::catalog::ChunkRecord;
+
+/// The RRF constant (Cormack et al.); 60 is the customary value.
+pub const RRF_K: f64 = 60.0;
+
+/// A keyword candidate: chunk and raw BM25 score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeywordCandidate {
+    pub id: String,
+    pub chunk: ChunkRecord,
+    pub bm25: f64,
+}
+
+/// A vector candidate: chunk and cosine similarity to the query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorCandidate {
+    pub id: String,
+    pub chunk: ChunkRecord,
+    pub cosine: f64,
+}
+
+/// Normalised weights (they sum to 1) and the fusion rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusionParams {
+    pub vector_weight: f64,
+    pub text_weight: f64,
+    pub fusion: Fusion,
+}
+
+/// Merges both candidate lists by chunk id. A chunk missing on one side scores 0 there.
+/// - `Weighted`: `vectorWeight * cosine + textWeight * s/(1+s)` (the documented formula);
+/// - `MinMax`: each side min-max normalised over its candidates, then weighted;
+/// - `Rrf`: `Σ 1/(60 + rank)` over the sides, scaled so rank 1 on both sides is 1.0
+///   (keeps scores in 0..1 so `minScore` stays meaningful).
+///
+/// `text_score` of every hit stays `s/(1+s)` (used for ties and the minScore relaxation).
+pub fn fuse(
+    keyword: Vec<KeywordCandidate>,
+    vector: Vec<VectorCandidate>,
+    params: &FusionParams,
+) -> Vec<Hit> {
+    let bm25_range = range(keyword.iter().map(|k| k.bm25));
+    let cosine_range = range(vector.iter().map(|v| v.cosine));
+    let mut merged: HashMap<String, Hit> = HashMap::new();
+    let mut text_component: HashMap<String, f64> = HashMap::new();
+    let mut vector_component: HashMap<String, f64> = HashMap::new();
+    for (rank, candidate) in keyword.into_iter().enumerate() {
+        let ts = text_score(candidate.bm25);
+        let component = match params.fusion {
+            Fusion::Weighted => ts,
+            Fusion::MinMax => normalise(candidate.bm25, bm25_range),
+            Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
+        };
+        text_component.insert(candidate.id.clone(), component);
+        merged.insert(
+            candidate.id.clone(),
+            Hit {
+                id: candidate.id,
+                chunk: candidate.chunk,
+                score: 0.0,
+                text_score: ts,
+                vector_score: None,
+            },
+        );
+    }
+    for (rank, candidate) in vector.into_iter().enumerate() {
+        let component = match params.fusion {
+            Fusion::Weighted => candidate.cosine,
+            Fusion::MinMax => normalise(candidate.cosine, cosine_range),
+            Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
+        };
+        vector_component.insert(candidate.id.clone(), component);
+        merged
+            .entry(candidate.id.clone())
+            .or_insert_with(|| Hit {
+                id: candidate.id,
+                chunk: candidate.chunk,
+                score: 0.0,
+                text_score: 0.0,
+                vector_score: None,
+            })
+            .vector_score = Some(candidate.cosine);
+    }
+    merged
+        .into_values()
+        .map(|mut hit| {
+            let t = text_component.get(&hit.id).copied().unwrap_or(0.0);
+            let v = vector_component.get(&hit.id).copied().unwrap_or(0.0);
+            hit.score = match params.fusion {
+                Fusion::Weighted | Fusion::MinMax => {
+                    params.vector_weight * v + params.text_weight * t
+                }
+                Fusion::Rrf => (t + v) * (RRF_K + 1.0) / 2.0,
+            };
+            hit
+        })
+        .collect()
+}
+
+fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    })
+}
+
+/// `(v - min) / (max - min)`, or 1 when every candidate scored the same.
+fn normalise(v: f64, (lo, hi): (f64, f64)) -> f64 {
+    if hi > lo {
+        (v - lo) / (hi - lo)
+    } else {
+        1.0
+    }
+}
+
+/// Vector-only ranking (hybrid disabled, or the keyword index unavailable): score = cosine.
+pub fn vector_hits(vector: Vec<VectorCandidate>) -> Vec<Hit> {
+    vector
+        .into_iter()
+        .map(|c| Hit {
+            id: c.id,
+            chunk: c.chunk,
+            score: c.cosine,
+            text_score: 0.0,
+            vector_score: Some(c.cosine),
+        })
+        .collect()
+}
+
+/// The date of a daily log path `memory/YYYY-MM-DD.md` (or `memory/YYYY-MM-DD-topic.md`),
+/// as days since the Unix epoch.
+pub fn daily_log_day(path: &str) -> Option<i64> {
+    let name = path.strip_prefix("memory/")?;
+    let name = name.rsplit('/').next()?;
+    let date = name.get(..10)?;
+    let rest = &name[10..];
+    if !(rest == ".md" || rest.starts_with('-') || rest.starts_with('_')) {
+        return None;
+    }
+    let mut parts = date.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    let (y, m, d): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    Some(days_from_civil(y, m, d))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Temporal decay factor `0.5^(ageDays / halfLife)` (SPEC §5.7). Daily logs age from the date
+/// in their name; `MEMORY.md`, `memory.md` and undated files under `memory/` are evergreen
+/// (factor 1); anything else (extra paths, sessions) ages from its mtime.
+pub fn decay_factor(
+    path: &str,
+    mtime_secs: Option<i64>,
+    now_secs: i64,
+    half_life_days: f64,
+) -> f64 {
+    let now_days = now_secs as f64 / 86_400.0;
+    let age_days = if let Some(day) = daily_log_day(path) {
+        now_days - day as f64
+    } else if path == "MEMORY.md" || path == "memory.md" || path.starts_with("memory/") {
+        return 1.0;
+    } else if let Some(mtime) = mtime_secs {
+        (now_secs - mtime) as f64 / 86_400.0
+    } else {
+        return 1.0;
+    };
+    0.5f64.powf(age_days.max(0.0) / half_life_days.max(f64::MIN_POSITIVE))
+}
+
+/// Maximal Marginal Relevance re-ordering: repeatedly picks the hit maximising
+/// `λ·score − (1−λ)·max similarity to the already picked`, similarity being the Jaccard
+/// overlap of the chunks' term sets. `hits` must be sorted best first.
+pub fn mmr(hits: Vec<Hit>, lambda: f64, terms_of: impl Fn(&str) -> HashSet<String>) -> Vec<Hit> {
+    let sets: Vec<HashSet<String>> = hits.iter().map(|h| terms_of(&h.chunk.text)).collect();
+    let mut remaining: Vec<usize> = (0..hits.len()).collect();
+    let mut order = Vec::with_capacity(hits.len());
+    while !remaining.is_empty() {
+        let mut best = (0usize, f64::NEG_INFINITY);
+        for (slot, &i) in remaining.iter().enumerate() {
+            let redundancy = order
+                .iter()
+                .map(|&j: &usize| jaccard(&sets[i], &sets[j]))
+                .fold(0.0, f64::max);
+            let value = lambda * hits[i].score - (1.0 - lambda) * redundancy;
+            if value > best.1 {
+                best = (slot, value);
+            }
+        }
+        order.push(remaining.remove(best.0));
+    }
+    let mut hits: Vec<Option<Hit>> = hits.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| hits[i].take()).collect()
+}
+
+fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 0.0;
+    }
+    let inter = a.intersection(b).count() as f64;
+    inter / (a.len() as f64 + b.len() as f64 - inter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(path: &str) -> ChunkRecord {
+        ChunkRecord {
+            path: path.into(),
+            source: "memory".into(),
+            start_line: 1,
+            end_line: 1,
+            hash: String::new(),
+            text: String::new(),
+        }
+    }
+    fn kw(id: &str, bm25: f64) -> KeywordCandidate {
+        KeywordCandidate {
+            id: id.into(),
+            chunk: chunk(id),
+            bm25,
+        }
+    }
+    fn vec_(id: &str, cosine: f64) -> VectorCandidate {
+        VectorCandidate {
+            id: id.into(),
+            chunk: chunk(id),
+            cosine,
+        }
+    }
+    fn scores(hits: &[Hit]) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = hits
+            .iter()
+            .map(|h| (h.id.clone(), (h.score * 1e6).round() / 1e6))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+    const WEIGHTED: FusionParams = FusionParams {
+        vector_weight: 0.7,
+        text_weight: 0.3,
+        fusion: Fusion::Weighted,
+    };
+
+    #[test]
+    fn weighted_merge_table() {
+        // both sides: 0.7*0.8 + 0.3*(3/4); keyword-only: 0.3*(1/2); vector-only: 0.7*0.5
+        let hits = fuse(
+            vec![kw("both", 3.0), kw("kw", 1.0)],
+            vec![vec_("both", 0.8), vec_("vec", 0.5)],
+            &WEIGHTED,
+        );
+        assert_eq!(
+            scores(&hits),
+            vec![
+                ("both".into(), 0.785),
+                ("kw".into(), 0.15),
+                ("vec".into(), 0.35)
+            ]
+        );
+        let both = hits.iter().find(|h| h.id == "both").unwrap();
+        assert_eq!((both.text_score, both.vector_score), (0.75, Some(0.8)));
+        let vec_only = hits.iter().find(|h| h.id == "vec").unwrap();
+        assert_eq!(vec_only.text_score, 0.0);
+    }
+
+    #[test]
+    fn minmax_and_rrf() {
+        let minmax = FusionParams {
+            vector_weight: 0.5,
+            text_weight: 0.5,
+            fusion: Fusion::MinMax,
+        };
+        let hits = fuse(
+            vec![kw("a", 10.0), kw("b", 2.0)],
+            vec![vec_("a", 0.4), vec_("c", 0.6)],
+            &minmax,
+        );
+        assert_eq!(
+            scores(&hits),
+            vec![("a".into(), 0.5), ("b".into(), 0.0), ("c".into(), 0.5)]
+        );
+        let rrf = FusionParams {
+            fusion: Fusion::Rrf,
+            ..minmax
+        };
+        let hits = fuse(
+            vec![kw("a", 10.0), kw("b", 2.0)],
+            vec![vec_("a", 0.9)],
+            &rrf,
+        );
+        let a = hits.iter().find(|h| h.id == "a").unwrap();
+        assert!((a.score - 1.0).abs() < 1e-12, "rank 1 on both sides is 1.0");
+        let b = hits.iter().find(|h| h.id == "b").unwrap();
+        assert!((b.score - 61.0 / 62.0 / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn daily_log_dates_and_decay() {
+        assert_eq!(daily_log_day("memory/1970-01-02.md"), Some(1));
+        assert_eq!(daily_log_day("memory/2026-01-12.md"), Some(20_465));
+        assert_eq!(daily_log_day("memory/2026-01-12-standup.md"), Some(20_465));
+        assert_eq!(daily_log_day("memory/notes.md"), None);
+        assert_eq!(daily_log_day("memory/2026-13-01.md"), None);
+        assert_eq!(daily_log_day("notes/2026-01-12.md"), None);
+        let day = 86_400;
+        let now = 20_495 * day; // 30 days after 2026-01-12
+        let cases = [
+            ("memory/2026-01-12.md", None, 0.5),
+            ("MEMORY.md", Some(0), 1.0),
+            ("memory/projects/x.md", Some(0), 1.0),
+            ("../notes/x.md", Some(now - 60 * day), 0.25),
+            ("../notes/y.md", None, 1.0),
+        ];
+        for (path, mtime, want) in cases {
+            let got = decay_factor(path, mtime, now, 30.0);
+            assert!((got - want).abs() < 1e-9, "{path}: {got}");
+        }
+    }
+
+    #[test]
+    fn mmr_demotes_near_duplicates() {
+        let hit = |id: &str, score: f64, text: &str| Hit {
+            id: id.into(),
+            chunk: ChunkRecord {
+                text: text.into(),
+                ..chunk(id)
+            },
+            score,
+            text_score: score,
+            vector_score: None,
+        };
+        let hits = vec![
+            hit("a", 0.9, "postgres cutover plan steps"),
+            hit("b", 0.89, "postgres cutover plan steps again"),
+            hit("c", 0.8, "miso vaccine appointment"),
+        ];
+        let terms = |t: &str| t.split(' ').map(String::from).collect::<HashSet<_>>();
+        let order: Vec<String> = mmr(hits.clone(), 0.5, terms)
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        assert_eq!(order, vec!["a", "c", "b"]);
+        let order: Vec<String> = mmr(hits, 1.0, terms).into_iter().map(|h| h.id).collect();
+        assert_eq!(order, vec!["a", "b", "c"]);
+    }
+}
