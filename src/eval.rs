@@ -37,6 +37,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Metrics {
     pub name: String,
+    pub mode: String,
     pub queries: usize,
     /// `recall@k` → value.
     pub recall: Vec<(usize, f64)>,
@@ -45,6 +46,16 @@ pub struct Metrics {
     pub ndcg10: Option<f64>,
     /// Queries that got no result at all.
     pub empty: usize,
+}
+
+/// Keyword-only and embedding runs keep separate agent directories under the scratch dir,
+/// so switching modes does not rebuild either one.
+fn index_dir_name(settings: &Settings) -> &'static str {
+    if settings.provider == crate::config::ProviderKind::None {
+        "index-keyword"
+    } else {
+        "index"
+    }
 }
 
 /// Rank (1-based) of the first hit covering an evidence line.
@@ -77,13 +88,54 @@ pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
 
 /// Evaluates one memory workspace (`dir/workspace` + `dir/queries.jsonl`) with `settings`
 /// (whose workspace and store directory are replaced).
-pub fn eval_memory_workspace(dir: &Path, settings: &Settings, scratch: &Path) -> Result<Metrics> {
+/// Opens a [`Memory`] for the given settings (lets one loaded embedder serve every run).
+pub type Opener<'a> = dyn Fn(Settings) -> Result<Memory> + 'a;
+
+/// Retrieval modes compared by `memoria eval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalMode {
+    /// Keyword only (no embedder).
+    Bm25,
+    /// Vector only (`query.hybrid.enabled = false`).
+    Vector,
+    /// The configured hybrid search.
+    Hybrid,
+}
+
+impl EvalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvalMode::Bm25 => "bm25",
+            EvalMode::Vector => "vector",
+            EvalMode::Hybrid => "hybrid",
+        }
+    }
+
+    /// `settings` adjusted for this mode.
+    pub fn apply(self, mut settings: Settings) -> Settings {
+        match self {
+            EvalMode::Bm25 => settings.provider = crate::config::ProviderKind::None,
+            EvalMode::Vector => settings.query.hybrid.enabled = false,
+            EvalMode::Hybrid => {}
+        }
+        settings
+    }
+}
+
+/// Evaluates one memory workspace (`dir/workspace` + `dir/queries.jsonl`) with `settings`
+/// (whose workspace and store directory are replaced by `dir/workspace` and `scratch`).
+pub fn eval_memory_workspace(
+    dir: &Path,
+    settings: &Settings,
+    open: &Opener,
+    scratch: &Path,
+) -> Result<Metrics> {
     let queries: Vec<EvidenceQuery> = read_jsonl(&dir.join("queries.jsonl"))?;
     let mut settings = settings.clone();
     settings.workspace = dir.join("workspace");
-    settings.store.dir = scratch.to_path_buf();
-    let memory = Memory::open(settings)?;
-    memory.sync(true, &|_| {})?;
+    settings.store.dir = scratch.join(index_dir_name(&settings));
+    let memory = open(settings)?;
+    memory.sync(false, &|_| {})?;
     let k = memory.settings().query.max_results;
     let mut answered = 0usize;
     let mut reciprocal = 0.0;
@@ -102,6 +154,7 @@ pub fn eval_memory_workspace(dir: &Path, settings: &Settings, scratch: &Path) ->
     }
     let n = counted.max(1) as f64;
     Ok(Metrics {
+        mode: String::new(),
         name: dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
@@ -208,6 +261,7 @@ pub fn eval_beir(
     queries: &Path,
     qrels: &Path,
     settings: &Settings,
+    open: &Opener,
     scratch: &Path,
 ) -> Result<Metrics> {
     let docs: Vec<BeirDoc> = read_jsonl(corpus)?;
@@ -240,15 +294,18 @@ pub fn eval_beir(
             format!("# {}\n\n{}", doc.title, doc.text)
         };
         let path = memory_dir.join(format!("{name}.md"));
-        std::fs::write(&path, body).map_err(|e| Error::io(&path, e))?;
+        // Rewrite only what changed, so a re-run finds the workspace (and its index) fresh.
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(body.as_str()) {
+            std::fs::write(&path, body).map_err(|e| Error::io(&path, e))?;
+        }
         doc_of_path.insert(rel, doc.id.clone());
     }
     let mut settings = settings.clone();
     settings.workspace = scratch.join("workspace");
-    settings.store.dir = scratch.join("index");
+    settings.store.dir = scratch.join(index_dir_name(&settings));
     settings.extra_paths.clear();
-    let memory = Memory::open(settings)?;
-    memory.sync(true, &|_| {})?;
+    let memory = open(settings)?;
+    memory.sync(false, &|_| {})?;
     let options = SearchOptions {
         max_results: Some(30),
         min_score: Some(0.0),
@@ -286,6 +343,7 @@ pub fn eval_beir(
             .parent()
             .and_then(|p| p.file_name())
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        mode: String::new(),
         queries: counted,
         recall: vec![(6, r6 / n), (10, r10 / n)],
         mrr: mrr / n,

@@ -23,6 +23,7 @@
 
 pub mod chunk;
 pub mod config;
+pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod index;
@@ -31,15 +32,22 @@ pub mod sync;
 pub mod tools;
 pub mod workspace;
 
-use std::sync::Mutex;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 
+use chunk::sha256_hex;
 use config::{ProviderKind, Settings};
+use embed::model::{resolve_model, ModelSearch};
+use embed::{EmbedKind, Embedder};
 use index::text::TextIndex;
+use index::vector::{VectorIndex, VectorParams};
 use index::{AgentDir, Identity, Manifest};
-use search::Mode;
-use sync::{SyncProgress, SyncReport};
+use search::hybrid::{FusionParams, KeywordCandidate, VectorCandidate};
+use search::{Hit, Mode};
+use sync::{EmbedPlan, SyncProgress, SyncReport};
 use tools::{Fallback, GetPayload, SearchPayload, Served};
 use workspace::Discovery;
 
@@ -73,6 +81,8 @@ pub struct Status {
     pub files: usize,
     pub chunks: u64,
     pub bytes: u64,
+    /// Chunks with a vector (absent for a keyword-only index).
+    pub vectors: Option<u64>,
     pub mode: String,
     pub provider: String,
     pub model: Option<String>,
@@ -83,17 +93,53 @@ pub struct Status {
     pub warnings: Vec<String>,
 }
 
+/// Where a [`Memory`]'s embedder comes from.
+pub enum EmbedderChoice {
+    /// Resolve from the settings (`provider`, `local.modelPath`, …); `model_dir` is an
+    /// explicit model directory (`--model DIR`) that wins over everything else.
+    FromSettings { model_dir: Option<PathBuf> },
+    /// Use this embedder (library users with their own model, tests).
+    Given {
+        embedder: Arc<dyn Embedder>,
+        provider: String,
+        model: String,
+    },
+}
+
+/// The embedder actually available, or why there is none.
+struct EmbedderState {
+    embedder: Option<Arc<dyn Embedder>>,
+    provider: String,
+    model: Option<String>,
+    /// Set when the configured provider could not be used.
+    fallback: Option<Fallback>,
+}
+
+/// What a search reads: one generation's text index and vector index.
+struct GenerationView {
+    manifest: Manifest,
+    text: TextIndex,
+    vectors: Option<VectorIndex>,
+}
+
 /// One agent's memory: configuration, workspace and agent directory.
 pub struct Memory {
     settings: Settings,
     dir: AgentDir,
-    /// The open text index and the generation it belongs to.
-    text: Mutex<Option<(u64, TextIndex)>>,
+    choice: EmbedderChoice,
+    embedder: OnceLock<EmbedderState>,
+    view: Mutex<Option<Arc<GenerationView>>>,
 }
 
 impl Memory {
-    /// Opens the agent directory named by `settings` (creating it if needed).
+    /// Opens the agent directory named by `settings` (creating it if needed); the embedder
+    /// is resolved from the settings when first needed.
     pub fn open(settings: Settings) -> Result<Memory> {
+        Self::open_with(settings, EmbedderChoice::FromSettings { model_dir: None })
+    }
+
+    /// Like [`Memory::open`] with an explicit embedder choice.
+    pub fn open_with(settings: Settings, choice: EmbedderChoice) -> Result<Memory> {
         if !settings.enabled {
             return Err(Error::Disabled);
         }
@@ -101,7 +147,9 @@ impl Memory {
         Ok(Memory {
             settings,
             dir,
-            text: Mutex::new(None),
+            choice,
+            embedder: OnceLock::new(),
+            view: Mutex::new(None),
         })
     }
 
@@ -113,9 +161,38 @@ impl Memory {
         &self.dir
     }
 
-    /// The index identity under the current settings.
+    fn embedder_state(&self) -> &EmbedderState {
+        self.embedder.get_or_init(|| match &self.choice {
+            EmbedderChoice::Given {
+                embedder,
+                provider,
+                model,
+            } => EmbedderState {
+                embedder: Some(embedder.clone()),
+                provider: provider.clone(),
+                model: Some(model.clone()),
+                fallback: None,
+            },
+            EmbedderChoice::FromSettings { model_dir } => {
+                resolve_embedder(&self.settings, model_dir.clone())
+            }
+        })
+    }
+
+    /// The embedding provider and model serving searches (`"none"` when keyword-only).
+    pub fn provider(&self) -> (&str, Option<&str>) {
+        let state = self.embedder_state();
+        (&state.provider, state.model.as_deref())
+    }
+
+    /// The embedder in use, if any (loads it on first call).
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder_state().embedder.as_ref()
+    }
+
+    /// The index identity under the current settings and embedder.
     pub fn identity(&self) -> Identity {
-        let served = self.served();
+        let state = self.embedder_state();
         Identity {
             chunk_tokens: self.settings.chunking.tokens,
             chunk_overlap: self.settings.chunking.overlap,
@@ -125,33 +202,10 @@ impl Memory {
                 .iter()
                 .map(|s| s.as_str().to_string())
                 .collect(),
-            provider: served.provider,
-            model: served.model,
-        }
-    }
-
-    /// Which retrieval searches use. Embedding providers arrive with the embedder; until a
-    /// provider is available every search is keyword-only and says why.
-    fn served(&self) -> Served {
-        let fallback = match self.settings.provider {
-            ProviderKind::None => None,
-            ProviderKind::Auto => Some(Fallback {
-                from: "auto".into(),
-                reason: "no embedding provider available (no local EmbeddingGemma model, no remote provider configured); keyword search only".into(),
-            }),
-            other => Some(Fallback {
-                from: other.as_str().into(),
-                reason: format!(
-                    "the {} embedding provider is not available in this build; keyword search only",
-                    other.as_str()
-                ),
-            }),
-        };
-        Served {
-            provider: "none".into(),
-            model: None,
-            mode: Mode::FtsOnly,
-            fallback,
+            provider: state.provider.clone(),
+            model: state.model.clone(),
+            embedder: state.embedder.as_ref().map(|e| e.fingerprint().to_string()),
+            dims: state.embedder.as_ref().map(|e| e.dims()),
         }
     }
 
@@ -160,8 +214,8 @@ impl Memory {
     }
 
     /// Brings the index up to date with the workspace (a full rebuild into a new generation
-    /// when `force` or when the identity changed). Fails with [`Error::IndexBusy`] when
-    /// another process is writing.
+    /// when `force` or when the identity changed), embedding new chunks when an embedder is
+    /// available. Fails with [`Error::IndexBusy`] when another process is writing.
     pub fn sync(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         let lock = self.dir.lock_writer()?;
         let discovery = self.discover();
@@ -179,18 +233,42 @@ impl Memory {
             tokens: self.settings.chunking.tokens,
             overlap: self.settings.chunking.overlap,
         };
-        let report = sync::sync(
-            &self.dir,
-            lock,
+        let state = self.embedder_state();
+        let identity = self.identity();
+        let plan = state.embedder.as_ref().map(|embedder| EmbedPlan {
+            embedder: embedder.as_ref(),
+            cache_key: sha256_hex(
+                format!(
+                    "{}\n{}\n{}",
+                    identity.provider,
+                    identity.model.as_deref().unwrap_or(""),
+                    embedder.fingerprint()
+                )
+                .as_bytes(),
+            ),
+            cache_enabled: self.settings.cache.enabled,
+            cache_max_entries: self.settings.cache.max_entries,
+            vector_params: self.vector_params(),
+        });
+        let request = sync::SyncRequest {
             discovery,
-            &self.identity(),
+            identity: &identity,
             params,
             force,
-            progress,
-        )?;
-        // Drop the cached reader: the generation may have changed.
-        *self.text.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            embed: plan.as_ref(),
+        };
+        let report = sync::sync(&self.dir, lock, &request, progress)?;
+        *self.view.lock().unwrap_or_else(|e| e.into_inner()) = None;
         Ok(report)
+    }
+
+    /// `store.vector.enabled = false` means an exact in-process scan, never a graph.
+    fn vector_params(&self) -> VectorParams {
+        let mut params = VectorParams::default();
+        if !self.settings.store.vector_enabled {
+            params.exact_threshold = usize::MAX;
+        }
+        params
     }
 
     /// True when the index is missing, has another identity, or predates workspace changes.
@@ -199,6 +277,7 @@ impl Memory {
             m.identity != self.identity()
                 || m.format != index::FORMAT_VERSION
                 || m.stats.workspace_digest != sync::workspace_digest(discovery)
+                || m.stats.embedding.as_ref().is_some_and(|e| e.missing > 0)
         })
     }
 
@@ -230,9 +309,9 @@ impl Memory {
         }
     }
 
-    /// Runs `f` with the text index of the current generation, opening it if needed.
-    fn with_text<T>(&self, f: impl FnOnce(&TextIndex) -> Result<T>) -> Result<T> {
-        let mut cached = self.text.lock().unwrap_or_else(|e| e.into_inner());
+    /// The current generation's indexes, reopened when the manifest changed.
+    fn view(&self) -> Result<Arc<GenerationView>> {
+        let mut cached = self.view.lock().unwrap_or_else(|e| e.into_inner());
         // A writer may swap generations between reading the manifest and opening the
         // index; the old generation is then gone, so read the manifest again.
         let mut attempts = 0;
@@ -240,18 +319,29 @@ impl Memory {
             let manifest = self.dir.manifest()?.ok_or_else(|| Error::NoIndex {
                 dir: self.dir.root().to_path_buf(),
             })?;
-            if let Some((generation, text)) = cached.as_ref() {
-                if *generation == manifest.generation {
-                    text.reload()?;
-                    return f(text);
-                }
+            if let Some(view) = cached.as_ref().filter(|v| v.manifest == manifest) {
+                return Ok(view.clone());
             }
-            let text_dir = self.dir.generation_dir(manifest.generation).join("text");
-            match TextIndex::open(&text_dir) {
-                Ok(text) => {
-                    let result = f(&text);
-                    *cached = Some((manifest.generation, text));
-                    return result;
+            let gen_dir = self.dir.generation_dir(manifest.generation);
+            let opened = TextIndex::open(&gen_dir.join("text")).map(|text| {
+                let vectors = match VectorIndex::load(&gen_dir.join("vectors")) {
+                    Ok(loaded) => loaded.map(|(index, _)| index),
+                    Err(err) => {
+                        tracing::warn!("{err}; searching without vectors");
+                        None
+                    }
+                };
+                GenerationView {
+                    manifest: manifest.clone(),
+                    text,
+                    vectors,
+                }
+            });
+            match opened {
+                Ok(view) => {
+                    let view = Arc::new(view);
+                    *cached = Some(view.clone());
+                    return Ok(view);
                 }
                 Err(err) if attempts >= 3 => return Err(err),
                 Err(_) => attempts += 1,
@@ -261,7 +351,17 @@ impl Memory {
 
     /// Searches memory: the ranked hits and what served them (SPEC §5).
     pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
-        let served = self.served();
+        let state = self.embedder_state();
+        let mut served = Served {
+            provider: state.provider.clone(),
+            model: state.model.clone(),
+            mode: if state.embedder.is_some() {
+                Mode::Hybrid
+            } else {
+                Mode::FtsOnly
+            },
+            fallback: state.fallback.clone(),
+        };
         let query = query.trim();
         if query.is_empty() {
             return Ok(SearchResponse {
@@ -277,14 +377,152 @@ impl Memory {
             .unwrap_or(f64::from(q.min_score))
             .clamp(0.0, 1.0);
         let pool = config::candidate_pool(max_results, q.hybrid.candidate_multiplier);
-        let text_hits = self.with_text(|text| text.search(query, pool))?;
-        let hits = search::filter_ranked(
-            search::keyword_hits(text_hits),
-            min_score,
-            f64::from(q.hybrid.text_weight),
-            max_results,
-        );
+        let view = self.view()?;
+
+        // Vector side: embed the query, nearest chunks (SPEC §5.3).
+        let mut vector = None;
+        if let Some(embedder) = &state.embedder {
+            match self.vector_candidates(embedder.as_ref(), &view, query, pool) {
+                Ok(found) => vector = found,
+                Err(reason) => {
+                    served.fallback = Some(Fallback {
+                        from: state.provider.clone(),
+                        reason,
+                    })
+                }
+            }
+        }
+        // Keyword side (SPEC §5.2); unused when hybrid is disabled and vectors serve.
+        let hybrid = q.hybrid.enabled;
+        let keyword = if vector.is_some() && !hybrid {
+            Ok(Vec::new())
+        } else {
+            view.text.search(query, pool)
+        };
+        let hits = match (keyword, vector) {
+            (Ok(keyword), Some(vector)) if hybrid => {
+                served.mode = Mode::Hybrid;
+                let params = FusionParams {
+                    vector_weight: f64::from(q.hybrid.vector_weight),
+                    text_weight: f64::from(q.hybrid.text_weight),
+                    fusion: q.hybrid.fusion,
+                };
+                let keyword = keyword
+                    .into_iter()
+                    .map(|h| KeywordCandidate {
+                        id: h.id,
+                        chunk: h.chunk,
+                        bm25: f64::from(h.bm25),
+                    })
+                    .collect();
+                search::hybrid::fuse(keyword, vector, &params)
+            }
+            (Err(err), Some(vector)) => {
+                served.mode = Mode::VectorOnly;
+                served.fallback = Some(Fallback {
+                    from: "fts".into(),
+                    reason: format!("keyword index unavailable: {err}"),
+                });
+                search::hybrid::vector_hits(vector)
+            }
+            (Ok(_), Some(vector)) => {
+                served.mode = Mode::VectorOnly;
+                search::hybrid::vector_hits(vector)
+            }
+            (keyword, None) => {
+                served.mode = Mode::FtsOnly;
+                search::keyword_hits(keyword?)
+            }
+        };
+        let hits = self.post_process(hits, min_score, max_results);
         Ok(SearchResponse { hits, served })
+    }
+
+    /// Vector candidates, `Ok(None)` when the index has no vectors to search, or the reason
+    /// the vector side failed (reported as a fallback).
+    fn vector_candidates(
+        &self,
+        embedder: &dyn Embedder,
+        view: &GenerationView,
+        query: &str,
+        pool: usize,
+    ) -> std::result::Result<Option<Vec<VectorCandidate>>, String> {
+        if let Some(error) = view
+            .manifest
+            .stats
+            .embedding
+            .as_ref()
+            .and_then(|e| e.error.clone())
+        {
+            return Err(format!("embedding the memory files failed: {error}"));
+        }
+        let Some(vectors) = view.vectors.as_ref() else {
+            return Err("no vector index yet: run `memoria index`".into());
+        };
+        let embedded = embedder
+            .embed(&[query], EmbedKind::Query)
+            .map_err(|e| format!("embedding the query failed: {e}"))?;
+        let Some(query_vector) = embedded.into_iter().next().map(|e| e.vector) else {
+            return Err("the embedder returned no vector".into());
+        };
+        if query_vector.iter().all(|v| *v == 0.0) {
+            return Ok(None); // a zero query vector skips the vector side (SPEC §5.3)
+        }
+        let nearest = vectors.search(&query_vector, pool);
+        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+        let chunks = view
+            .text
+            .chunks_by_ids(&ids)
+            .map_err(|e| format!("reading vector candidates: {e}"))?;
+        let mut by_id: std::collections::HashMap<String, index::catalog::ChunkRecord> =
+            chunks.into_iter().collect();
+        Ok(Some(
+            nearest
+                .into_iter()
+                .filter_map(|(id, cosine)| {
+                    by_id.remove(&id).map(|chunk| VectorCandidate {
+                        id,
+                        chunk,
+                        cosine: f64::from(cosine),
+                    })
+                })
+                .collect(),
+        ))
+    }
+
+    /// Temporal decay, minScore (with the keyword relaxation), MMR, maxResults.
+    fn post_process(&self, mut hits: Vec<Hit>, min_score: f64, max_results: usize) -> Vec<Hit> {
+        let hybrid = &self.settings.query.hybrid;
+        if hybrid.temporal_decay.enabled {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            for hit in &mut hits {
+                let mtime = std::fs::metadata(self.settings.workspace.join(&hit.chunk.path))
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs() as i64);
+                hit.score *= search::hybrid::decay_factor(
+                    &hit.chunk.path,
+                    mtime,
+                    now,
+                    f64::from(hybrid.temporal_decay.half_life_days),
+                );
+            }
+        }
+        let mut hits =
+            search::filter_ranked(hits, min_score, f64::from(hybrid.text_weight), usize::MAX);
+        if hybrid.mmr.enabled {
+            let terms = |text: &str| -> HashSet<String> {
+                index::analyzer::terms(text, index::analyzer::AnalyzerMode::Query)
+                    .into_iter()
+                    .collect()
+            };
+            hits = search::hybrid::mmr(hits, f64::from(hybrid.mmr.lambda), terms);
+        }
+        hits.truncate(max_results);
+        hits
     }
 
     /// The `memory_search` tool: never fails, errors become the SPEC §6 error payload.
@@ -330,7 +568,7 @@ impl Memory {
         let manifest = self.dir.manifest()?;
         let discovery = self.discover();
         let dirty = self.is_dirty(manifest.as_ref(), &discovery);
-        let served = self.served();
+        let state = self.embedder_state();
         let stats = manifest
             .as_ref()
             .map(|m| m.stats.clone())
@@ -338,6 +576,19 @@ impl Memory {
         let mut warnings = stats.warnings.clone();
         if manifest.is_none() {
             warnings.push("no index yet: run `memoria index`".into());
+        }
+        let mut fallback = state.fallback.clone();
+        let mut mode = if state.embedder.is_some() {
+            Mode::Hybrid
+        } else {
+            Mode::FtsOnly
+        };
+        if let Some(error) = stats.embedding.as_ref().and_then(|e| e.error.clone()) {
+            mode = Mode::FtsOnly;
+            fallback = Some(Fallback {
+                from: state.provider.clone(),
+                reason: format!("embedding the memory files failed: {error}"),
+            });
         }
         Ok(Status {
             agent_id: self.settings.agent_id.clone(),
@@ -348,13 +599,80 @@ impl Memory {
             files: stats.files,
             chunks: stats.chunks,
             bytes: stats.bytes,
-            mode: served.mode.as_str().to_string(),
-            provider: served.provider,
-            model: served.model,
-            fallback: served.fallback,
+            vectors: stats.embedding.as_ref().map(|e| e.vectors),
+            mode: mode.as_str().to_string(),
+            provider: state.provider.clone(),
+            model: state.model.clone(),
+            fallback,
             dirty,
             synced_at: manifest.map(|m| m.stats.synced_at),
             warnings,
         })
+    }
+}
+
+/// Resolves the configured provider to an embedder (SPEC §7), or says why there is none.
+fn resolve_embedder(settings: &Settings, model_dir: Option<PathBuf>) -> EmbedderState {
+    let none = |fallback: Option<Fallback>| EmbedderState {
+        embedder: None,
+        provider: "none".into(),
+        model: None,
+        fallback,
+    };
+    let local = |from: &str| -> EmbedderState {
+        let search = ModelSearch::from_process(
+            model_dir.clone(),
+            settings.local.model_path.clone(),
+            settings.local.model_cache_dir.as_ref().map(PathBuf::from),
+        );
+        let failed = |reason: String| {
+            none(Some(Fallback {
+                from: from.to_string(),
+                reason: format!("{reason}; keyword search only"),
+            }))
+        };
+        match resolve_model(&search) {
+            Ok(location) => match embed::load_local(&location.dir) {
+                Ok(embedder) => EmbedderState {
+                    embedder: Some(embedder),
+                    provider: "local".into(),
+                    model: Some(
+                        settings
+                            .model
+                            .clone()
+                            .unwrap_or_else(|| "embeddinggemma-300m".into()),
+                    ),
+                    fallback: None,
+                },
+                Err(err) => failed(format!("{}: {err}", location.dir.display())),
+            },
+            Err(err) => failed(err.to_string()),
+        }
+    };
+    match settings.provider {
+        ProviderKind::None => none(None),
+        ProviderKind::Auto => local("auto"),
+        ProviderKind::Local => local("local"),
+        remote => {
+            let reason = format!(
+                "the {} embedding provider is not implemented in this build",
+                remote.as_str()
+            );
+            if settings.fallback == Some(ProviderKind::Local) {
+                let mut state = local(remote.as_str());
+                if state.embedder.is_some() {
+                    state.fallback = Some(Fallback {
+                        from: remote.as_str().into(),
+                        reason,
+                    });
+                }
+                state
+            } else {
+                none(Some(Fallback {
+                    from: remote.as_str().into(),
+                    reason: format!("{reason}; keyword search only"),
+                }))
+            }
+        }
     }
 }

@@ -10,7 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use memoria::chunk::{chunk_markdown, ChunkParams};
 use memoria::config::{self, Env, ProviderKind, Settings};
-use memoria::{eval, Memory, SearchOptions};
+use memoria::sync::SyncProgress;
+use memoria::{eval, EmbedderChoice, Memory, SearchOptions};
 
 /// Hybrid memory search for AI agents' Markdown memory (OpenClaw-compatible).
 #[derive(Parser)]
@@ -31,6 +32,9 @@ struct Cli {
     /// Embedding provider; `none` searches by keyword only.
     #[arg(long, global = true, value_enum)]
     provider: Option<ProviderArg>,
+    /// Local embedding model directory (wins over $MEMORIA_MODEL_DIR and local.modelPath).
+    #[arg(long, global = true, value_name = "DIR")]
+    model: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -90,6 +94,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Where the local embedding model comes from, or download it.
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
+    /// Embed JSONL {"text": …} lines from stdin; writes {"embedding": […], "tokens": n}.
+    Embed {
+        #[arg(long, value_enum, default_value = "document")]
+        kind: KindArg,
+        /// Matryoshka output size: 768 (full), 512, 256 or 128.
+        #[arg(long)]
+        dim: Option<usize>,
+    },
     /// Measure retrieval quality on evaluation data.
     Eval {
         /// A LoCoMo-style memory workspace dir (workspace/ + queries.jsonl), or a dir of them.
@@ -104,9 +121,30 @@ enum Command {
         /// BEIR qrels TSV.
         #[arg(long, value_name = "FILE")]
         qrels: Option<PathBuf>,
+        /// Retrieval mode(s) to measure.
+        #[arg(long, value_enum, default_value = "all")]
+        mode: EvalModeArg,
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum ModelAction {
+    /// Print the model directory that would be used, and why.
+    Path,
+    /// Download a model into the Hugging Face cache (needs network; google/embeddinggemma-300m
+    /// needs an accepted Gemma licence on huggingface.co and HF_TOKEN).
+    Pull {
+        #[arg(default_value = memoria::embed::model::DEFAULT_REPO)]
+        repo: String,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KindArg {
+    Query,
+    Document,
 }
 
 fn main() -> ExitCode {
@@ -159,7 +197,9 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 fn run(cli: Cli) -> Result<ExitCode> {
     let settings = settings(&cli)?;
     match &cli.command {
-        Command::Index { force } => index(settings, *force),
+        Command::Index { force } => index(open_memory(&cli, settings)?, *force),
+        Command::Model { action } => model_command(&cli, &settings, action),
+        Command::Embed { kind, dim } => embed_command(&cli, &settings, *kind, *dim),
         Command::Search {
             query,
             queries,
@@ -167,7 +207,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             min_score,
             json,
         } => {
-            let memory = Memory::open(settings)?;
+            let memory = open_memory(&cli, settings)?;
             let options = SearchOptions {
                 max_results: *max_results,
                 min_score: *min_score,
@@ -185,7 +225,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             lines,
             json,
         } => {
-            let memory = Memory::open(settings)?;
+            let memory = open_memory(&cli, settings)?;
             let payload = memory.memory_get(path, *from, *lines);
             if *json {
                 println!("{}", serde_json::to_string(&payload)?);
@@ -202,7 +242,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { json } => {
-            let status = Memory::open(settings)?.status()?;
+            let status = open_memory(&cli, settings)?.status()?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
             } else {
@@ -292,29 +332,142 @@ fn run(cli: Cli) -> Result<ExitCode> {
             corpus,
             queries,
             qrels,
+            mode,
             json,
-        } => run_eval(
-            &settings,
-            locomo.as_deref(),
-            corpus.as_deref(),
-            queries.as_deref(),
-            qrels.as_deref(),
-            *json,
-        ),
+        } => {
+            let beir = match (corpus, queries, qrels) {
+                (Some(c), Some(q), Some(r)) => Some((c.as_path(), q.as_path(), r.as_path())),
+                _ => None,
+            };
+            run_eval(&cli, &settings, locomo.as_deref(), beir, *mode, *json)
+        }
     }
 }
 
-fn index(settings: Settings, force: bool) -> Result<ExitCode> {
-    let memory = Memory::open(settings)?;
+fn open_memory(cli: &Cli, settings: Settings) -> Result<Memory> {
+    let model_dir = cli.model.as_deref().map(absolute).transpose()?;
+    Ok(Memory::open_with(
+        settings,
+        EmbedderChoice::FromSettings { model_dir },
+    )?)
+}
+
+fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::embed::model::ModelSearch> {
+    Ok(memoria::embed::model::ModelSearch::from_process(
+        cli.model.as_deref().map(absolute).transpose()?,
+        settings.local.model_path.clone(),
+        settings.local.model_cache_dir.as_ref().map(PathBuf::from),
+    ))
+}
+
+fn model_command(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result<ExitCode> {
+    match action {
+        ModelAction::Path => {
+            match memoria::embed::model::resolve_model(&model_search(cli, settings)?) {
+                Ok(location) => {
+                    println!("{}", location.dir.display());
+                    eprintln!("from {}", location.reason);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(err) => {
+                    eprintln!("{err}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        ModelAction::Pull { repo } => {
+            let dir = memoria::embed::model::pull(repo)?;
+            println!("{}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn embed_command(
+    cli: &Cli,
+    settings: &Settings,
+    kind: KindArg,
+    dim: Option<usize>,
+) -> Result<ExitCode> {
+    let location = memoria::embed::model::resolve_model(&model_search(cli, settings)?)?;
+    let embedder = memoria::embed::load_local(&location.dir)
+        .with_context(|| format!("{}: cannot load the model", location.dir.display()))?;
+    if let Some(dim) = dim {
+        if !memoria::embed::MATRYOSHKA_DIMS.contains(&dim) || dim > embedder.dims() {
+            bail!("--dim {dim}: choose one of 768, 512, 256, 128");
+        }
+    }
+    let kind = match kind {
+        KindArg::Query => memoria::embed::EmbedKind::Query,
+        KindArg::Document => memoria::embed::EmbedKind::Document,
+    };
+    let mut texts = Vec::new();
+    for (i, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.with_context(|| format!("stdin: line {}", i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: serde_json::Value = serde_json::from_str(&line)
+            .with_context(|| format!("stdin: line {}: invalid JSON", i + 1))?;
+        let Some(text) = record.get("text").and_then(|t| t.as_str()) else {
+            bail!("stdin: line {}: missing string \"text\"", i + 1);
+        };
+        texts.push(text.to_string());
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for batch in texts.chunks(64) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        for embedding in embedder.embed(&refs, kind)? {
+            if embedding.truncated {
+                eprintln!(
+                    "warning: an input was longer than {} tokens and was truncated",
+                    embedder.max_tokens()
+                );
+            }
+            let vector = match dim {
+                Some(dim) => memoria::embed::truncate_dims(&embedding.vector, dim),
+                None => embedding.vector,
+            };
+            let line = serde_json::json!({"embedding": vector, "tokens": embedding.tokens});
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn index(memory: Memory, force: bool) -> Result<ExitCode> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} indexing [{bar:30}] {bytes}/{total_bytes} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let report = memory.sync(force, &|p| {
-        bar.set_length(p.bytes_total);
-        bar.set_position(p.bytes_done);
-        bar.set_message(format!("{}/{} files", p.files_done, p.files_total));
+    let report = memory.sync(force, &|p| match p {
+        SyncProgress::Files {
+            files_done,
+            files_total,
+            bytes_done,
+            bytes_total,
+        } => {
+            bar.set_length(bytes_total);
+            bar.set_position(bytes_done);
+            bar.set_message(format!("{files_done}/{files_total} files"));
+        }
+        SyncProgress::Embedding {
+            chunks_done,
+            chunks_total,
+        } => {
+            if bar.length() != Some(chunks_total as u64) {
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{spinner} embedding [{bar:30}] {pos}/{len} chunks {per_sec} eta {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar.set_length(chunks_total as u64);
+            }
+            bar.set_position(chunks_done as u64);
+        }
     })?;
     bar.finish_and_clear();
     for warning in &report.warnings {
@@ -410,66 +563,101 @@ fn search_batch(memory: &Memory, file: &Path, options: &SearchOptions) -> Result
     Ok(ExitCode::SUCCESS)
 }
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Result<Scratch> {
-        let dir = std::env::temp_dir().join(format!("memoria-eval-{}-{tag}", std::process::id()));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("{}: cannot create", dir.display()))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EvalModeArg {
+    Bm25,
+    Vector,
+    Hybrid,
+    All,
 }
 
 fn run_eval(
+    cli: &Cli,
     settings: &Settings,
     locomo: Option<&Path>,
-    corpus: Option<&Path>,
-    queries: Option<&Path>,
-    qrels: Option<&Path>,
+    beir: Option<(&Path, &Path, &Path)>,
+    mode: EvalModeArg,
     json: bool,
 ) -> Result<ExitCode> {
+    let modes: Vec<eval::EvalMode> = match mode {
+        EvalModeArg::Bm25 => vec![eval::EvalMode::Bm25],
+        EvalModeArg::Vector => vec![eval::EvalMode::Vector],
+        EvalModeArg::Hybrid => vec![eval::EvalMode::Hybrid],
+        EvalModeArg::All => vec![
+            eval::EvalMode::Bm25,
+            eval::EvalMode::Vector,
+            eval::EvalMode::Hybrid,
+        ],
+    };
+    // Load the embedder once and share it across every workspace and mode.
+    let probe = open_memory(cli, settings.clone())?;
+    let embedder = probe.embedder().cloned();
+    let (provider, model) = probe.provider();
+    let (provider, model) = (provider.to_string(), model.unwrap_or_default().to_string());
+    drop(probe);
+    let open = |settings: Settings| -> memoria::Result<Memory> {
+        match (&embedder, settings.provider) {
+            (Some(embedder), p) if p != ProviderKind::None => Memory::open_with(
+                settings,
+                EmbedderChoice::Given {
+                    embedder: embedder.clone(),
+                    provider: provider.clone(),
+                    model: model.clone(),
+                },
+            ),
+            _ => Memory::open(settings),
+        }
+    };
+    // Persistent scratch space: a re-run reuses its indexes and embedding cache.
+    let eval_root = settings.state_dir.join("eval");
     let mut results = Vec::new();
-    if let Some(dir) = locomo {
-        let dirs = eval::memory_workspaces(dir)?;
-        if dirs.is_empty() {
-            bail!(
-                "{}: no queries.jsonl here or in its subdirectories",
-                dir.display()
-            );
+    for mode in modes {
+        if mode != eval::EvalMode::Bm25 && embedder.is_none() {
+            eprintln!("skipping {}: no embedding model available", mode.as_str());
+            continue;
         }
-        for (i, dir) in dirs.iter().enumerate() {
-            let scratch = Scratch::new(&i.to_string())?;
-            results.push(eval::eval_memory_workspace(dir, settings, &scratch.0)?);
+        let settings = mode.apply(settings.clone());
+        let mut these = Vec::new();
+        if let Some(dir) = locomo {
+            let dirs = eval::memory_workspaces(dir)?;
+            if dirs.is_empty() {
+                bail!(
+                    "{}: no queries.jsonl here or in its subdirectories",
+                    dir.display()
+                );
+            }
+            for dir in &dirs {
+                let name = dir
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                let scratch = eval_root.join(format!("locomo-{name}"));
+                these.push(eval::eval_memory_workspace(
+                    dir, &settings, &open, &scratch,
+                )?);
+            }
+        } else if let Some((corpus, queries, qrels)) = beir {
+            let absolute = absolute(corpus)?;
+            let tag = &memoria::chunk::sha256_hex(absolute.to_string_lossy().as_bytes())[..12];
+            let scratch = eval_root.join(format!("beir-{tag}"));
+            these.push(eval::eval_beir(
+                corpus, queries, qrels, &settings, &open, &scratch,
+            )?);
+        } else {
+            bail!("give --locomo DIR, or --corpus, --queries and --qrels");
         }
-    } else if let (Some(corpus), Some(queries), Some(qrels)) = (corpus, queries, qrels) {
-        let scratch = Scratch::new("beir")?;
-        results.push(eval::eval_beir(
-            corpus, queries, qrels, settings, &scratch.0,
-        )?);
-    } else {
-        bail!("give --locomo DIR, or --corpus, --queries and --qrels");
-    }
-    if results.len() > 1 {
-        results.push(pooled(&results));
-    }
-    if json {
-        for m in &results {
-            println!("{}", serde_json::to_string(m)?);
+        if these.len() > 1 {
+            these.push(pooled(&these));
         }
-        return Ok(ExitCode::SUCCESS);
+        for m in &mut these {
+            m.mode = mode.as_str().to_string();
+        }
+        results.extend(these);
     }
     for m in &results {
+        if json {
+            println!("{}", serde_json::to_string(m)?);
+            continue;
+        }
         let recall: Vec<String> = m
             .recall
             .iter()
@@ -480,7 +668,8 @@ fn run_eval(
             .map(|v| format!("nDCG@10 {v:.3}  "))
             .unwrap_or_default();
         println!(
-            "{:<10} {:>5} queries  {ndcg}{}  MRR {:.3}  no result {}",
+            "{:<7} {:<10} {:>5} queries  {ndcg}{}  MRR {:.3}  no result {}",
+            m.mode,
             m.name,
             m.queries,
             recall.join("  "),
@@ -505,6 +694,7 @@ fn pooled(results: &[eval::Metrics]) -> eval::Metrics {
         .collect();
     eval::Metrics {
         name: "all".into(),
+        mode: String::new(),
         queries: total,
         recall,
         mrr: weight(&|m| m.mrr),

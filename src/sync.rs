@@ -14,9 +14,14 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use rayon::prelude::*;
 
 use crate::chunk::{chunk_markdown, sha256_hex, ChunkParams};
+use crate::embed::{EmbedKind, Embedder};
+use crate::index::cache::{cache_key, EmbeddingCache};
 use crate::index::catalog::{Batch, Catalog, ChunkRecord, FileRecord, Upsert};
 use crate::index::text::TextIndex;
-use crate::index::{AgentDir, Identity, Manifest, SyncStats, WriterLock, FORMAT_VERSION};
+use crate::index::vector::{VectorIndex, VectorParams};
+use crate::index::{
+    AgentDir, EmbeddingStats, Identity, Manifest, SyncStats, WriterLock, FORMAT_VERSION,
+};
 use crate::workspace::{decode_text, Discovery, MemoryFile};
 use crate::{Error, Result};
 
@@ -25,13 +30,35 @@ use crate::{Error, Result};
 const BATCH_BYTES: u64 = 32 << 20;
 const BATCH_FILES: usize = 4096;
 
+/// Chunks embedded per embedder call (the embedder groups them by length internally).
+const EMBED_BATCH: usize = 64;
+
 /// Progress of a running sync, reported after each committed batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SyncProgress {
-    pub files_done: usize,
-    pub files_total: usize,
-    pub bytes_done: u64,
-    pub bytes_total: u64,
+pub enum SyncProgress {
+    /// Reading, chunking and keyword-indexing changed files.
+    Files {
+        files_done: usize,
+        files_total: usize,
+        bytes_done: u64,
+        bytes_total: u64,
+    },
+    /// Embedding chunks that have no vector yet.
+    Embedding {
+        chunks_done: usize,
+        chunks_total: usize,
+    },
+}
+
+/// How a sync embeds chunks (absent: keyword-only index).
+pub struct EmbedPlan<'a> {
+    pub embedder: &'a dyn Embedder,
+    /// Identifies the embedder's vectors in the cache (provider, model, key, prompt).
+    pub cache_key: String,
+    /// `cache.enabled` / `cache.maxEntries`.
+    pub cache_enabled: bool,
+    pub cache_max_entries: usize,
+    pub vector_params: VectorParams,
 }
 
 /// What a sync did.
@@ -47,6 +74,12 @@ pub struct SyncReport {
     pub chunks: u64,
     pub bytes: u64,
     pub seconds: f64,
+    /// Chunks embedded by the model in this sync (cache hits excluded).
+    pub embedded: usize,
+    /// Chunks whose vectors came from the embedding cache.
+    pub cached: usize,
+    /// Why embedding stopped, if it failed (the keyword index is up to date regardless).
+    pub embed_error: Option<String>,
     pub warnings: Vec<String>,
 }
 
@@ -96,16 +129,31 @@ pub fn chunk_id(
     id
 }
 
-/// Syncs `dir` with `discovery`. The caller holds the writer lock.
+/// What to sync and how.
+pub struct SyncRequest<'a> {
+    pub discovery: &'a Discovery,
+    pub identity: &'a Identity,
+    pub params: ChunkParams,
+    /// Rebuild into a new generation even if the identity is unchanged.
+    pub force: bool,
+    /// How to embed chunks; `None` for a keyword-only index.
+    pub embed: Option<&'a EmbedPlan<'a>>,
+}
+
+/// Syncs `dir` with the request's discovery. The caller holds the writer lock.
 pub fn sync(
     dir: &AgentDir,
     lock: &WriterLock,
-    discovery: &Discovery,
-    identity: &Identity,
-    params: ChunkParams,
-    force: bool,
+    request: &SyncRequest,
     progress: &dyn Fn(SyncProgress),
 ) -> Result<SyncReport> {
+    let SyncRequest {
+        discovery,
+        identity,
+        params,
+        force,
+        embed,
+    } = *request;
     let started = Instant::now();
     let mut warnings = discovery.warnings.clone();
     let manifest = match dir.manifest() {
@@ -177,6 +225,9 @@ pub fn sync(
         chunks: 0,
         bytes: 0,
         seconds: 0.0,
+        embedded: 0,
+        cached: 0,
+        embed_error: None,
         warnings: Vec::new(),
     };
     let old_chunks = |path: &str| known.get(path).map(|r| r.chunk_ids.clone());
@@ -248,7 +299,7 @@ pub fn sync(
         report.indexed += batch.upserts.len();
         report.bytes += batch_bytes;
         done = end;
-        progress(SyncProgress {
+        progress(SyncProgress::Files {
             files_done: done,
             files_total,
             bytes_done: report.bytes,
@@ -264,6 +315,16 @@ pub fn sync(
         writer.finish()?;
     }
 
+    let mut embedding = None;
+    if let Some(plan) = embed {
+        embed_missing(dir, &catalog, plan, &mut report, progress)?;
+        let vectors = update_vector_index(&catalog, &gen_dir.join("vectors"), plan)?;
+        embedding = Some(EmbeddingStats {
+            vectors,
+            missing: catalog.chunks_without_vectors()?.len() as u64,
+            error: report.embed_error.clone(),
+        });
+    }
     report.chunks = catalog.chunk_count()?;
     report.seconds = started.elapsed().as_secs_f64();
     let files = catalog.files()?;
@@ -283,6 +344,7 @@ pub fn sync(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         workspace_digest: workspace_digest(discovery),
+        embedding,
     };
     let new_manifest = Manifest {
         format: FORMAT_VERSION,
@@ -296,6 +358,134 @@ pub fn sync(
     }
     report.warnings = warnings;
     Ok(report)
+}
+
+/// Embeds every chunk without a vector, through the cache. An embedder failure stops
+/// embedding and is reported (the keyword index is already committed); I/O errors fail.
+fn embed_missing(
+    dir: &AgentDir,
+    catalog: &Catalog,
+    plan: &EmbedPlan,
+    report: &mut SyncReport,
+    progress: &dyn Fn(SyncProgress),
+) -> Result<()> {
+    let missing = catalog.chunks_without_vectors()?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let cache = if plan.cache_enabled {
+        Some(EmbeddingCache::open(&dir.root().join("cache.redb"))?)
+    } else {
+        None
+    };
+    let dims = plan.embedder.dims();
+    let total = missing.len();
+    for (n, batch) in missing.chunks(EMBED_BATCH).enumerate() {
+        let keys: Vec<String> = batch
+            .iter()
+            .map(|(_, hash, _)| cache_key(&plan.cache_key, hash))
+            .collect();
+        let mut vectors: Vec<Option<Vec<f32>>> = match &cache {
+            Some(cache) => cache.get_many(&keys)?,
+            None => vec![None; batch.len()],
+        };
+        for v in vectors.iter_mut() {
+            if v.as_ref().is_some_and(|v| v.len() != dims) {
+                *v = None; // a cache entry of another size is not ours
+            }
+        }
+        let todo: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
+        report.cached += batch.len() - todo.len();
+        if !todo.is_empty() {
+            let texts: Vec<&str> = todo.iter().map(|&i| batch[i].2.as_str()).collect();
+            let embedded = match plan.embedder.embed(&texts, EmbedKind::Document) {
+                Ok(embedded)
+                    if embedded.len() == texts.len()
+                        && embedded.iter().all(|e| e.vector.len() == dims) =>
+                {
+                    embedded
+                }
+                Ok(_) => {
+                    report.embed_error =
+                        Some("the embedder returned vectors of the wrong count or size".into());
+                    break;
+                }
+                Err(err) => {
+                    report.embed_error = Some(err.to_string());
+                    break;
+                }
+            };
+            let mut fresh = Vec::with_capacity(todo.len());
+            for (&i, embedding) in todo.iter().zip(embedded) {
+                fresh.push((keys[i].clone(), embedding.vector.clone()));
+                vectors[i] = Some(embedding.vector);
+            }
+            report.embedded += fresh.len();
+            if let Some(cache) = &cache {
+                cache.put_many(&fresh, plan.cache_max_entries)?;
+            }
+        }
+        let items: Vec<(String, Vec<f32>)> = batch
+            .iter()
+            .zip(vectors)
+            .filter_map(|((id, _, _), v)| v.map(|v| (id.clone(), v)))
+            .collect();
+        catalog.put_vectors(&items)?;
+        progress(SyncProgress::Embedding {
+            chunks_done: ((n + 1) * EMBED_BATCH).min(total),
+            chunks_total: total,
+        });
+    }
+    Ok(())
+}
+
+/// Brings `vectors/` in line with the catalog's vectors: tombstones for vanished chunks,
+/// inserts for new ones, a rebuild when too many tombstones piled up or the saved index is
+/// missing, stale beyond repair, or unreadable. Never re-embeds. Returns the vector count.
+fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPlan) -> Result<u64> {
+    let seq = catalog.seq()?;
+    let loaded = match VectorIndex::load(dir) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            tracing::warn!("{err}; rebuilding the vector index from the catalog");
+            None
+        }
+    };
+    if let Some((index, tag)) = &loaded {
+        if *tag == seq {
+            return Ok(index.len() as u64);
+        }
+    }
+    let vectors = catalog.vectors()?;
+    let count = vectors.len() as u64;
+    let dims = plan.embedder.dims();
+    let index = match loaded {
+        Some((mut index, _)) if index.dims() == dims => {
+            let wanted: HashSet<&str> = vectors.iter().map(|(id, _)| id.as_str()).collect();
+            let stale: Vec<String> = index
+                .ids()
+                .filter(|id| !wanted.contains(id))
+                .map(str::to_string)
+                .collect();
+            for id in &stale {
+                index.remove(id);
+            }
+            let fresh: Vec<(String, Vec<f32>)> = vectors
+                .iter()
+                .filter(|(id, _)| !index.contains(id))
+                .cloned()
+                .collect();
+            index.extend(fresh)?;
+            if index.needs_rebuild() {
+                VectorIndex::build(dims, vectors, &plan.vector_params)?
+            } else {
+                index
+            }
+        }
+        _ => VectorIndex::build(dims, vectors, &plan.vector_params)?,
+    };
+    index.save(dir, seq)?;
+    Ok(count)
 }
 
 /// Opens a generation's text index, rebuilding it from the catalog if it is missing,

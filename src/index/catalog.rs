@@ -12,11 +12,14 @@ use std::path::{Path, PathBuf};
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 
+use super::cache::{decode_vector, encode_vector};
 use crate::{Error, Result};
 
 const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
 const CHUNKS: TableDefinition<&str, &[u8]> = TableDefinition::new("chunks");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// chunk id → embedding (little-endian f32).
+const VECTORS: TableDefinition<&str, &[u8]> = TableDefinition::new("vectors");
 
 /// What the catalog knows about one indexed file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,6 +91,7 @@ impl Catalog {
             txn.open_table(FILES).map_err(|e| catalog.err(e))?;
             txn.open_table(CHUNKS).map_err(|e| catalog.err(e))?;
             txn.open_table(META).map_err(|e| catalog.err(e))?;
+            txn.open_table(VECTORS).map_err(|e| catalog.err(e))?;
         }
         txn.commit().map_err(|e| catalog.err(e))?;
         Ok(catalog)
@@ -153,6 +157,7 @@ impl Catalog {
             let mut files = txn.open_table(FILES).map_err(|e| self.err(e))?;
             let mut chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
             let stale = batch
                 .upserts
                 .iter()
@@ -161,6 +166,7 @@ impl Catalog {
             for path in stale {
                 for id in old(path).unwrap_or_default() {
                     chunks.remove(id.as_str()).map_err(|e| self.err(e))?;
+                    vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
                 }
             }
             for path in &batch.removals {
@@ -189,14 +195,70 @@ impl Catalog {
                     .insert(path.as_str(), bytes.as_slice())
                     .map_err(|e| self.err(e))?;
             }
-            let current = meta
-                .get("seq")
-                .map_err(|e| self.err(e))?
-                .map_or(0, |v| v.value());
-            seq = current + 1;
-            meta.insert("seq", seq).map_err(|e| self.err(e))?;
+            seq = bump_seq(&mut meta).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))?;
         Ok(seq)
     }
+
+    /// Chunks that have no vector yet, as `(id, hash, text)`.
+    pub fn chunks_without_vectors(&self) -> Result<Vec<(String, String, String)>> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+        let vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in chunks.iter().map_err(|e| self.err(e))? {
+            let (key, value) = row.map_err(|e| self.err(e))?;
+            if vectors.get(key.value()).map_err(|e| self.err(e))?.is_none() {
+                let chunk: ChunkRecord = self.decode(key.value(), value.value())?;
+                out.push((key.value().to_string(), chunk.hash, chunk.text));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores vectors of existing chunks (ids no longer in the catalog are skipped) and
+    /// returns the new `seq`.
+    pub fn put_vectors(&self, items: &[(String, Vec<f32>)]) -> Result<u64> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let seq;
+        {
+            let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+            let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            for (id, vector) in items {
+                if chunks.get(id.as_str()).map_err(|e| self.err(e))?.is_some() {
+                    let bytes = encode_vector(vector);
+                    vectors
+                        .insert(id.as_str(), bytes.as_slice())
+                        .map_err(|e| self.err(e))?;
+                }
+            }
+            seq = bump_seq(&mut meta).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(seq)
+    }
+
+    /// Every stored vector, as `(chunk id, vector)`.
+    pub fn vectors(&self) -> Result<Vec<(String, Vec<f32>)>> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (key, value) = row.map_err(|e| self.err(e))?;
+            let vector = decode_vector(value.value()).ok_or_else(|| Error::Corrupt {
+                path: self.path.clone(),
+                message: format!("vector of chunk {:?} has a partial float", key.value()),
+            })?;
+            out.push((key.value().to_string(), vector));
+        }
+        Ok(out)
+    }
+}
+
+fn bump_seq(meta: &mut redb::Table<&str, u64>) -> std::result::Result<u64, redb::StorageError> {
+    let current = meta.get("seq")?.map_or(0, |v| v.value());
+    meta.insert("seq", current + 1)?;
+    Ok(current + 1)
 }

@@ -21,8 +21,10 @@
 //!   between the two commits), the writer rebuilds it from the catalog.
 
 pub mod analyzer;
+pub mod cache;
 pub mod catalog;
 pub mod text;
+pub mod vector;
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -48,6 +50,11 @@ pub struct Identity {
     /// Embedding provider (`none` when keyword-only).
     pub provider: String,
     pub model: Option<String>,
+    /// The embedder's fingerprint (model weights, prompts, output dims), if any.
+    #[serde(default)]
+    pub embedder: Option<String>,
+    #[serde(default)]
+    pub dims: Option<usize>,
 }
 
 /// Facts about the last completed sync, shown by `status`.
@@ -62,6 +69,19 @@ pub struct SyncStats {
     /// Digest of the discovered files' paths, sizes and mtimes: a search whose discovery
     /// gives another digest knows the workspace changed without opening the catalog.
     pub workspace_digest: String,
+    /// Vector side, when an embedder was in use.
+    #[serde(default)]
+    pub embedding: Option<EmbeddingStats>,
+}
+
+/// The vector side of the last sync.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingStats {
+    pub vectors: u64,
+    /// Chunks still without a vector (non-zero after an embedding failure).
+    pub missing: u64,
+    /// Why embedding failed, if it did.
+    pub error: Option<String>,
 }
 
 /// `manifest.json`.
@@ -191,6 +211,8 @@ mod tests {
                 sources: vec!["memory".into()],
                 provider: "none".into(),
                 model: None,
+                embedder: None,
+                dims: None,
             },
             stats: SyncStats::default(),
         }

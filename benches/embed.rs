@@ -1,0 +1,149 @@
+//! EmbeddingGemma CPU benchmark: document throughput (~400-token docs), query latency,
+//! threads and peak RSS. `benches/pytorch_reference.py` measures PyTorch on the same docs.
+//!
+//! MEMORIA_TEST_MODEL_DIR=/path/to/embeddinggemma-300m cargo bench --bench embed
+//! Optional: BENCH_DOCS (default 64), BENCH_ROUNDS (3), BENCH_QUERIES (40), BENCH_DIMS.
+
+use std::time::Instant;
+
+use candle_core::Device;
+use memoria::embed::{EmbedKind, Embedder, GemmaEmbedder, GemmaOptions};
+
+const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/golden/embeddinggemma-300m.json"
+);
+const WORDS_PER_DOC: usize = 195;
+const QUERY: &str = "which machine runs the memory gateway";
+
+/// Deterministic ~400-token documents cut from the golden texts (same recipe as the
+/// Python script): doc i = WORDS_PER_DOC words starting at word (i * 131) of the
+/// concatenated corpus, wrapping around.
+fn documents(n: usize) -> Vec<String> {
+    let golden = std::env::var("MEMORIA_GOLDEN").unwrap_or_else(|_| GOLDEN.to_string());
+    let text = std::fs::read_to_string(&golden).expect("golden file");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("golden json");
+    let mut words: Vec<String> = Vec::new();
+    for c in v["cases"].as_array().expect("cases") {
+        words.extend(
+            c["text"]
+                .as_str()
+                .unwrap_or("")
+                .split_whitespace()
+                .map(str::to_string),
+        );
+    }
+    (0..n)
+        .map(|i| {
+            (0..WORDS_PER_DOC)
+                .map(|k| words[(i * 131 + k) % words.len()].as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+fn vm_hwm_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// CPU time (user + system) this process has used, in seconds: with the machine shared,
+/// tokens per CPU-second is a steadier figure than wall time.
+fn cpu_seconds() -> f64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let Some(after) = s.rfind(')').map(|i| &s[i + 2..]) else {
+        return 0.0;
+    };
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
+        println!("MEMORIA_TEST_MODEL_DIR not set: skipping the embedding benchmark");
+        return;
+    };
+    let n_docs = env_usize("BENCH_DOCS", 64);
+    let rounds = env_usize("BENCH_ROUNDS", 3);
+    let n_queries = env_usize("BENCH_QUERIES", 40);
+    let opts = GemmaOptions {
+        dims: std::env::var("BENCH_DIMS")
+            .ok()
+            .and_then(|v| v.parse().ok()),
+        batch_tokens: env_usize("BENCH_BATCH_TOKENS", GemmaOptions::default().batch_tokens),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let model = GemmaEmbedder::load(&dir, &Device::Cpu, opts).expect("load model");
+    println!("load: {:.2} s", t.elapsed().as_secs_f64());
+    println!("threads: {}", rayon::current_num_threads());
+    if let Some(kib) = vm_hwm_kib() {
+        println!("peak RSS after load: {:.0} MiB", kib as f64 / 1024.0);
+    }
+
+    let docs = documents(n_docs);
+    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    // Warm-up (page in weights, grow allocator arenas).
+    let warm = model
+        .embed(&refs[..4.min(refs.len())], EmbedKind::Document)
+        .expect("embed");
+    let _ = warm;
+    let mut best = f64::MAX;
+    let mut tokens = 0usize;
+    for r in 0..rounds {
+        let t = Instant::now();
+        let c = cpu_seconds();
+        let out = model.embed(&refs, EmbedKind::Document).expect("embed");
+        let dt = t.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - c;
+        tokens = out.iter().map(|e| e.tokens).sum();
+        println!(
+            "  round {r}: {} docs, {tokens} tokens in {dt:.2} s = {:.0} tokens/s (cpu {cpu:.2} s: {:.0} tokens/cpu-s)",
+            out.len(),
+            tokens as f64 / dt,
+            tokens as f64 / cpu
+        );
+        best = best.min(dt);
+    }
+    println!(
+        "documents: {n_docs} docs, mean {:.0} tokens/doc, best {:.0} tokens/s ({:.1} docs/s)",
+        tokens as f64 / n_docs as f64,
+        tokens as f64 / best,
+        n_docs as f64 / best
+    );
+
+    let mut lat = Vec::with_capacity(n_queries);
+    let qtokens = model.embed(&[QUERY], EmbedKind::Query).expect("embed")[0].tokens;
+    let c = cpu_seconds();
+    for _ in 0..n_queries {
+        let t = Instant::now();
+        let _ = model.embed(&[QUERY], EmbedKind::Query).expect("embed");
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let qcpu = (cpu_seconds() - c) / n_queries as f64 * 1e3;
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p).round() as usize];
+    println!(
+        "query ({qtokens} tokens): p50 {:.1} ms, p99 {:.1} ms, min {:.1} ms over {n_queries} (cpu {qcpu:.1} ms/query)",
+        pct(0.5),
+        pct(0.99),
+        lat[0]
+    );
+    if let Some(kib) = vm_hwm_kib() {
+        println!("peak RSS (VmHWM): {:.0} MiB", kib as f64 / 1024.0);
+    }
+}

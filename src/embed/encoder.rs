@@ -1,0 +1,389 @@
+//! The Gemma3 encoder with bidirectional attention, over packed variable-length sequences.
+//!
+//! Sequences are concatenated into one `[total_tokens, hidden]` tensor (no padding): the
+//! linear layers run as single large matmuls, and attention runs per sequence. Two
+//! implementations of the non-matmul work exist: fused CPU kernels (`kernels.rs`, used for
+//! f32 on CPU) and plain candle ops (any device and dtype; also a cross-check in tests).
+
+use candle_core::{DType, Device, Tensor, D};
+
+use crate::embed::config::{GemmaConfig, LayerKind};
+use crate::embed::kernels::{self, AttnDims, Packing};
+use crate::embed::weights::SafeFile;
+use crate::embed::Result;
+
+/// Which implementation runs the non-matmul work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    /// Fused CPU kernels (f32 on CPU only).
+    Fused,
+    /// Plain candle ops (any device and dtype).
+    Generic,
+}
+
+/// A `(1 + weight)` RMSNorm weight, kept both as host values and as a device tensor.
+#[derive(Debug)]
+struct Norm {
+    host: Vec<f32>,
+    tensor: Tensor,
+}
+
+impl Norm {
+    fn load(
+        f: &SafeFile,
+        name: &str,
+        n: usize,
+        scale: f32,
+        device: &Device,
+        dtype: DType,
+    ) -> Result<Self> {
+        let mut host = f.read_f32(name, &[n])?;
+        for w in &mut host {
+            *w = (1.0 + *w) * scale;
+        }
+        // Norm weights stay f32 on every device: the norm itself is computed in f32.
+        let tensor = Tensor::from_slice(&host, n, device)?;
+        let _ = dtype;
+        Ok(Norm { host, tensor })
+    }
+}
+
+#[derive(Debug)]
+struct Layer {
+    kind: LayerKind,
+    input_norm: Norm,
+    q_norm: Norm,
+    k_norm: Norm,
+    post_attn_norm: Norm,
+    pre_ff_norm: Norm,
+    post_ff_norm: Norm,
+    // Projections in PyTorch's `[out, in]` layout.
+    /// `[q | k | v]` projection, `[(H + 2 KV) D, hidden]`.
+    wqkv: Tensor,
+    /// `[hidden, H D]`.
+    wo: Tensor,
+    /// `[gate | up]`, `[2 I, hidden]`.
+    wgu: Tensor,
+    /// `[hidden, I]`.
+    wd: Tensor,
+}
+
+/// cos/sin tables `[max_pos, head_dim / 2]` for one RoPE base.
+#[derive(Debug)]
+struct Rope {
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    cos_t: Tensor,
+    sin_t: Tensor,
+}
+
+impl Rope {
+    fn new(base: f64, head_dim: usize, max_pos: usize, device: &Device) -> Result<Self> {
+        let half = head_dim / 2;
+        // As transformers computes it: inv_freq = 1 / base^(2j / D) in f32; angle = pos *
+        // inv_freq in f32.
+        let inv: Vec<f32> = (0..half)
+            .map(|j| 1.0f32 / (base as f32).powf((2 * j) as f32 / head_dim as f32))
+            .collect();
+        let mut cos = Vec::with_capacity(max_pos * half);
+        let mut sin = Vec::with_capacity(max_pos * half);
+        for p in 0..max_pos {
+            for &f in &inv {
+                let a = (p as f32) * f;
+                cos.push((a as f64).cos() as f32);
+                sin.push((a as f64).sin() as f32);
+            }
+        }
+        let cos_t = Tensor::from_slice(&cos, (max_pos, half), device)?;
+        let sin_t = Tensor::from_slice(&sin, (max_pos, half), device)?;
+        Ok(Rope {
+            cos,
+            sin,
+            cos_t,
+            sin_t,
+        })
+    }
+}
+
+/// The encoder weights and tables.
+#[derive(Debug)]
+pub struct Encoder {
+    cfg: GemmaConfig,
+    layers: Vec<Layer>,
+    final_norm: Norm,
+    rope_local: Rope,
+    rope_global: Rope,
+    device: Device,
+    dtype: DType,
+    kernels: Kernels,
+}
+
+impl Encoder {
+    /// Loads every tensor but the embedding table from `file` (names without `model.`).
+    pub fn load(
+        cfg: &GemmaConfig,
+        file: &SafeFile,
+        device: &Device,
+        dtype: DType,
+        kernels: Kernels,
+        max_pos: usize,
+    ) -> Result<Self> {
+        let h = cfg.hidden_size;
+        let hd = cfg.head_dim;
+        let (qw, kw) = (cfg.num_heads * hd, cfg.num_kv_heads * hd);
+        let i = cfg.intermediate_size;
+        let eps_dev = (device, dtype);
+        let mut layers = Vec::with_capacity(cfg.num_layers);
+        for (l, &kind) in cfg.layer_kinds.iter().enumerate() {
+            let p = format!("layers.{l}");
+            let t = |name: &str, shape: &[usize]| -> Result<Tensor> {
+                file.tensor(&format!("{p}.{name}"), shape, eps_dev.0, eps_dev.1)
+            };
+            let norm = |name: &str, n: usize, scale: f32| -> Result<Norm> {
+                Norm::load(file, &format!("{p}.{name}"), n, scale, device, dtype)
+            };
+            let wq = t("self_attn.q_proj.weight", &[qw, h])?;
+            let wk = t("self_attn.k_proj.weight", &[kw, h])?;
+            let wv = t("self_attn.v_proj.weight", &[kw, h])?;
+            let wqkv = Tensor::cat(&[&wq, &wk, &wv], 0)?;
+            drop((wq, wk, wv));
+            let wo = t("self_attn.o_proj.weight", &[h, qw])?;
+            let wg = t("mlp.gate_proj.weight", &[i, h])?;
+            let wu = t("mlp.up_proj.weight", &[i, h])?;
+            let wgu = Tensor::cat(&[&wg, &wu], 0)?;
+            drop((wg, wu));
+            let wd = t("mlp.down_proj.weight", &[h, i])?;
+            layers.push(Layer {
+                kind,
+                input_norm: norm("input_layernorm.weight", h, 1.0)?,
+                // The attention scale is folded into the q norm (exact for powers of two).
+                q_norm: norm("self_attn.q_norm.weight", hd, cfg.attn_scale as f32)?,
+                k_norm: norm("self_attn.k_norm.weight", hd, 1.0)?,
+                post_attn_norm: norm("post_attention_layernorm.weight", h, 1.0)?,
+                pre_ff_norm: norm("pre_feedforward_layernorm.weight", h, 1.0)?,
+                post_ff_norm: norm("post_feedforward_layernorm.weight", h, 1.0)?,
+                wqkv,
+                wo,
+                wgu,
+                wd,
+            });
+        }
+        let final_norm = Norm::load(file, "norm.weight", h, 1.0, device, dtype)?;
+        let rope_local = Rope::new(cfg.rope_local_theta, hd, max_pos, device)?;
+        let rope_global = Rope::new(cfg.rope_theta, hd, max_pos, device)?;
+        let kernels = if device.is_cpu() && dtype == DType::F32 {
+            kernels
+        } else {
+            Kernels::Generic
+        };
+        Ok(Encoder {
+            cfg: cfg.clone(),
+            layers,
+            final_norm,
+            rope_local,
+            rope_global,
+            device: device.clone(),
+            dtype,
+            kernels,
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn kernels(&self) -> Kernels {
+        self.kernels
+    }
+
+    fn dims(&self) -> AttnDims {
+        AttnDims {
+            heads: self.cfg.num_heads,
+            kv_heads: self.cfg.num_kv_heads,
+            head_dim: self.cfg.head_dim,
+        }
+    }
+
+    fn rope(&self, kind: LayerKind) -> &Rope {
+        match kind {
+            LayerKind::Full => &self.rope_global,
+            LayerKind::Sliding => &self.rope_local,
+        }
+    }
+
+    fn window(&self, kind: LayerKind) -> Option<usize> {
+        match kind {
+            LayerKind::Full => None,
+            LayerKind::Sliding => Some(self.cfg.window),
+        }
+    }
+
+    /// Runs the encoder on scaled embeddings `x` (`[total_tokens, hidden]`, packed as
+    /// `packing` says) and returns the final-normed hidden states, same shape.
+    pub fn forward(&self, x: &Tensor, packing: &Packing) -> Result<Tensor> {
+        match self.kernels {
+            Kernels::Fused => self.forward_fused(x, packing),
+            Kernels::Generic => self.forward_generic(x, packing),
+        }
+    }
+
+    fn forward_fused(&self, x: &Tensor, packing: &Packing) -> Result<Tensor> {
+        let eps = self.cfg.rms_norm_eps as f32;
+        let dims = self.dims();
+        let mut x = x.clone();
+        for layer in &self.layers {
+            let rope = self.rope(layer.kind);
+            let h = x.apply_op1_no_bwd(&kernels::RmsNorm {
+                w1: &layer.input_norm.host,
+                eps,
+            })?;
+            let qkv = h.apply_op2_no_bwd(&layer.wqkv, &kernels::Linear)?;
+            let planar = qkv.apply_op1_no_bwd(&kernels::QkNormRope {
+                dims,
+                q_w1: &layer.q_norm.host,
+                k_w1: &layer.k_norm.host,
+                eps,
+                cos: &rope.cos,
+                sin: &rope.sin,
+                positions: &packing.positions,
+            })?;
+            let attn = planar.apply_op1_no_bwd(&kernels::PackedAttention {
+                dims,
+                packing,
+                window: self.window(layer.kind),
+            })?;
+            let o = attn.apply_op2_no_bwd(&layer.wo, &kernels::Linear)?;
+            x = x.apply_op2_no_bwd(
+                &o,
+                &kernels::AddRmsNorm {
+                    w1: &layer.post_attn_norm.host,
+                    eps,
+                },
+            )?;
+            let h = x.apply_op1_no_bwd(&kernels::RmsNorm {
+                w1: &layer.pre_ff_norm.host,
+                eps,
+            })?;
+            let gu = h.apply_op2_no_bwd(&layer.wgu, &kernels::Linear)?;
+            let act = gu.apply_op1_no_bwd(&kernels::GeluMul)?;
+            let dn = act.apply_op2_no_bwd(&layer.wd, &kernels::Linear)?;
+            x = x.apply_op2_no_bwd(
+                &dn,
+                &kernels::AddRmsNorm {
+                    w1: &layer.post_ff_norm.host,
+                    eps,
+                },
+            )?;
+        }
+        Ok(x.apply_op1_no_bwd(&kernels::RmsNorm {
+            w1: &self.final_norm.host,
+            eps,
+        })?)
+    }
+
+    /// RMSNorm in f32 whatever the working dtype, as Gemma's reference does.
+    fn norm_generic(&self, x: &Tensor, w: &Norm) -> Result<Tensor> {
+        let eps = self.cfg.rms_norm_eps;
+        let xf = x.to_dtype(DType::F32)?;
+        let inv = xf
+            .sqr()?
+            .mean_keepdim(D::Minus1)?
+            .affine(1.0, eps)?
+            .sqrt()?
+            .recip()?;
+        let y = xf.broadcast_mul(&inv)?.broadcast_mul(&w.tensor)?;
+        Ok(y.to_dtype(self.dtype)?)
+    }
+
+    fn forward_generic(&self, x: &Tensor, packing: &Packing) -> Result<Tensor> {
+        let cfg = &self.cfg;
+        let (t, _) = x.dims2()?;
+        let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let (qw, kw) = (nh * hd, nkv * hd);
+        let pos: Vec<u32> = packing.positions.iter().map(|&p| p as u32).collect();
+        let pos = Tensor::from_vec(pos, t, &self.device)?;
+        let tables: Vec<(Tensor, Tensor)> = [&self.rope_local, &self.rope_global]
+            .iter()
+            .map(|r| -> Result<(Tensor, Tensor)> {
+                Ok((
+                    r.cos_t.index_select(&pos, 0)?.to_dtype(self.dtype)?,
+                    r.sin_t.index_select(&pos, 0)?.to_dtype(self.dtype)?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        let mut x = x.to_dtype(self.dtype)?;
+        for layer in &self.layers {
+            let (cos, sin) = match layer.kind {
+                LayerKind::Sliding => &tables[0],
+                LayerKind::Full => &tables[1],
+            };
+            let h = self.norm_generic(&x, &layer.input_norm)?;
+            let qkv = h.matmul(&layer.wqkv.t()?)?;
+            let q = qkv.narrow(1, 0, qw)?.reshape((t * nh, hd))?;
+            let k = qkv.narrow(1, qw, kw)?.reshape((t * nkv, hd))?;
+            let v = qkv
+                .narrow(1, qw + kw, kw)?
+                .reshape((t, nkv, hd))?
+                .contiguous()?;
+            let q = self
+                .norm_generic(&q, &layer.q_norm)?
+                .reshape((1, t, nh, hd))?;
+            let k = self
+                .norm_generic(&k, &layer.k_norm)?
+                .reshape((1, t, nkv, hd))?;
+            let q = candle_nn::rotary_emb::rope_thd(&q, cos, sin)?.reshape((t, nh, hd))?;
+            let k = candle_nn::rotary_emb::rope_thd(&k, cos, sin)?.reshape((t, nkv, hd))?;
+            let mut outs = Vec::with_capacity(packing.seqs.len());
+            for &(off, len) in &packing.seqs {
+                // [H, L, D] per sequence, kv heads repeated for their query groups.
+                let qs = q.narrow(0, off, len)?.transpose(0, 1)?.contiguous()?;
+                let expand = |z: &Tensor| -> Result<Tensor> {
+                    let z = z.narrow(0, off, len)?.transpose(0, 1)?; // [KV, L, D]
+                    let z = z
+                        .unsqueeze(1)?
+                        .broadcast_as((nkv, nh / nkv, len, hd))?
+                        .reshape((nh, len, hd))?;
+                    Ok(z.contiguous()?)
+                };
+                let ks = expand(&k)?;
+                let vs = expand(&v)?;
+                let mut scores = qs.matmul(&ks.t()?)?.to_dtype(DType::F32)?; // [H, L, L]
+                if let Some(w) = self.window(layer.kind) {
+                    if len > w {
+                        let mask: Vec<f32> = (0..len)
+                            .flat_map(|i| {
+                                (0..len).map(move |j| {
+                                    if i.abs_diff(j) < w {
+                                        0.0
+                                    } else {
+                                        f32::NEG_INFINITY
+                                    }
+                                })
+                            })
+                            .collect();
+                        let mask = Tensor::from_vec(mask, (1, len, len), &self.device)?;
+                        scores = scores.broadcast_add(&mask)?;
+                    }
+                }
+                let p = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(self.dtype)?;
+                let o = p.matmul(&vs)?; // [H, L, D]
+                outs.push(o.transpose(0, 1)?.reshape((len, qw))?);
+            }
+            let attn = Tensor::cat(&outs, 0)?;
+            let o = attn.matmul(&layer.wo.t()?)?;
+            x = (x + self.norm_generic(&o, &layer.post_attn_norm)?)?;
+            let h = self.norm_generic(&x, &layer.pre_ff_norm)?;
+            let gu = h.matmul(&layer.wgu.t()?)?;
+            let i = cfg.intermediate_size;
+            let gate = gu.narrow(1, 0, i)?.gelu()?;
+            let up = gu.narrow(1, i, i)?;
+            let dn = (gate * up)?.matmul(&layer.wd.t()?)?;
+            x = (x + self.norm_generic(&dn, &layer.post_ff_norm)?)?;
+        }
+        self.norm_generic(&x, &self.final_norm)
+    }
+}

@@ -1,0 +1,548 @@
+//! EmbeddingGemma (sentence-transformers layout) on candle.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use sha2::{Digest, Sha256};
+use tokenizers::Tokenizer;
+
+use crate::embed::config::{
+    read_file, read_json, DenseConfig, GemmaConfig, Pipeline, SbertConfig, StConfig,
+};
+use crate::embed::encoder::{Encoder, Kernels};
+use crate::embed::kernels::Packing;
+use crate::embed::weights::{EmbeddingTable, SafeFile};
+use crate::embed::{EmbedError, EmbedKind, Embedder, Embedding, Result};
+
+/// Prompts EmbeddingGemma was trained with, used when the model directory names none.
+pub const DEFAULT_QUERY_PROMPT: &str = "task: search result | query: ";
+pub const DEFAULT_DOCUMENT_PROMPT: &str = "title: none | text: ";
+/// Matryoshka sizes EmbeddingGemma was trained for (besides the full 768).
+pub const MATRYOSHKA_DIMS: [usize; 3] = [512, 256, 128];
+
+/// How to load and run the model.
+#[derive(Debug, Clone)]
+pub struct GemmaOptions {
+    /// Output size: `None` for the model's full size, or a Matryoshka size (512/256/128):
+    /// vectors are truncated and re-normalised.
+    pub dims: Option<usize>,
+    /// Overrides the query prompt of `config_sentence_transformers.json`.
+    pub query_prompt: Option<String>,
+    /// Overrides the document prompt of `config_sentence_transformers.json`.
+    pub document_prompt: Option<String>,
+    /// Token limit (prompt and BOS/EOS included); default `max_seq_length` (2048).
+    pub max_tokens: Option<usize>,
+    /// Tokens per forward pass: texts are sorted by length and packed until this many.
+    pub batch_tokens: usize,
+    /// Working dtype: default f32. BF16 is accepted on GPU devices only.
+    pub dtype: Option<DType>,
+    /// Force the plain-candle implementation even where fused CPU kernels apply.
+    pub generic_kernels: bool,
+}
+
+impl Default for GemmaOptions {
+    fn default() -> Self {
+        GemmaOptions {
+            dims: None,
+            query_prompt: None,
+            document_prompt: None,
+            max_tokens: None,
+            batch_tokens: 2048,
+            dtype: None,
+            generic_kernels: false,
+        }
+    }
+}
+
+/// One dense projection (`linear.weight`, `[out, in]`, no bias).
+#[derive(Debug)]
+struct Dense {
+    weight: Tensor,
+}
+
+/// EmbeddingGemma: tokenizer, Gemma3 encoder, mean pooling, dense projections, L2 norm.
+pub struct GemmaEmbedder {
+    dir: PathBuf,
+    tokenizer: Tokenizer,
+    table: EmbeddingTable,
+    embed_scale: f32,
+    encoder: Encoder,
+    dense: Vec<Dense>,
+    normalize: bool,
+    query_prompt: String,
+    document_prompt: String,
+    max_tokens: usize,
+    eos_id: Option<u32>,
+    full_dims: usize,
+    dims: usize,
+    batch_tokens: usize,
+    fingerprint: String,
+}
+
+impl std::fmt::Debug for GemmaEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GemmaEmbedder")
+            .field("dir", &self.dir)
+            .field("dims", &self.dims)
+            .field("max_tokens", &self.max_tokens)
+            .field("fingerprint", &self.fingerprint)
+            .finish()
+    }
+}
+
+/// Python's `str.strip()` whitespace (sentence-transformers strips every input).
+fn is_py_space(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '\u{1c}'..='\u{1f}')
+}
+
+impl GemmaEmbedder {
+    /// Loads a sentence-transformers EmbeddingGemma directory onto `device`.
+    pub fn load(dir: impl AsRef<Path>, device: &Device, options: GemmaOptions) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        let dtype = options.dtype.unwrap_or(DType::F32);
+        match dtype {
+            DType::F32 => {}
+            DType::BF16 if !device.is_cpu() => {}
+            other => {
+                return Err(EmbedError::InvalidOption(format!(
+                    "dtype {other:?} on {device:?} (f32 everywhere, bf16 on GPU only)"
+                )))
+            }
+        }
+        if options.batch_tokens == 0 {
+            return Err(EmbedError::InvalidOption(
+                "batch_tokens must be positive".into(),
+            ));
+        }
+        let mut hasher = Sha256::new();
+        hasher.update(b"memoria-embeddinggemma-v1\0");
+
+        // Configuration.
+        let config_path = dir.join("config.json");
+        let config_bytes = read_file(&config_path)?;
+        let config_text = String::from_utf8_lossy(&config_bytes);
+        let cfg = GemmaConfig::from_json(&config_text, &config_path)?;
+        hash_part(&mut hasher, "config.json", &config_bytes);
+        let pipeline = Pipeline::from_dir(&dir)?;
+        let st_path = dir.join("config_sentence_transformers.json");
+        let st: StConfig = if st_path.exists()
+            || options.query_prompt.is_none()
+            || options.document_prompt.is_none()
+        {
+            read_json(&st_path)?
+        } else {
+            StConfig::default()
+        };
+        let prompt = |explicit: &Option<String>, keys: &[&str], default: &str| -> String {
+            explicit
+                .clone()
+                .or_else(|| keys.iter().find_map(|k| st.prompts.get(*k).cloned()))
+                .unwrap_or_else(|| default.to_string())
+        };
+        let query_prompt = prompt(
+            &options.query_prompt,
+            &["query", "Retrieval-query"],
+            DEFAULT_QUERY_PROMPT,
+        );
+        let document_prompt = prompt(
+            &options.document_prompt,
+            &["document", "Retrieval-document"],
+            DEFAULT_DOCUMENT_PROMPT,
+        );
+        let sbert_path = dir.join("sentence_bert_config.json");
+        let sbert: SbertConfig = if sbert_path.exists() {
+            read_json(&sbert_path)?
+        } else {
+            SbertConfig::default()
+        };
+        if sbert.do_lower_case == Some(true) {
+            return Err(EmbedError::Unsupported {
+                path: sbert_path,
+                reason: "do_lower_case is not supported".into(),
+            });
+        }
+        let model_max = sbert
+            .max_seq_length
+            .unwrap_or(cfg.max_position_embeddings)
+            .min(cfg.max_position_embeddings);
+        let max_tokens = match options.max_tokens {
+            Some(m) if m < 2 => {
+                return Err(EmbedError::InvalidOption(format!("max_tokens {m} < 2")))
+            }
+            Some(m) => m.min(cfg.max_position_embeddings),
+            None => model_max,
+        };
+
+        // Tokenizer.
+        let tok_path = dir.join("tokenizer.json");
+        let tok_bytes = read_file(&tok_path)?;
+        hash_part(&mut hasher, "tokenizer.json", &tok_bytes);
+        let mut tokenizer =
+            Tokenizer::from_bytes(&tok_bytes).map_err(|e| EmbedError::Tokenizer {
+                path: tok_path.clone(),
+                message: e.to_string(),
+            })?;
+        drop(tok_bytes);
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| EmbedError::Tokenizer {
+                path: tok_path.clone(),
+                message: e.to_string(),
+            })?;
+        tokenizer.with_padding(None);
+        let eos_id = cfg.eos_token_id.or_else(|| tokenizer.token_to_id("<eos>"));
+
+        // Encoder weights.
+        let model_path = dir.join("model.safetensors");
+        let file = SafeFile::open(&model_path)?;
+        hash_safetensors(&mut hasher, "model.safetensors", &file)?;
+        if file.names().any(|n| n.starts_with("model."))
+            && !file.names().any(|n| n == "embed_tokens.weight")
+        {
+            return Err(EmbedError::Unsupported {
+                path: model_path,
+                reason: "tensor names carry a `model.` prefix (expected the sentence-transformers layout)".into(),
+            });
+        }
+        let kernels = if options.generic_kernels {
+            Kernels::Generic
+        } else {
+            Kernels::Fused
+        };
+        let table = EmbeddingTable::new(
+            &file,
+            "embed_tokens.weight",
+            cfg.vocab_size,
+            cfg.hidden_size,
+        )?;
+        let encoder = Encoder::load(&cfg, &file, device, dtype, kernels, max_tokens)?;
+        drop(file);
+        let embed_scale = (cfg.hidden_size as f64).sqrt() as f32;
+
+        // Dense projections.
+        let mut dense = Vec::new();
+        let mut width = cfg.hidden_size;
+        for ddir in &pipeline.dense_dirs {
+            let dc_path = ddir.join("config.json");
+            let dc: DenseConfig = read_json(&dc_path)?;
+            if dc.bias {
+                return Err(EmbedError::Unsupported {
+                    path: dc_path,
+                    reason: "dense bias".into(),
+                });
+            }
+            if let Some(act) = &dc.activation_function {
+                if !act.ends_with("Identity") {
+                    return Err(EmbedError::Unsupported {
+                        path: dc_path,
+                        reason: format!("dense activation `{act}`"),
+                    });
+                }
+            }
+            if dc.in_features != width {
+                return Err(EmbedError::Unsupported {
+                    path: dc_path,
+                    reason: format!(
+                        "in_features {} but the previous layer gives {width}",
+                        dc.in_features
+                    ),
+                });
+            }
+            let wpath = ddir.join("model.safetensors");
+            let wf = SafeFile::open(&wpath)?;
+            let rel = wpath
+                .strip_prefix(&dir)
+                .unwrap_or(&wpath)
+                .to_string_lossy()
+                .to_string();
+            hash_safetensors(&mut hasher, &rel, &wf)?;
+            let w = wf.tensor(
+                "linear.weight",
+                &[dc.out_features, dc.in_features],
+                device,
+                DType::F32,
+            )?;
+            dense.push(Dense { weight: w });
+            width = dc.out_features;
+        }
+        let full_dims = width;
+        let dims = match options.dims {
+            None => full_dims,
+            Some(d) if d == full_dims || (MATRYOSHKA_DIMS.contains(&d) && d < full_dims) => d,
+            Some(d) => {
+                return Err(EmbedError::InvalidOption(format!(
+                    "dims {d}: expected {full_dims} or one of {MATRYOSHKA_DIMS:?} below it"
+                )))
+            }
+        };
+        hash_part(&mut hasher, "query_prompt", query_prompt.as_bytes());
+        hash_part(&mut hasher, "document_prompt", document_prompt.as_bytes());
+        hash_part(&mut hasher, "dims", dims.to_string().as_bytes());
+        hash_part(&mut hasher, "max_tokens", max_tokens.to_string().as_bytes());
+        let digest = hasher.finalize();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let fingerprint = format!("embeddinggemma:{dims}:{hex}");
+
+        Ok(GemmaEmbedder {
+            dir,
+            tokenizer,
+            table,
+            embed_scale,
+            encoder,
+            dense,
+            normalize: pipeline.normalize,
+            query_prompt,
+            document_prompt,
+            max_tokens,
+            eos_id,
+            full_dims,
+            dims,
+            batch_tokens: options.batch_tokens,
+            fingerprint,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn prompt(&self, kind: EmbedKind) -> &str {
+        match kind {
+            EmbedKind::Query => &self.query_prompt,
+            EmbedKind::Document => &self.document_prompt,
+        }
+    }
+
+    pub fn device(&self) -> &Device {
+        self.encoder.device()
+    }
+
+    /// Token ids the model will see for `text` (prompt, BOS/EOS, truncation applied) and
+    /// whether it was truncated.
+    pub fn tokenize(&self, text: &str, kind: EmbedKind) -> Result<(Vec<u32>, bool)> {
+        let mut v = self.tokenize_batch(&[text], kind)?;
+        v.pop()
+            .ok_or_else(|| EmbedError::Tokenize("no encoding".into()))
+    }
+
+    fn tokenize_batch(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<(Vec<u32>, bool)>> {
+        let prompt = self.prompt(kind);
+        let inputs: Vec<String> = texts
+            .iter()
+            .map(|t| format!("{prompt}{t}").trim_matches(is_py_space).to_string())
+            .collect();
+        let encs = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        Ok(encs
+            .into_iter()
+            .map(|e| {
+                let mut ids = e.get_ids().to_vec();
+                let truncated = ids.len() > self.max_tokens;
+                if truncated {
+                    let last = ids[ids.len() - 1];
+                    if Some(last) == self.eos_id {
+                        ids.truncate(self.max_tokens - 1);
+                        ids.push(last);
+                    } else {
+                        ids.truncate(self.max_tokens);
+                    }
+                }
+                (ids, truncated)
+            })
+            .collect())
+    }
+
+    /// Embeds already-tokenised sequences (each at most `max_tokens` long).
+    pub fn embed_ids(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let mut out = vec![Vec::new(); seqs.len()];
+        let mut order: Vec<usize> = (0..seqs.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(seqs[i].len()));
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < order.len()
+                && (end == start || tokens + seqs[order[end]].len() <= self.batch_tokens)
+            {
+                tokens += seqs[order[end]].len();
+                end += 1;
+            }
+            let batch: Vec<&[u32]> = order[start..end].iter().map(|&i| seqs[i]).collect();
+            let vecs = self.forward_batch(&batch)?;
+            for (k, v) in vecs.into_iter().enumerate() {
+                out[order[start + k]] = v;
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// Final hidden states (after the last norm) of each sequence, `len × hidden` values
+    /// row-major: what mean pooling averages. For tests and diagnostics.
+    pub fn hidden_states(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let (hs, packing) = self.encode_packed(seqs)?;
+        let h = self.table.cols();
+        let data = hs
+            .to_dtype(DType::F32)?
+            .to_device(&Device::Cpu)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        Ok(packing
+            .seqs
+            .iter()
+            .map(|&(off, len)| data[off * h..(off + len) * h].to_vec())
+            .collect())
+    }
+
+    /// Embeds and runs the encoder over `seqs` packed into one `[total, hidden]` tensor.
+    fn encode_packed(&self, seqs: &[&[u32]]) -> Result<(Tensor, Packing)> {
+        let h = self.table.cols();
+        let lengths: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
+        if let Some(&l) = lengths.iter().max() {
+            if l > self.max_tokens {
+                return Err(EmbedError::InvalidOption(format!(
+                    "sequence of {l} tokens > max {}",
+                    self.max_tokens
+                )));
+            }
+        }
+        if lengths.contains(&0) {
+            return Err(EmbedError::InvalidOption("empty token sequence".into()));
+        }
+        let packing = Packing::new(&lengths);
+        let mut x = Vec::with_capacity(packing.total() * h);
+        for s in seqs {
+            for &id in s.iter() {
+                if !self.table.push_row(id, self.embed_scale, &mut x) {
+                    return Err(EmbedError::Tokenize(format!(
+                        "token id {id} outside the vocabulary"
+                    )));
+                }
+            }
+        }
+        let device = self.encoder.device();
+        let x = Tensor::from_vec(x, (packing.total(), h), &Device::Cpu)?.to_device(device)?;
+        let hs = self.encoder.forward(&x, &packing)?;
+        Ok((hs, packing))
+    }
+
+    /// One packed forward pass: pooled, projected, normalised vectors (full size).
+    fn forward_batch(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let h = self.table.cols();
+        let device = self.encoder.device();
+        let (hs, packing) = self.encode_packed(seqs)?;
+        // Mean pooling over every real token.
+        let pooled = if device.is_cpu() && hs.dtype() == DType::F32 {
+            let data = hs.flatten_all()?.to_vec1::<f32>()?;
+            let mut pooled = Vec::with_capacity(seqs.len() * h);
+            for &(off, len) in &packing.seqs {
+                let mut acc = vec![0f64; h];
+                for row in data[off * h..(off + len) * h].chunks_exact(h) {
+                    for (a, &v) in acc.iter_mut().zip(row) {
+                        *a += v as f64;
+                    }
+                }
+                pooled.extend(acc.iter().map(|a| (a / len as f64) as f32));
+            }
+            Tensor::from_vec(pooled, (seqs.len(), h), device)?
+        } else {
+            let hs = hs.to_dtype(DType::F32)?;
+            let rows = packing
+                .seqs
+                .iter()
+                .map(|&(off, len)| hs.narrow(0, off, len)?.mean_keepdim(0))
+                .collect::<candle_core::Result<Vec<_>>>()?;
+            Tensor::cat(&rows, 0)?
+        };
+        let mut y = pooled;
+        for d in &self.dense {
+            y = if device.is_cpu() {
+                y.apply_op2_no_bwd(&d.weight, &crate::embed::kernels::Linear)?
+            } else {
+                y.matmul(&d.weight.t()?)?
+            };
+        }
+        let y = y.to_device(&Device::Cpu)?.to_vec2::<f32>()?;
+        Ok(y.into_iter()
+            .map(|mut v| {
+                if self.normalize || self.dims < self.full_dims {
+                    l2_normalize(&mut v);
+                }
+                v
+            })
+            .collect())
+    }
+}
+
+fn l2_normalize(v: &mut [f32]) {
+    let n = v
+        .iter()
+        .map(|x| (*x as f64) * (*x as f64))
+        .sum::<f64>()
+        .sqrt();
+    let n = n.max(1e-12) as f32;
+    for x in v.iter_mut() {
+        *x /= n;
+    }
+}
+
+fn hash_part(h: &mut Sha256, name: &str, bytes: &[u8]) {
+    h.update((name.len() as u64).to_le_bytes());
+    h.update(name.as_bytes());
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
+}
+
+/// Header plus a few KiB of every tensor: catches any re-export or fine-tune without
+/// reading the whole 1.2 GB.
+fn hash_safetensors(h: &mut Sha256, name: &str, f: &SafeFile) -> Result<()> {
+    hash_part(h, name, f.header());
+    let mut names: Vec<&String> = f.names().collect();
+    names.sort();
+    for n in names {
+        if let Some(info) = f.tensor_info(n) {
+            hash_part(h, n, &f.sample(info)?);
+        }
+    }
+    Ok(())
+}
+
+impl Embedder for GemmaEmbedder {
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let toks = self.tokenize_batch(texts, kind)?;
+        let seqs: Vec<&[u32]> = toks.iter().map(|(ids, _)| ids.as_slice()).collect();
+        let vecs = self.embed_ids(&seqs)?;
+        Ok(vecs
+            .into_iter()
+            .zip(&toks)
+            .map(|(mut v, (ids, truncated))| {
+                if self.dims < v.len() {
+                    v.truncate(self.dims);
+                    l2_normalize(&mut v);
+                }
+                Embedding {
+                    vector: v,
+                    tokens: ids.len(),
+                    truncated: *truncated,
+                }
+            })
+            .collect())
+    }
+
+    fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+}

@@ -1,0 +1,254 @@
+//! Where the local embedding model comes from (resolution order, `memoria model path/pull`).
+//!
+//! Order: an explicit directory (`--model DIR`, else `$MEMORIA_MODEL_DIR`), then the config's
+//! `local.modelPath` (a directory, or `hf:owner/repo` looked up in the Hugging Face cache),
+//! then `models/embeddinggemma-300m/` (in the current directory, then next to the
+//! executable's `../models/`), then the Hugging Face cache for google/embeddinggemma-300m.
+//! Nothing here downloads; `pull` does, explicitly.
+
+use std::path::{Path, PathBuf};
+
+/// The default model repository.
+pub const DEFAULT_REPO: &str = "google/embeddinggemma-300m";
+
+/// Files a sentence-transformers EmbeddingGemma directory must have.
+pub const REQUIRED_FILES: &[&str] = &[
+    "model.safetensors",
+    "config.json",
+    "tokenizer.json",
+    "config_sentence_transformers.json",
+    "modules.json",
+    "2_Dense/model.safetensors",
+    "3_Dense/model.safetensors",
+    "2_Dense/config.json",
+    "3_Dense/config.json",
+];
+
+/// Where a model directory was found and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelLocation {
+    pub dir: PathBuf,
+    pub reason: String,
+}
+
+/// The inputs of model resolution (explicit so tests need no process environment).
+#[derive(Debug, Clone, Default)]
+pub struct ModelSearch {
+    /// `--model DIR`.
+    pub cli_dir: Option<PathBuf>,
+    /// `$MEMORIA_MODEL_DIR`.
+    pub env_dir: Option<PathBuf>,
+    /// Config `local.modelPath`.
+    pub config_path: Option<String>,
+    /// Config `local.modelCacheDir` (a Hugging Face hub cache directory).
+    pub config_cache_dir: Option<PathBuf>,
+    /// Current directory and the executable's directory, for `models/`.
+    pub cwd: Option<PathBuf>,
+    pub exe_dir: Option<PathBuf>,
+    /// `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+    pub hf_cache: Option<PathBuf>,
+}
+
+impl ModelSearch {
+    /// Fills the environment-derived fields from the process.
+    pub fn from_process(
+        cli_dir: Option<PathBuf>,
+        config_path: Option<String>,
+        config_cache_dir: Option<PathBuf>,
+    ) -> ModelSearch {
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let hf_cache = var("HF_HUB_CACHE")
+            .or_else(|| var("HF_HOME").map(|h| h.join("hub")))
+            .or_else(|| var("HOME").map(|h| h.join(".cache/huggingface/hub")));
+        ModelSearch {
+            cli_dir,
+            env_dir: var("MEMORIA_MODEL_DIR"),
+            config_path,
+            config_cache_dir,
+            cwd: std::env::current_dir().ok(),
+            exe_dir: std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf)),
+            hf_cache,
+        }
+    }
+}
+
+/// Why no model was found (or why an explicitly named one is unusable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelNotFound {
+    #[error("{origin} names {dir}, which is not a usable model directory: missing {missing}")]
+    Incomplete {
+        origin: String,
+        dir: PathBuf,
+        missing: String,
+    },
+    #[error("no local embedding model: looked in {looked}; run `memoria model pull` (needs network, an accepted Gemma licence and HF_TOKEN) or pass --model DIR")]
+    Nowhere { looked: String },
+}
+
+/// The first missing required file of `dir`, if any.
+pub fn missing_file(dir: &Path) -> Option<&'static str> {
+    REQUIRED_FILES
+        .iter()
+        .copied()
+        .find(|f| !dir.join(f).is_file())
+}
+
+/// The snapshot directory of `repo` in a Hugging Face hub cache (`refs/main` → snapshot).
+pub fn hf_cache_snapshot(cache: &Path, repo: &str) -> Option<PathBuf> {
+    let repo_dir = cache.join(format!("models--{}", repo.replace('/', "--")));
+    let revision = std::fs::read_to_string(repo_dir.join("refs").join("main")).ok()?;
+    let dir = repo_dir.join("snapshots").join(revision.trim());
+    dir.is_dir().then_some(dir)
+}
+
+/// Resolves the model directory (see the module doc for the order). An explicitly named
+/// location that is incomplete is an error, never silently skipped.
+pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFound> {
+    let explicit = [
+        (search.cli_dir.clone(), "--model"),
+        (search.env_dir.clone(), "MEMORIA_MODEL_DIR"),
+    ];
+    for (dir, origin) in explicit {
+        if let Some(dir) = dir {
+            return check(dir, origin);
+        }
+    }
+    let caches: Vec<PathBuf> = search
+        .config_cache_dir
+        .iter()
+        .chain(search.hf_cache.iter())
+        .cloned()
+        .collect();
+    if let Some(path) = &search.config_path {
+        if let Some(repo) = path.strip_prefix("hf:") {
+            for cache in &caches {
+                if let Some(dir) = hf_cache_snapshot(cache, repo) {
+                    return check(
+                        dir,
+                        &format!("local.modelPath ({path}) in the Hugging Face cache"),
+                    );
+                }
+            }
+            return Err(ModelNotFound::Nowhere {
+                looked: format!(
+                    "local.modelPath {path} is not in the Hugging Face cache ({})",
+                    list(&caches)
+                ),
+            });
+        }
+        return check(PathBuf::from(path), "local.modelPath");
+    }
+    let mut looked = Vec::new();
+    let bundled = [
+        search
+            .cwd
+            .as_ref()
+            .map(|d| d.join("models/embeddinggemma-300m")),
+        search
+            .exe_dir
+            .as_ref()
+            .map(|d| d.join("../models/embeddinggemma-300m")),
+    ];
+    for dir in bundled.into_iter().flatten() {
+        if missing_file(&dir).is_none() {
+            return Ok(ModelLocation {
+                reason: "models/embeddinggemma-300m".into(),
+                dir,
+            });
+        }
+        looked.push(dir.display().to_string());
+    }
+    for cache in &caches {
+        if let Some(dir) = hf_cache_snapshot(cache, DEFAULT_REPO) {
+            if missing_file(&dir).is_none() {
+                return Ok(ModelLocation {
+                    reason: format!("Hugging Face cache ({})", cache.display()),
+                    dir,
+                });
+            }
+        }
+        looked.push(format!("{} ({DEFAULT_REPO})", cache.display()));
+    }
+    Err(ModelNotFound::Nowhere {
+        looked: looked.join(", "),
+    })
+}
+
+fn check(dir: PathBuf, origin: &str) -> Result<ModelLocation, ModelNotFound> {
+    match missing_file(&dir) {
+        None => Ok(ModelLocation {
+            dir,
+            reason: origin.to_string(),
+        }),
+        Some(missing) => Err(ModelNotFound::Incomplete {
+            origin: origin.to_string(),
+            dir,
+            missing: missing.to_string(),
+        }),
+    }
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Files `pull` downloads (the sentence-transformers layout).
+const PULL_FILES: &[&str] = &[
+    "model.safetensors",
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "config_sentence_transformers.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "1_Pooling/config.json",
+    "2_Dense/config.json",
+    "2_Dense/model.safetensors",
+    "3_Dense/config.json",
+    "3_Dense/model.safetensors",
+];
+
+/// Downloads `repo` into the Hugging Face cache with progress bars and returns the snapshot
+/// directory. Uses `$HF_TOKEN` (google/embeddinggemma-300m is gated: accept the Gemma licence
+/// on huggingface.co first).
+pub fn pull(repo: &str) -> Result<PathBuf, PullError> {
+    let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+    let api = hf_hub::api::sync::ApiBuilder::new()
+        .with_progress(true)
+        .with_token(token)
+        .build()
+        .map_err(|e| PullError(format!("cannot set up the download: {e}")))?;
+    let model = api.model(repo.to_string());
+    let mut dir = None;
+    for file in PULL_FILES {
+        let path = model.get(file).map_err(|e| {
+            PullError(format!(
+                "{repo}/{file}: {e} (needs network access to huggingface.co; gated models need an accepted licence and HF_TOKEN)"
+            ))
+        })?;
+        if *file == "model.safetensors" {
+            dir = path.parent().map(Path::to_path_buf);
+        }
+    }
+    dir.ok_or_else(|| {
+        PullError(format!(
+            "{repo}: download finished without model.safetensors"
+        ))
+    })
+}
+
+/// Why `memoria model pull` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("model pull failed: {0}")]
+pub struct PullError(pub String);

@@ -1,0 +1,163 @@
+//! `cache.redb`: the embedding cache of an agent directory (SPEC §4).
+//!
+//! Keyed by sha256 of (provider, model, provider key, prompt, chunk hash), so a vector is
+//! reused by any generation whose embedder would compute the same one — a forced reindex or
+//! a chunking change re-embeds only chunks whose text changed. It lives beside the
+//! generations, not inside one, for that reason. Entries carry a use stamp; past
+//! `cache.maxEntries` the least recently used are pruned first.
+//!
+//! Only the holder of the writer lock opens it.
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
+
+use crate::chunk::sha256_hex;
+use crate::{Error, Result};
+
+/// key → (stamp u64 LE, vector f32 LE).
+const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+/// stamp → key, ordered by age for pruning.
+const BY_STAMP: TableDefinition<u64, &str> = TableDefinition::new("by_stamp");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// The cache key of a chunk for one embedder identity (`embedder_key` covers provider,
+/// model, provider key and document prompt).
+pub fn cache_key(embedder_key: &str, chunk_hash: &str) -> String {
+    sha256_hex(format!("{embedder_key}\n{chunk_hash}").as_bytes())
+}
+
+/// Encodes a vector as little-endian f32 bytes.
+pub fn encode_vector(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Decodes little-endian f32 bytes (`None` if the length is not a multiple of 4).
+pub fn decode_vector(bytes: &[u8]) -> Option<Vec<f32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    Some(
+        bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    )
+}
+
+/// An open embedding cache.
+pub struct EmbeddingCache {
+    db: Database,
+    path: PathBuf,
+}
+
+impl EmbeddingCache {
+    pub fn open(path: &Path) -> Result<EmbeddingCache> {
+        let db = Database::create(path).map_err(|e| Error::catalog(path, e))?;
+        let cache = EmbeddingCache {
+            db,
+            path: path.to_path_buf(),
+        };
+        let txn = cache.db.begin_write().map_err(|e| cache.err(e))?;
+        {
+            txn.open_table(ENTRIES).map_err(|e| cache.err(e))?;
+            txn.open_table(BY_STAMP).map_err(|e| cache.err(e))?;
+            txn.open_table(META).map_err(|e| cache.err(e))?;
+        }
+        txn.commit().map_err(|e| cache.err(e))?;
+        Ok(cache)
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> Error {
+        Error::catalog(&self.path, e)
+    }
+
+    /// Looks `keys` up, marking the hits as just used. Returns one entry per key.
+    pub fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<f32>>>> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(keys.len());
+        {
+            let mut entries = txn.open_table(ENTRIES).map_err(|e| self.err(e))?;
+            let mut by_stamp = txn.open_table(BY_STAMP).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let mut stamp = meta
+                .get("stamp")
+                .map_err(|e| self.err(e))?
+                .map_or(0, |v| v.value());
+            for key in keys {
+                let found = entries
+                    .get(key.as_str())
+                    .map_err(|e| self.err(e))?
+                    .map(|v| v.value().to_vec());
+                let Some(bytes) = found.filter(|b| b.len() >= 8) else {
+                    out.push(None);
+                    continue;
+                };
+                let old = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+                let vector = decode_vector(&bytes[8..]);
+                stamp += 1;
+                by_stamp.remove(old).map_err(|e| self.err(e))?;
+                by_stamp
+                    .insert(stamp, key.as_str())
+                    .map_err(|e| self.err(e))?;
+                let mut value = stamp.to_le_bytes().to_vec();
+                value.extend_from_slice(&bytes[8..]);
+                entries
+                    .insert(key.as_str(), value.as_slice())
+                    .map_err(|e| self.err(e))?;
+                out.push(vector);
+            }
+            meta.insert("stamp", stamp).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(out)
+    }
+
+    /// Stores vectors, then prunes the least recently used entries beyond `max_entries`.
+    pub fn put_many(&self, items: &[(String, Vec<f32>)], max_entries: usize) -> Result<()> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        {
+            let mut entries = txn.open_table(ENTRIES).map_err(|e| self.err(e))?;
+            let mut by_stamp = txn.open_table(BY_STAMP).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let mut stamp = meta
+                .get("stamp")
+                .map_err(|e| self.err(e))?
+                .map_or(0, |v| v.value());
+            for (key, vector) in items {
+                let previous = entries
+                    .get(key.as_str())
+                    .map_err(|e| self.err(e))?
+                    .filter(|v| v.value().len() >= 8)
+                    .map(|v| u64::from_le_bytes(v.value()[..8].try_into().unwrap_or([0; 8])));
+                if let Some(old) = previous {
+                    by_stamp.remove(old).map_err(|e| self.err(e))?;
+                }
+                stamp += 1;
+                let mut value = stamp.to_le_bytes().to_vec();
+                value.extend_from_slice(&encode_vector(vector));
+                entries
+                    .insert(key.as_str(), value.as_slice())
+                    .map_err(|e| self.err(e))?;
+                by_stamp
+                    .insert(stamp, key.as_str())
+                    .map_err(|e| self.err(e))?;
+            }
+            meta.insert("stamp", stamp).map_err(|e| self.err(e))?;
+            let mut len = entries.len().map_err(|e| self.err(e))?;
+            while len > max_entries as u64 {
+                let Some((_, key)) = by_stamp
+                    .pop_first()
+                    .map_err(|e| self.err(e))?
+                    .map(|(s, k)| (s.value(), k.value().to_string()))
+                else {
+                    break;
+                };
+                entries.remove(key.as_str()).map_err(|e| self.err(e))?;
+                len -= 1;
+            }
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,180 @@
+//! EmbeddingGemma-300m against PyTorch sentence-transformers outputs.
+//!
+//! Needs the real model: MEMORIA_TEST_MODEL_DIR=/path/to/embeddinggemma-300m (fetch with
+//! shared/tools/fetch-embeddinggemma). Skipped, with a note, when unset. The golden file is
+//! read from MEMORIA_GOLDEN or ../shared/golden/embeddinggemma-300m.json.
+
+use std::sync::OnceLock;
+
+use candle_core::Device;
+use memoria::embed::{cosine, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions};
+
+fn model() -> Option<&'static GemmaEmbedder> {
+    static MODEL: OnceLock<Option<GemmaEmbedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
+                eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping real-model tests");
+                return None;
+            };
+            Some(
+                GemmaEmbedder::load(&dir, &Device::Cpu, GemmaOptions::default())
+                    .expect("load model"),
+            )
+        })
+        .as_ref()
+}
+
+struct Case {
+    kind: EmbedKind,
+    text: String,
+    len: usize,
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    embedding: Vec<f32>,
+}
+
+fn golden() -> Option<Vec<Case>> {
+    let path = std::env::var("MEMORIA_GOLDEN").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/golden/embeddinggemma-300m.json"
+        )
+        .to_string()
+    });
+    // With a real model configured, a missing golden file is a failure, not a skip.
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("golden file {path}: {e} (set MEMORIA_GOLDEN)"));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("golden json");
+    let ids = |v: &serde_json::Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    Some(
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| Case {
+                kind: if c["kind"] == "query" {
+                    EmbedKind::Query
+                } else {
+                    EmbedKind::Document
+                },
+                text: c["text"].as_str().unwrap().to_string(),
+                len: c["input_ids_len"].as_u64().unwrap() as usize,
+                head: ids(&c["input_ids_head"]),
+                tail: ids(&c["input_ids_tail"]),
+                embedding: c["embedding"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap() as f32)
+                    .collect(),
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn golden_cases_match_pytorch() {
+    let (Some(m), Some(cases)) = (model(), golden()) else {
+        return;
+    };
+    assert_eq!(cases.len(), 17);
+    for kind in [EmbedKind::Query, EmbedKind::Document] {
+        let sel: Vec<&Case> = cases.iter().filter(|c| c.kind == kind).collect();
+        let texts: Vec<&str> = sel.iter().map(|c| c.text.as_str()).collect();
+        // One call per kind: the documents go through packed batches.
+        let out = m.embed(&texts, kind).unwrap();
+        for (c, e) in sel.iter().zip(&out) {
+            let (ids, truncated) = m.tokenize(&c.text, kind).unwrap();
+            let label: String = c.text.chars().take(40).collect();
+            assert_eq!(ids.len(), c.len, "{label}: token count");
+            assert_eq!(e.tokens, c.len, "{label}: reported tokens");
+            assert!(!truncated && !e.truncated);
+            assert!(
+                ids.starts_with(&c.head),
+                "{label}: first ids {:?}",
+                &ids[..c.head.len().min(ids.len())]
+            );
+            assert!(ids.ends_with(&c.tail), "{label}: last ids");
+            let cos = cosine(&e.vector, &c.embedding);
+            assert!(cos >= 0.9999, "{label} ({} tokens): cosine {cos}", c.len);
+        }
+    }
+}
+
+#[test]
+fn model_card_similarities() {
+    let Some(m) = model() else { return };
+    let q = m
+        .embed(
+            &["Which planet is known as the Red Planet?"],
+            EmbedKind::Query,
+        )
+        .unwrap();
+    let docs = [
+        "Venus is often called Earth's twin because of its similar size and proximity.",
+        "Mars, known for its reddish appearance, is often referred to as the Red Planet.",
+        "Jupiter, the largest planet in our solar system, has a prominent red spot.",
+        "Saturn, famous for its rings, is sometimes mistaken for the Red Planet.",
+    ];
+    let d = m.embed(&docs, EmbedKind::Document).unwrap();
+    let want = [0.301, 0.636, 0.493, 0.489];
+    for (e, w) in d.iter().zip(want) {
+        let s = cosine(&q[0].vector, &e.vector);
+        assert!((s - w).abs() <= 0.002, "similarity {s} vs {w}");
+    }
+}
+
+#[test]
+fn mixed_length_batch_equals_single_texts() {
+    let (Some(m), Some(cases)) = (model(), golden()) else {
+        return;
+    };
+    // Mixed lengths 9..166 tokens (the 1,000+ token cases are covered by the golden test).
+    let texts: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.len < 200)
+        .map(|c| c.text.as_str())
+        .collect();
+    let batch = m.embed(&texts, EmbedKind::Document).unwrap();
+    for (t, b) in texts.iter().zip(&batch) {
+        let single = m.embed(&[t], EmbedKind::Document).unwrap();
+        assert_eq!(single[0].tokens, b.tokens);
+        let c = cosine(&single[0].vector, &b.vector);
+        assert!(
+            c >= 0.99999,
+            "batch vs single cosine {c} for {} tokens",
+            b.tokens
+        );
+    }
+}
+
+#[test]
+fn matryoshka_dims_on_real_model() {
+    let Some(dir) = std::env::var_os("MEMORIA_TEST_MODEL_DIR") else {
+        return;
+    };
+    let Some(full) = model() else { return };
+    let m = GemmaEmbedder::load(
+        &dir,
+        &Device::Cpu,
+        GemmaOptions {
+            dims: Some(256),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(m.dims(), 256);
+    let text = ["Mars, known for its reddish appearance, is often referred to as the Red Planet."];
+    let a = m.embed(&text, EmbedKind::Document).unwrap();
+    let b = full.embed(&text, EmbedKind::Document).unwrap();
+    assert_eq!(a[0].vector.len(), 256);
+    assert!(cosine(&a[0].vector, &b[0].vector[..256]) > 0.99999);
+    assert_ne!(m.fingerprint(), full.fingerprint());
+}

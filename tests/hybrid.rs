@@ -1,0 +1,281 @@
+//! Hybrid search through the library façade with deterministic stand-in embedders: the
+//! documented merge, the fallbacks, the embedding cache and identity changes. (The real
+//! EmbeddingGemma is exercised in `tests/gemma.rs`.)
+
+use std::fs;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use memoria::config::{Env, ProviderKind, Settings};
+use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding};
+use memoria::index::analyzer::{terms, AnalyzerMode};
+use memoria::search::Mode;
+use memoria::{EmbedderChoice, Memory, SearchOptions};
+
+/// Feature-hashed bag of words: texts sharing words are close. Counts document texts.
+struct HashEmbedder {
+    dims: usize,
+    documents: AtomicUsize,
+    fail: bool,
+    fingerprint: String,
+}
+
+impl HashEmbedder {
+    fn new(dims: usize) -> Arc<HashEmbedder> {
+        Arc::new(HashEmbedder {
+            dims,
+            documents: AtomicUsize::new(0),
+            fail: false,
+            fingerprint: format!("hash-{dims}"),
+        })
+    }
+}
+
+impl Embedder for HashEmbedder {
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
+        if self.fail {
+            return Err(EmbedError::Failed("the test embedder is down".into()));
+        }
+        if kind == EmbedKind::Document {
+            self.documents.fetch_add(texts.len(), Ordering::SeqCst);
+        }
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut v = vec![0f32; self.dims];
+                for term in terms(text, AnalyzerMode::Query) {
+                    let h = term.bytes().fold(1469598103934665603u64, |h, b| {
+                        (h ^ b as u64).wrapping_mul(1099511628211)
+                    });
+                    v[(h % self.dims as u64) as usize] += 1.0;
+                }
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    v.iter_mut().for_each(|x| *x /= norm);
+                }
+                Embedding {
+                    vector: v,
+                    tokens: 1,
+                    truncated: false,
+                }
+            })
+            .collect())
+    }
+    fn dims(&self) -> usize {
+        self.dims
+    }
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+    fn max_tokens(&self) -> usize {
+        2048
+    }
+}
+
+fn workspace(root: &Path) -> std::path::PathBuf {
+    let ws = root.join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    fs::write(
+        ws.join("MEMORY.md"),
+        "# Long term\nSam likes oat milk flat whites.\n",
+    )
+    .unwrap();
+    fs::write(
+        ws.join("memory/2026-11-15.md"),
+        "Miso the cat needs a booster vaccine.\nBooked the vet for Thursday.\n",
+    )
+    .unwrap();
+    fs::write(
+        ws.join("memory/2026-11-16.md"),
+        "Checkout latency incident: missing index on orders.\nFixed in commit a828e60.\n",
+    )
+    .unwrap();
+    fs::write(
+        ws.join("memory/2026-11-17.md"),
+        "Planned the postgres cutover window and the replica lag checks.\n",
+    )
+    .unwrap();
+    ws
+}
+
+fn settings(root: &Path) -> Settings {
+    let env = Env {
+        home: Some(root.to_path_buf()),
+        state_dir: Some(root.join("state")),
+        config_path: None,
+    };
+    let mut settings = Settings::builtin("main", &env);
+    settings.workspace = workspace(root);
+    settings.provider = ProviderKind::Local;
+    settings
+}
+
+fn open(settings: Settings, embedder: Arc<HashEmbedder>) -> Memory {
+    Memory::open_with(
+        settings,
+        EmbedderChoice::Given {
+            embedder,
+            provider: "local".into(),
+            model: "test-hash".into(),
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn hybrid_search_reports_its_mode_and_merges_both_sides() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    let response = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::Hybrid);
+    assert_eq!(response.served.fallback, None);
+    let top = &response.hits[0];
+    assert_eq!(top.chunk.path, "memory/2026-11-15.md");
+    assert!(top.vector_score.is_some() && top.text_score > 0.0);
+    let expected = 0.7 * top.vector_score.unwrap() + 0.3 * top.text_score;
+    assert!((top.score - expected).abs() < 1e-9);
+    let payload =
+        serde_json::to_value(memory.memory_search("vet vaccine", &SearchOptions::default()))
+            .unwrap();
+    assert_eq!(payload["mode"], "hybrid");
+    assert_eq!(payload["provider"], "local");
+    assert_eq!(payload["model"], "test-hash");
+}
+
+#[test]
+fn forced_reindex_with_an_unchanged_model_embeds_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = HashEmbedder::new(64);
+    let memory = open(settings(tmp.path()), embedder.clone());
+    let first = memory.sync(false, &|_| {}).unwrap();
+    let embedded = embedder.documents.load(Ordering::SeqCst);
+    assert!(embedded >= 4 && first.embedded == embedded);
+    let forced = memory.sync(true, &|_| {}).unwrap();
+    assert!(forced.rebuilt);
+    assert_eq!(
+        embedder.documents.load(Ordering::SeqCst),
+        embedded,
+        "no embedding calls"
+    );
+    assert_eq!(forced.cached, embedded);
+    // A changed chunking makes new chunks; only texts never seen are embedded.
+    let mut changed = settings(tmp.path());
+    changed.chunking.tokens = 8;
+    changed.chunking.overlap = 0;
+    let before = embedder.documents.load(Ordering::SeqCst);
+    open(changed, embedder.clone())
+        .sync(false, &|_| {})
+        .unwrap();
+    assert!(embedder.documents.load(Ordering::SeqCst) > before);
+}
+
+#[test]
+fn embedding_failure_keeps_keyword_search_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let failing = Arc::new(HashEmbedder {
+        fail: true,
+        ..Arc::try_unwrap(HashEmbedder::new(64)).ok().unwrap()
+    });
+    let memory = open(settings(tmp.path()), failing);
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert!(report.embed_error.as_deref().unwrap().contains("down"));
+    let response = memory.search("a828e60", &SearchOptions::default()).unwrap();
+    assert_eq!(response.served.mode, Mode::FtsOnly);
+    let fallback = response.served.fallback.unwrap();
+    assert_eq!(fallback.from, "local");
+    assert!(fallback.reason.contains("down"), "{}", fallback.reason);
+    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-16.md");
+    let status = memory.status().unwrap();
+    assert_eq!(status.mode, "fts-only");
+}
+
+#[test]
+fn hybrid_disabled_serves_vector_results_filtered_by_min_score() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.query.hybrid.enabled = false;
+    let memory = open(s, HashEmbedder::new(64));
+    let response = memory
+        .search("postgres cutover replica", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::VectorOnly);
+    assert!(!response.hits.is_empty());
+    for hit in &response.hits {
+        assert_eq!(hit.text_score, 0.0);
+        assert_eq!(Some(hit.score), hit.vector_score);
+        assert!(hit.score >= 0.35);
+    }
+    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-17.md");
+}
+
+#[test]
+fn no_provider_is_keyword_only_without_fallback() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.provider = ProviderKind::None;
+    let memory = Memory::open(s).unwrap();
+    let response = memory.search("a828e60", &SearchOptions::default()).unwrap();
+    assert_eq!(response.served.mode, Mode::FtsOnly);
+    assert_eq!(response.served.fallback, None);
+    assert_eq!(response.served.provider, "none");
+}
+
+#[test]
+fn a_missing_local_model_falls_back_to_keywords_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.local.model_path = Some(tmp.path().join("no-model").display().to_string());
+    let memory = Memory::open(s).unwrap();
+    let response = memory.search("a828e60", &SearchOptions::default()).unwrap();
+    assert_eq!(response.served.mode, Mode::FtsOnly);
+    let fallback = response.served.fallback.unwrap();
+    assert_eq!(fallback.from, "local");
+    assert!(fallback.reason.contains("no-model"), "{}", fallback.reason);
+    assert!(!response.hits.is_empty());
+}
+
+#[test]
+fn changing_the_embedder_rebuilds_into_a_new_generation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(memory.status().unwrap().generation, Some(1));
+    let other = open(settings(tmp.path()), HashEmbedder::new(32));
+    assert!(other.status().unwrap().dirty);
+    let response = other
+        .search("vet vaccine", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::Hybrid);
+    let status = other.status().unwrap();
+    assert_eq!(
+        (status.generation, status.identity.dims),
+        (Some(2), Some(32))
+    );
+}
+
+#[test]
+fn first_results_do_not_change_when_more_are_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    let ids = |n: usize| -> Vec<String> {
+        let options = SearchOptions {
+            max_results: Some(n),
+            min_score: Some(0.0),
+            group_context: false,
+        };
+        memory
+            .search("the cat and the postgres index", &options)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.id)
+            .collect()
+    };
+    let all = ids(10);
+    for k in 1..all.len() {
+        assert_eq!(ids(k), all[..k].to_vec(), "k = {k}");
+    }
+}
