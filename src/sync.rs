@@ -443,7 +443,7 @@ fn embed_missing(
 /// inserts for new ones, a rebuild when too many tombstones piled up or the saved index is
 /// missing, stale beyond repair, or unreadable. Never re-embeds. Returns the vector count.
 fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPlan) -> Result<u64> {
-    let seq = catalog.seq()?;
+    let seq = catalog.vector_seq()?;
     let loaded = match VectorIndex::load(dir) {
         Ok(loaded) => loaded,
         Err(err) => {

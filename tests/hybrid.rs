@@ -279,3 +279,23 @@ fn first_results_do_not_change_when_more_are_asked_for() {
         assert_eq!(ids(k), all[..k].to_vec(), "k = {k}");
     }
 }
+
+#[test]
+fn embedding_does_not_make_the_text_index_look_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    memory.sync(false, &|_| {}).unwrap();
+    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    let modified = |dir: &Path| {
+        fs::metadata(dir.join("meta.json"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let before = modified(&text_dir);
+    // A second open and sync with nothing changed must not rebuild the text index.
+    let again = open(settings(tmp.path()), HashEmbedder::new(64));
+    let report = again.sync(false, &|_| {}).unwrap();
+    assert_eq!((report.indexed, report.embedded), (0, 0));
+    assert_eq!(modified(&text_dir), before);
+}

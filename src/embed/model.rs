@@ -252,3 +252,103 @@ pub fn pull(repo: &str) -> Result<PathBuf, PullError> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("model pull failed: {0}")]
 pub struct PullError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model_dir(root: &Path, name: &str) -> PathBuf {
+        let dir = root.join(name);
+        for file in REQUIRED_FILES {
+            let path = dir.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        dir
+    }
+
+    fn hf_cache(root: &Path, repo: &str) -> PathBuf {
+        let cache = root.join("hub");
+        let repo_dir = cache.join(format!("models--{}", repo.replace('/', "--")));
+        std::fs::create_dir_all(repo_dir.join("refs")).unwrap();
+        std::fs::write(repo_dir.join("refs/main"), "abc123\n").unwrap();
+        let snapshot = model_dir(&repo_dir.join("snapshots"), "abc123");
+        assert!(snapshot.is_dir());
+        cache
+    }
+
+    #[test]
+    fn resolution_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let cli = model_dir(root, "cli");
+        let env = model_dir(root, "env");
+        let config = model_dir(root, "config");
+        let cwd = root.join("cwd");
+        model_dir(&cwd.join("models"), "embeddinggemma-300m");
+        let cache = hf_cache(root, DEFAULT_REPO);
+        let all = ModelSearch {
+            cli_dir: Some(cli.clone()),
+            env_dir: Some(env.clone()),
+            config_path: Some(config.display().to_string()),
+            config_cache_dir: None,
+            cwd: Some(cwd.clone()),
+            exe_dir: None,
+            hf_cache: Some(cache.clone()),
+        };
+        let pick = |s: &ModelSearch| resolve_model(s).map(|l| l.dir);
+        assert_eq!(pick(&all), Ok(cli));
+        let s = ModelSearch {
+            cli_dir: None,
+            ..all.clone()
+        };
+        assert_eq!(pick(&s), Ok(env));
+        let s = ModelSearch { env_dir: None, ..s };
+        assert_eq!(pick(&s), Ok(config));
+        let s = ModelSearch {
+            config_path: None,
+            ..s
+        };
+        assert_eq!(pick(&s), Ok(cwd.join("models/embeddinggemma-300m")));
+        let s = ModelSearch { cwd: None, ..s };
+        assert_eq!(
+            pick(&s),
+            Ok(cache.join("models--google--embeddinggemma-300m/snapshots/abc123"))
+        );
+        let s = ModelSearch {
+            hf_cache: None,
+            ..s
+        };
+        assert!(matches!(
+            resolve_model(&s),
+            Err(ModelNotFound::Nowhere { .. })
+        ));
+        // hf:owner/repo in local.modelPath looks in the cache.
+        let other = hf_cache(&root.join("other"), "me/my-gemma");
+        let s = ModelSearch {
+            config_path: Some("hf:me/my-gemma".into()),
+            hf_cache: Some(other.clone()),
+            ..ModelSearch::default()
+        };
+        assert_eq!(
+            pick(&s),
+            Ok(other.join("models--me--my-gemma/snapshots/abc123"))
+        );
+    }
+
+    #[test]
+    fn an_incomplete_explicit_directory_is_an_error_naming_the_missing_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = model_dir(tmp.path(), "m");
+        std::fs::remove_file(dir.join("2_Dense/model.safetensors")).unwrap();
+        let s = ModelSearch {
+            cli_dir: Some(dir),
+            ..ModelSearch::default()
+        };
+        let err = resolve_model(&s).unwrap_err().to_string();
+        assert!(
+            err.contains("--model") && err.contains("2_Dense/model.safetensors"),
+            "{err}"
+        );
+    }
+}

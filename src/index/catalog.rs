@@ -195,10 +195,21 @@ impl Catalog {
                     .insert(path.as_str(), bytes.as_slice())
                     .map_err(|e| self.err(e))?;
             }
-            seq = bump_seq(&mut meta).map_err(|e| self.err(e))?;
+            seq = bump(&mut meta, "seq").map_err(|e| self.err(e))?;
+            // Removed chunks took their vectors with them.
+            bump(&mut meta, "vector_seq").map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))?;
         Ok(seq)
+    }
+
+    /// The vector commit counter: bumped whenever the set of stored vectors may change (the
+    /// vector index is tagged with it, as the text index is with [`Catalog::seq`]).
+    pub fn vector_seq(&self) -> Result<u64> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(META).map_err(|e| self.err(e))?;
+        let seq = table.get("vector_seq").map_err(|e| self.err(e))?;
+        Ok(seq.map_or(0, |v| v.value()))
     }
 
     /// Chunks that have no vector yet, as `(id, hash, text)`.
@@ -218,7 +229,7 @@ impl Catalog {
     }
 
     /// Stores vectors of existing chunks (ids no longer in the catalog are skipped) and
-    /// returns the new `seq`.
+    /// returns the new vector seq (the text-facing `seq` is unchanged: no chunk changed).
     pub fn put_vectors(&self, items: &[(String, Vec<f32>)]) -> Result<u64> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         let seq;
@@ -234,7 +245,7 @@ impl Catalog {
                         .map_err(|e| self.err(e))?;
                 }
             }
-            seq = bump_seq(&mut meta).map_err(|e| self.err(e))?;
+            seq = bump(&mut meta, "vector_seq").map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))?;
         Ok(seq)
@@ -257,8 +268,11 @@ impl Catalog {
     }
 }
 
-fn bump_seq(meta: &mut redb::Table<&str, u64>) -> std::result::Result<u64, redb::StorageError> {
-    let current = meta.get("seq")?.map_or(0, |v| v.value());
-    meta.insert("seq", current + 1)?;
+fn bump(
+    meta: &mut redb::Table<&str, u64>,
+    key: &str,
+) -> std::result::Result<u64, redb::StorageError> {
+    let current = meta.get(key)?.map_or(0, |v| v.value());
+    meta.insert(key, current + 1)?;
     Ok(current + 1)
 }
