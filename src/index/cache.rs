@@ -161,3 +161,37 @@ impl EmbeddingCache {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_recently_used_entries_are_pruned_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = EmbeddingCache::open(&tmp.path().join("cache.redb")).unwrap();
+        let key = |k: &str| k.to_string();
+        cache
+            .put_many(&[(key("a"), vec![1.0]), (key("b"), vec![2.0])], 2)
+            .unwrap();
+        // Using "a" makes "b" the oldest, so adding "c" past the limit evicts "b".
+        assert_eq!(cache.get_many(&[key("a")]).unwrap(), vec![Some(vec![1.0])]);
+        cache.put_many(&[(key("c"), vec![3.0])], 2).unwrap();
+        let got = cache.get_many(&[key("a"), key("b"), key("c")]).unwrap();
+        assert_eq!(got, vec![Some(vec![1.0]), None, Some(vec![3.0])]);
+        // Re-putting a key replaces it without growing the cache.
+        cache.put_many(&[(key("c"), vec![4.0])], 2).unwrap();
+        assert_eq!(
+            cache.get_many(&[key("a"), key("c")]).unwrap(),
+            vec![Some(vec![1.0]), Some(vec![4.0])]
+        );
+    }
+
+    #[test]
+    fn vector_bytes_round_trip() {
+        let v = vec![0.5f32, -1.25, 3.0];
+        assert_eq!(decode_vector(&encode_vector(&v)), Some(v));
+        assert_eq!(decode_vector(&[0, 1, 2]), None);
+        assert_ne!(cache_key("model-a", "h"), cache_key("model-b", "h"));
+    }
+}
