@@ -425,10 +425,10 @@ fn embed_command(
                     embedder.max_tokens()
                 );
             }
-            let vector = match dim {
-                Some(dim) => memoria::embed::truncate_dims(&embedding.vector, dim),
-                None => embedding.vector,
-            };
+            let mut vector = embedding.vector;
+            if let Some(dim) = dim {
+                memoria::embed::truncate_dims(&mut vector, dim);
+            }
             let line = serde_json::json!({"embedding": vector, "tokens": embedding.tokens});
             writeln!(out, "{line}")?;
         }

@@ -12,7 +12,9 @@ use crate::embed::config::{
 use crate::embed::encoder::{Encoder, Kernels};
 use crate::embed::kernels::Packing;
 use crate::embed::weights::{EmbeddingTable, SafeFile};
-use crate::embed::{EmbedError, EmbedKind, Embedder, Embedding, Result};
+use crate::embed::{
+    l2_normalize, truncate_dims, EmbedError, EmbedKind, Embedder, Embedding, Result,
+};
 
 /// Prompts EmbeddingGemma was trained with, used when the model directory names none.
 pub const DEFAULT_QUERY_PROMPT: &str = "task: search result | query: ";
@@ -476,18 +478,6 @@ impl GemmaEmbedder {
     }
 }
 
-fn l2_normalize(v: &mut [f32]) {
-    let n = v
-        .iter()
-        .map(|x| (*x as f64) * (*x as f64))
-        .sum::<f64>()
-        .sqrt();
-    let n = n.max(1e-12) as f32;
-    for x in v.iter_mut() {
-        *x /= n;
-    }
-}
-
 fn hash_part(h: &mut Sha256, name: &str, bytes: &[u8]) {
     h.update((name.len() as u64).to_le_bytes());
     h.update(name.as_bytes());
@@ -521,10 +511,7 @@ impl Embedder for GemmaEmbedder {
             .into_iter()
             .zip(&toks)
             .map(|(mut v, (ids, truncated))| {
-                if self.dims < v.len() {
-                    v.truncate(self.dims);
-                    l2_normalize(&mut v);
-                }
+                truncate_dims(&mut v, self.dims);
                 Embedding {
                     vector: v,
                     tokens: ids.len(),

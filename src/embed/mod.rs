@@ -111,14 +111,26 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// Output sizes EmbeddingGemma was trained for (Matryoshka representation learning).
 pub const MATRYOSHKA_DIMS: &[usize] = &[768, 512, 256, 128];
 
-/// The first `dims` values of `vector`, re-normalised to unit length (Matryoshka).
-pub fn truncate_dims(vector: &[f32], dims: usize) -> Vec<f32> {
-    let mut out: Vec<f32> = vector.iter().take(dims).copied().collect();
-    let norm = out.iter().map(|v| v * v).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        out.iter_mut().for_each(|v| *v /= norm);
+/// Keeps the first `dims` values of `vector` and re-normalises them to unit length
+/// (Matryoshka); a vector already no longer than `dims` is left as it is.
+pub fn truncate_dims(vector: &mut Vec<f32>, dims: usize) {
+    if dims < vector.len() {
+        vector.truncate(dims);
+        l2_normalize(vector);
     }
-    out
+}
+
+/// Scales `v` to unit length (accumulating in f64; an all-zero vector stays zero).
+pub(crate) fn l2_normalize(v: &mut [f32]) {
+    let n = v
+        .iter()
+        .map(|x| (*x as f64) * (*x as f64))
+        .sum::<f64>()
+        .sqrt();
+    let n = n.max(1e-12) as f32;
+    for x in v.iter_mut() {
+        *x /= n;
+    }
 }
 
 /// The device models run on: the first CUDA or Metal device when built with that feature,

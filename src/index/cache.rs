@@ -75,40 +75,21 @@ impl EmbeddingCache {
     /// Looks `keys` up, marking the hits as just used. Returns one entry per key.
     pub fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<f32>>>> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(keys.len());
-        {
-            let mut entries = txn.open_table(ENTRIES).map_err(|e| self.err(e))?;
-            let mut by_stamp = txn.open_table(BY_STAMP).map_err(|e| self.err(e))?;
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let mut stamp = meta
-                .get("stamp")
-                .map_err(|e| self.err(e))?
-                .map_or(0, |v| v.value());
-            for key in keys {
-                let found = entries
-                    .get(key.as_str())
-                    .map_err(|e| self.err(e))?
-                    .map(|v| v.value().to_vec());
-                let Some(bytes) = found.filter(|b| b.len() >= 8) else {
-                    out.push(None);
-                    continue;
-                };
-                let old = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
-                let vector = decode_vector(&bytes[8..]);
-                stamp += 1;
-                by_stamp.remove(old).map_err(|e| self.err(e))?;
-                by_stamp
-                    .insert(stamp, key.as_str())
-                    .map_err(|e| self.err(e))?;
-                let mut value = stamp.to_le_bytes().to_vec();
-                value.extend_from_slice(&bytes[8..]);
-                entries
-                    .insert(key.as_str(), value.as_slice())
-                    .map_err(|e| self.err(e))?;
-                out.push(vector);
-            }
-            meta.insert("stamp", stamp).map_err(|e| self.err(e))?;
-        }
+        let out = Tables::open(&txn)
+            .and_then(|mut tables| {
+                let mut out = Vec::with_capacity(keys.len());
+                for key in keys {
+                    let found = tables.entry(key)?;
+                    let vector = found.as_ref().and_then(|(_, bytes)| decode_vector(bytes));
+                    if let Some((old, bytes)) = found {
+                        tables.store(key, &bytes, Some(old))?;
+                    }
+                    out.push(vector);
+                }
+                tables.finish()?;
+                Ok(out)
+            })
+            .map_err(|e| self.err(e))?;
         txn.commit().map_err(|e| self.err(e))?;
         Ok(out)
     }
@@ -116,48 +97,87 @@ impl EmbeddingCache {
     /// Stores vectors, then prunes the least recently used entries beyond `max_entries`.
     pub fn put_many(&self, items: &[(String, Vec<f32>)], max_entries: usize) -> Result<()> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        {
-            let mut entries = txn.open_table(ENTRIES).map_err(|e| self.err(e))?;
-            let mut by_stamp = txn.open_table(BY_STAMP).map_err(|e| self.err(e))?;
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let mut stamp = meta
-                .get("stamp")
-                .map_err(|e| self.err(e))?
-                .map_or(0, |v| v.value());
-            for (key, vector) in items {
-                let previous = entries
-                    .get(key.as_str())
-                    .map_err(|e| self.err(e))?
-                    .filter(|v| v.value().len() >= 8)
-                    .map(|v| u64::from_le_bytes(v.value()[..8].try_into().unwrap_or([0; 8])));
-                if let Some(old) = previous {
-                    by_stamp.remove(old).map_err(|e| self.err(e))?;
+        Tables::open(&txn)
+            .and_then(|mut tables| {
+                for (key, vector) in items {
+                    let old = tables.entry(key)?.map(|(stamp, _)| stamp);
+                    tables.store(key, &encode_vector(vector), old)?;
                 }
-                stamp += 1;
-                let mut value = stamp.to_le_bytes().to_vec();
-                value.extend_from_slice(&encode_vector(vector));
-                entries
-                    .insert(key.as_str(), value.as_slice())
-                    .map_err(|e| self.err(e))?;
-                by_stamp
-                    .insert(stamp, key.as_str())
-                    .map_err(|e| self.err(e))?;
-            }
-            meta.insert("stamp", stamp).map_err(|e| self.err(e))?;
-            let mut len = entries.len().map_err(|e| self.err(e))?;
-            while len > max_entries as u64 {
-                let Some((_, key)) = by_stamp
-                    .pop_first()
-                    .map_err(|e| self.err(e))?
-                    .map(|(s, k)| (s.value(), k.value().to_string()))
-                else {
-                    break;
-                };
-                entries.remove(key.as_str()).map_err(|e| self.err(e))?;
-                len -= 1;
-            }
-        }
+                tables.prune(max_entries)?;
+                tables.finish()
+            })
+            .map_err(|e| self.err(e))?;
         txn.commit().map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+/// The cache's tables inside one write transaction, with the next use stamp.
+struct Tables<'t> {
+    entries: redb::Table<'t, &'static str, &'static [u8]>,
+    by_stamp: redb::Table<'t, u64, &'static str>,
+    meta: redb::Table<'t, &'static str, u64>,
+    stamp: u64,
+}
+
+impl<'t> Tables<'t> {
+    fn open(txn: &'t redb::WriteTransaction) -> std::result::Result<Tables<'t>, redb::Error> {
+        let meta = txn.open_table(META)?;
+        let stamp = meta.get("stamp")?.map_or(0, |v| v.value());
+        Ok(Tables {
+            entries: txn.open_table(ENTRIES)?,
+            by_stamp: txn.open_table(BY_STAMP)?,
+            meta,
+            stamp,
+        })
+    }
+
+    /// The entry of `key` as (use stamp, vector bytes); a malformed entry counts as absent.
+    fn entry(&self, key: &str) -> std::result::Result<Option<(u64, Vec<u8>)>, redb::Error> {
+        Ok(self.entries.get(key)?.and_then(|v| {
+            let value = v.value();
+            let stamp = u64::from_le_bytes(value.get(..8)?.try_into().ok()?);
+            Some((stamp, value[8..].to_vec()))
+        }))
+    }
+
+    /// Writes `key` with the next use stamp, dropping its `old` stamp from the age index.
+    fn store(
+        &mut self,
+        key: &str,
+        vector_bytes: &[u8],
+        old: Option<u64>,
+    ) -> std::result::Result<(), redb::Error> {
+        if let Some(old) = old {
+            self.by_stamp.remove(old)?;
+        }
+        self.stamp += 1;
+        let mut value = self.stamp.to_le_bytes().to_vec();
+        value.extend_from_slice(vector_bytes);
+        self.entries.insert(key, value.as_slice())?;
+        self.by_stamp.insert(self.stamp, key)?;
+        Ok(())
+    }
+
+    /// Removes the least recently used entries until at most `max_entries` remain.
+    fn prune(&mut self, max_entries: usize) -> std::result::Result<(), redb::Error> {
+        let mut len = self.entries.len()?;
+        while len > max_entries as u64 {
+            let Some(key) = self
+                .by_stamp
+                .pop_first()?
+                .map(|(_, k)| k.value().to_string())
+            else {
+                break;
+            };
+            self.entries.remove(key.as_str())?;
+            len -= 1;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> std::result::Result<(), redb::Error> {
+        self.meta.insert("stamp", self.stamp)?;
         Ok(())
     }
 }
