@@ -106,10 +106,15 @@ pub fn stat(file: &MemoryFile) -> Result<FileStat> {
 
 /// Digest of the discovered files' paths, sizes and mtimes (see [`SyncStats`]).
 pub fn workspace_digest(discovery: &Discovery) -> String {
+    let stats: Vec<Option<FileStat>> = discovery.files.iter().map(|f| stat(f).ok()).collect();
+    digest_of(discovery, &stats)
+}
+
+/// The digest of the discovered files given their stats (`None`: could not be read).
+fn digest_of(discovery: &Discovery, stats: &[Option<FileStat>]) -> String {
     let mut listing = String::new();
-    for file in &discovery.files {
-        let stat = stat(file).ok();
-        let (size, mtime) = stat.map_or((0, 0), |s| (s.size, s.mtime_ns));
+    for (file, stat) in discovery.files.iter().zip(stats) {
+        let (size, mtime) = stat.as_ref().map_or((0, 0), |s| (s.size, s.mtime_ns));
         listing.push_str(&format!("{}\0{size}\0{mtime}\n", file.rel_path));
     }
     sha256_hex(listing.as_bytes())
@@ -199,7 +204,9 @@ pub fn sync(
         .collect();
 
     // Files whose size or mtime differ from the catalog must be read.
+    // The same stats make the workspace digest recorded in the manifest.
     let mut to_read = Vec::new();
+    let mut stats = Vec::with_capacity(discovery.files.len());
     for file in &discovery.files {
         match stat(file) {
             Ok(stat) => {
@@ -207,10 +214,14 @@ pub fn sync(
                     .get(&file.rel_path)
                     .is_some_and(|r| r.size == stat.size && r.mtime_ns == stat.mtime_ns);
                 if !unchanged {
-                    to_read.push((file, stat));
+                    to_read.push((file, stat.clone()));
                 }
+                stats.push(Some(stat));
             }
-            Err(err) => warnings.push(err.to_string()),
+            Err(err) => {
+                warnings.push(err.to_string());
+                stats.push(None);
+            }
         }
     }
     let bytes_total: u64 = to_read.iter().map(|(_, s)| s.size).sum();
@@ -343,7 +354,7 @@ pub fn sync(
         synced_at: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
-        workspace_digest: workspace_digest(discovery),
+        workspace_digest: digest_of(discovery, &stats),
         embedding,
     };
     let new_manifest = Manifest {
