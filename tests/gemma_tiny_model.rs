@@ -41,7 +41,8 @@ const GQA: Spec = Spec {
     sliding_window: 6,
 };
 
-/// Deterministic pseudo-random values in [-scale, scale].
+/// Deterministic pseudo-random values in [-scale, scale], exactly representable in f16 (the
+/// fused CPU path stores linear weights as f16, so both paths then see the same weights).
 fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
     let mut s = seed
         .wrapping_mul(6364136223846793005)
@@ -51,7 +52,8 @@ fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
             s = s
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+            let v = ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale;
+            half::f16::from_f32(v).to_f32()
         })
         .collect()
 }

@@ -9,6 +9,7 @@ use candle_core::{DType, Device, Tensor, D};
 
 use crate::embed::config::{GemmaConfig, LayerKind};
 use crate::embed::kernels::{self, AttnDims, Packing};
+use crate::embed::matmul::Projection;
 use crate::embed::weights::SafeFile;
 use crate::embed::Result;
 
@@ -59,13 +60,13 @@ struct Layer {
     post_ff_norm: Norm,
     // Projections in PyTorch's `[out, in]` layout.
     /// `[q | k | v]` projection, `[(H + 2 KV) D, hidden]`.
-    wqkv: Tensor,
+    wqkv: Projection,
     /// `[hidden, H D]`.
-    wo: Tensor,
+    wo: Projection,
     /// `[gate | up]`, `[2 I, hidden]`.
-    wgu: Tensor,
+    wgu: Projection,
     /// `[hidden, I]`.
-    wd: Tensor,
+    wd: Projection,
 }
 
 /// cos/sin tables `[max_pos, head_dim / 2]` for one RoPE base.
@@ -132,27 +133,33 @@ impl Encoder {
         let hd = cfg.head_dim;
         let (qw, kw) = (cfg.num_heads * hd, cfg.num_kv_heads * hd);
         let i = cfg.intermediate_size;
-        let eps_dev = (device, dtype);
+        let kernels = if device.is_cpu() && dtype == DType::F32 {
+            kernels
+        } else {
+            Kernels::Generic
+        };
+        let half = kernels == Kernels::Fused;
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for (l, &kind) in cfg.layer_kinds.iter().enumerate() {
             let p = format!("layers.{l}");
-            let t = |name: &str, shape: &[usize]| -> Result<Tensor> {
-                file.tensor(&format!("{p}.{name}"), shape, eps_dev.0, eps_dev.1)
+            let prefix = format!("{p}.");
+            let proj = |parts: &[(&str, usize)], cols: usize| -> Result<Projection> {
+                Projection::load(file, &prefix, parts, cols, half, device, dtype)
             };
             let norm = |name: &str, n: usize, scale: f32| -> Result<Norm> {
                 Norm::load(file, &format!("{p}.{name}"), n, scale, device, dtype)
             };
-            let wq = t("self_attn.q_proj.weight", &[qw, h])?;
-            let wk = t("self_attn.k_proj.weight", &[kw, h])?;
-            let wv = t("self_attn.v_proj.weight", &[kw, h])?;
-            let wqkv = Tensor::cat(&[&wq, &wk, &wv], 0)?;
-            drop((wq, wk, wv));
-            let wo = t("self_attn.o_proj.weight", &[h, qw])?;
-            let wg = t("mlp.gate_proj.weight", &[i, h])?;
-            let wu = t("mlp.up_proj.weight", &[i, h])?;
-            let wgu = Tensor::cat(&[&wg, &wu], 0)?;
-            drop((wg, wu));
-            let wd = t("mlp.down_proj.weight", &[h, i])?;
+            let wqkv = proj(
+                &[
+                    ("self_attn.q_proj.weight", qw),
+                    ("self_attn.k_proj.weight", kw),
+                    ("self_attn.v_proj.weight", kw),
+                ],
+                h,
+            )?;
+            let wo = proj(&[("self_attn.o_proj.weight", h)], qw)?;
+            let wgu = proj(&[("mlp.gate_proj.weight", i), ("mlp.up_proj.weight", i)], h)?;
+            let wd = proj(&[("mlp.down_proj.weight", h)], i)?;
             layers.push(Layer {
                 kind,
                 input_norm: norm("input_layernorm.weight", h, 1.0)?,
@@ -171,11 +178,6 @@ impl Encoder {
         let final_norm = Norm::load(file, "norm.weight", h, 1.0, device, dtype)?;
         let rope_local = Rope::new(cfg.rope_local_theta, hd, max_pos, device)?;
         let rope_global = Rope::new(cfg.rope_theta, hd, max_pos, device)?;
-        let kernels = if device.is_cpu() && dtype == DType::F32 {
-            kernels
-        } else {
-            Kernels::Generic
-        };
         Ok(Encoder {
             cfg: cfg.clone(),
             layers,
@@ -241,7 +243,7 @@ impl Encoder {
                 w1: &layer.input_norm.host,
                 eps,
             })?;
-            let qkv = h.apply_op2_no_bwd(&layer.wqkv, &kernels::Linear)?;
+            let qkv = layer.wqkv.forward(&h)?;
             let planar = qkv.apply_op1_no_bwd(&kernels::QkNormRope {
                 dims,
                 q_w1: &layer.q_norm.host,
@@ -256,7 +258,7 @@ impl Encoder {
                 packing,
                 window: self.window(layer.kind),
             })?;
-            let o = attn.apply_op2_no_bwd(&layer.wo, &kernels::Linear)?;
+            let o = layer.wo.forward(&attn)?;
             x = x.apply_op2_no_bwd(
                 &o,
                 &kernels::AddRmsNorm {
@@ -268,9 +270,9 @@ impl Encoder {
                 w1: &layer.pre_ff_norm.host,
                 eps,
             })?;
-            let gu = h.apply_op2_no_bwd(&layer.wgu, &kernels::Linear)?;
+            let gu = layer.wgu.forward(&h)?;
             let act = gu.apply_op1_no_bwd(&kernels::GeluMul)?;
-            let dn = act.apply_op2_no_bwd(&layer.wd, &kernels::Linear)?;
+            let dn = layer.wd.forward(&act)?;
             x = x.apply_op2_no_bwd(
                 &dn,
                 &kernels::AddRmsNorm {
@@ -322,7 +324,7 @@ impl Encoder {
                 LayerKind::Full => &tables[1],
             };
             let h = self.norm_generic(&x, &layer.input_norm)?;
-            let qkv = h.matmul(&layer.wqkv.t()?)?;
+            let qkv = layer.wqkv.forward(&h)?;
             let q = qkv.narrow(1, 0, qw)?.reshape((t * nh, hd))?;
             let k = qkv.narrow(1, qw, kw)?.reshape((t * nkv, hd))?;
             let v = qkv
@@ -374,14 +376,14 @@ impl Encoder {
                 outs.push(o.transpose(0, 1)?.reshape((len, qw))?);
             }
             let attn = Tensor::cat(&outs, 0)?;
-            let o = attn.matmul(&layer.wo.t()?)?;
+            let o = layer.wo.forward(&attn)?;
             x = (x + self.norm_generic(&o, &layer.post_attn_norm)?)?;
             let h = self.norm_generic(&x, &layer.pre_ff_norm)?;
-            let gu = h.matmul(&layer.wgu.t()?)?;
+            let gu = layer.wgu.forward(&h)?;
             let i = cfg.intermediate_size;
             let gate = gu.narrow(1, 0, i)?.gelu()?;
             let up = gu.narrow(1, i, i)?;
-            let dn = (gate * up)?.matmul(&layer.wd.t()?)?;
+            let dn = layer.wd.forward(&(gate * up)?)?;
             x = (x + self.norm_generic(&dn, &layer.post_ff_norm)?)?;
         }
         self.norm_generic(&x, &self.final_norm)

@@ -11,6 +11,7 @@ use crate::embed::config::{
 };
 use crate::embed::encoder::{Encoder, Kernels};
 use crate::embed::kernels::Packing;
+use crate::embed::matmul::Projection;
 use crate::embed::weights::{EmbeddingTable, SafeFile};
 use crate::embed::{
     l2_normalize, truncate_dims, EmbedError, EmbedKind, Embedder, Embedding, Result,
@@ -59,7 +60,7 @@ impl Default for GemmaOptions {
 /// One dense projection (`linear.weight`, `[out, in]`, no bias).
 #[derive(Debug)]
 struct Dense {
-    weight: Tensor,
+    weight: Projection,
 }
 
 /// EmbeddingGemma: tokenizer, Gemma3 encoder, mean pooling, dense projections, L2 norm.
@@ -258,13 +259,16 @@ impl GemmaEmbedder {
                 .to_string_lossy()
                 .to_string();
             hash_safetensors(&mut hasher, &rel, &wf)?;
-            let w = wf.tensor(
-                "linear.weight",
-                &[dc.out_features, dc.in_features],
+            let weight = Projection::load(
+                &wf,
+                "",
+                &[("linear.weight", dc.out_features)],
+                dc.in_features,
+                encoder.kernels() == Kernels::Fused,
                 device,
                 DType::F32,
             )?;
-            dense.push(Dense { weight: w });
+            dense.push(Dense { weight });
             width = dc.out_features;
         }
         let full_dims = width;
@@ -460,11 +464,7 @@ impl GemmaEmbedder {
         };
         let mut y = pooled;
         for d in &self.dense {
-            y = if device.is_cpu() {
-                y.apply_op2_no_bwd(&d.weight, &crate::embed::kernels::Linear)?
-            } else {
-                y.matmul(&d.weight.t()?)?
-            };
+            y = d.weight.forward(&y)?;
         }
         let y = y.to_device(&Device::Cpu)?.to_vec2::<f32>()?;
         Ok(y.into_iter()

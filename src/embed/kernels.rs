@@ -13,7 +13,7 @@ use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
 use rayon::prelude::*;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Level {
+pub(crate) enum Level {
     Scalar,
     #[allow(dead_code)]
     Avx2,
@@ -23,7 +23,7 @@ enum Level {
 
 /// The instruction set the kernels use: the best the CPU has, or lower when the
 /// environment says `MEMORIA_EMBED_SIMD=avx2|scalar` (to test every path on one machine).
-fn level() -> Level {
+pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         let cap = match std::env::var("MEMORIA_EMBED_SIMD").as_deref() {
@@ -52,7 +52,10 @@ fn detect() -> Level {
             {
                 return Level::Avx512;
             }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            if std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("fma")
+                && std::is_x86_feature_detected!("f16c")
+            {
                 return Level::Avx2;
             }
         }
@@ -270,7 +273,11 @@ fn rows_per_task(rows: usize, width: usize) -> usize {
     even.max(min_rows)
 }
 
-fn contiguous_f32<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
+pub(crate) fn contiguous_f32<'a>(
+    s: &'a CpuStorage,
+    l: &Layout,
+    what: &str,
+) -> candle_core::Result<&'a [f32]> {
     let data = match s {
         CpuStorage::F32(d) => d.as_slice(),
         other => bail!(
@@ -503,7 +510,7 @@ pub struct PackedAttention<'a> {
     pub window: Option<usize>,
 }
 
-struct SyncPtr(*mut f32);
+pub(crate) struct SyncPtr(pub(crate) *mut f32);
 // SAFETY: used only to write disjoint regions of one buffer from rayon tasks.
 unsafe impl Send for SyncPtr {}
 unsafe impl Sync for SyncPtr {}
@@ -631,341 +638,9 @@ impl CustomOp1 for PackedAttention<'_> {
     }
 }
 
-/// Rows up to which [`Linear`] uses the skinny kernel instead of the packed gemm.
-pub const SKINNY_MAX_ROWS: usize = 32;
-
-/// `y = x · wᵀ` for `x: [M, K]` and a weight `w: [N, K]` (PyTorch's Linear layout).
-///
-/// Large M goes to the `gemm` crate. Small M (queries) is memory-bound on streaming the
-/// weight, and gemm's packing reads and writes the whole weight again on every call, so a
-/// skinny kernel streams each weight row once and dots it with all rows of `x`.
-pub struct Linear;
-
-impl CustomOp2 for Linear {
-    fn name(&self) -> &'static str {
-        "memoria-linear"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let x = contiguous_f32(s1, l1, self.name())?;
-        let w = contiguous_f32(s2, l2, self.name())?;
-        let (m, k) = l1.shape().dims2()?;
-        let (n, k2) = l2.shape().dims2()?;
-        if k != k2 {
-            bail!("linear: x {:?} vs w {:?}", l1.dims(), l2.dims());
-        }
-        let mut y: Vec<f32> = Vec::with_capacity(m * n);
-        if m == 0 || n == 0 {
-        } else if k == 0 {
-            y.resize(m * n, 0.0);
-        } else if m <= SKINNY_MAX_ROWS && skinny_available() {
-            skinny_matmul(x, m, k, w, n, y.as_mut_ptr());
-            // SAFETY: the skinny kernel wrote all m×n values.
-            unsafe { y.set_len(m * n) };
-        } else {
-            let threads = rayon::current_num_threads();
-            let par = if threads > 1 && m * n * k > 64 * 64 * 64 {
-                gemm::Parallelism::Rayon(threads)
-            } else {
-                gemm::Parallelism::None
-            };
-            // SAFETY: x is m×k row-major, w is n×k row-major read as its k×n transpose,
-            // y is m×n row-major; all in bounds.
-            unsafe {
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    y.as_mut_ptr(),
-                    1,
-                    n as isize,
-                    false,
-                    x.as_ptr(),
-                    1,
-                    k as isize,
-                    w.as_ptr(),
-                    k as isize,
-                    1,
-                    0.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    par,
-                );
-                // gemm with alpha = 0 and read_dst = false wrote every value.
-                y.set_len(m * n);
-            }
-        }
-        Ok((CpuStorage::F32(y), Shape::from((m, n))))
-    }
-}
-
-fn skinny_available() -> bool {
-    matches!(level(), Level::Avx512 | Level::Avx2)
-}
-
-/// `y[M, N] = x[M, K] · w[N, K]ᵀ` for small M, parallel over N.
-fn skinny_matmul(x: &[f32], m: usize, k: usize, w: &[f32], n: usize, y: *mut f32) {
-    const N_TASK: usize = 128;
-    let yp = SyncPtr(y);
-    let tasks = n.div_ceil(N_TASK);
-    (0..tasks).into_par_iter().for_each(|t| {
-        let yp = &yp;
-        let n0 = t * N_TASK;
-        let n1 = (n0 + N_TASK).min(n);
-        // SAFETY: each task writes only columns n0..n1 of y; the level check guarantees
-        // the instructions exist.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            match level() {
-                Level::Avx512 => simd::skinny::<simd::Avx512>(x, m, k, w, n0, n1, yp.0, n),
-                Level::Avx2 => simd::skinny::<simd::Avx2>(x, m, k, w, n0, n1, yp.0, n),
-                Level::Scalar => unreachable!("skinny kernel without SIMD"),
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (x, m, k, w, n0, n1, yp);
-            unreachable!("skinny kernel without SIMD")
-        }
-    });
-}
-
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-mod simd {
-    use std::arch::x86_64::*;
-
-    /// The few vector operations the skinny kernel needs.
-    pub trait Simd {
-        type V: Copy;
-        const W: usize;
-        unsafe fn zero() -> Self::V;
-        unsafe fn load(p: *const f32) -> Self::V;
-        /// Loads `n < W` values, the rest zero.
-        unsafe fn load_partial(p: *const f32, n: usize) -> Self::V;
-        unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
-        unsafe fn sum(v: Self::V) -> f32;
-    }
-
-    pub struct Avx512;
-    pub struct Avx2;
-
-    impl Simd for Avx512 {
-        type V = __m512;
-        const W: usize = 16;
-        #[inline(always)]
-        unsafe fn zero() -> __m512 {
-            _mm512_setzero_ps()
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> __m512 {
-            _mm512_loadu_ps(p)
-        }
-        #[inline(always)]
-        unsafe fn load_partial(p: *const f32, n: usize) -> __m512 {
-            _mm512_maskz_loadu_ps(((1u32 << n) - 1) as u16, p)
-        }
-        #[inline(always)]
-        unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
-            _mm512_fmadd_ps(a, b, c)
-        }
-        #[inline(always)]
-        unsafe fn sum(v: __m512) -> f32 {
-            _mm512_reduce_add_ps(v)
-        }
-    }
-
-    impl Simd for Avx2 {
-        type V = __m256;
-        const W: usize = 8;
-        #[inline(always)]
-        unsafe fn zero() -> __m256 {
-            _mm256_setzero_ps()
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> __m256 {
-            _mm256_loadu_ps(p)
-        }
-        #[inline(always)]
-        unsafe fn load_partial(p: *const f32, n: usize) -> __m256 {
-            let mut buf = [0f32; 8];
-            std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
-            _mm256_loadu_ps(buf.as_ptr())
-        }
-        #[inline(always)]
-        unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
-            _mm256_fmadd_ps(a, b, c)
-        }
-        #[inline(always)]
-        unsafe fn sum(v: __m256) -> f32 {
-            let hi = _mm256_extractf128_ps(v, 1);
-            let lo = _mm256_castps256_ps128(v);
-            let s = _mm_add_ps(lo, hi);
-            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-            let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-            _mm_cvtss_f32(s)
-        }
-    }
-
-    /// MR rows of x against NR rows of w: y[i, j] = <x_i, w_j>.
-    #[inline(always)]
-    unsafe fn block<S: Simd, const MR: usize, const NR: usize>(
-        x: *const f32,
-        k: usize,
-        w: *const f32,
-        y: *mut f32,
-        ldy: usize,
-    ) {
-        let mut acc = [[S::zero(); NR]; MR];
-        let full = k / S::W * S::W;
-        let mut kk = 0;
-        while kk < full {
-            let mut wv = [S::zero(); NR];
-            for (j, v) in wv.iter_mut().enumerate() {
-                *v = S::load(w.add(j * k + kk));
-            }
-            for (i, row) in acc.iter_mut().enumerate() {
-                let xv = S::load(x.add(i * k + kk));
-                for j in 0..NR {
-                    row[j] = S::fma(xv, wv[j], row[j]);
-                }
-            }
-            kk += S::W;
-        }
-        if full < k {
-            let rest = k - full;
-            let mut wv = [S::zero(); NR];
-            for (j, v) in wv.iter_mut().enumerate() {
-                *v = S::load_partial(w.add(j * k + full), rest);
-            }
-            for (i, row) in acc.iter_mut().enumerate() {
-                let xv = S::load_partial(x.add(i * k + full), rest);
-                for j in 0..NR {
-                    row[j] = S::fma(xv, wv[j], row[j]);
-                }
-            }
-        }
-        for (i, row) in acc.iter().enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                *y.add(i * ldy + j) = S::sum(v);
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn rows<S: Simd, const NR: usize>(
-        x: *const f32,
-        m: usize,
-        k: usize,
-        w: *const f32,
-        y: *mut f32,
-        ldy: usize,
-    ) {
-        const MR: usize = 6;
-        let mut i = 0;
-        while i + MR <= m {
-            block::<S, MR, NR>(x.add(i * k), k, w, y.add(i * ldy), ldy);
-            i += MR;
-        }
-        let x = x.add(i * k);
-        let y = y.add(i * ldy);
-        match m - i {
-            0 => {}
-            1 => block::<S, 1, NR>(x, k, w, y, ldy),
-            2 => block::<S, 2, NR>(x, k, w, y, ldy),
-            3 => block::<S, 3, NR>(x, k, w, y, ldy),
-            4 => block::<S, 4, NR>(x, k, w, y, ldy),
-            _ => block::<S, 5, NR>(x, k, w, y, ldy),
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn skinny_impl<S: Simd>(
-        x: &[f32],
-        m: usize,
-        k: usize,
-        w: &[f32],
-        n0: usize,
-        n1: usize,
-        y: *mut f32,
-        ldy: usize,
-    ) {
-        const NR: usize = 4;
-        let mut j = n0;
-        while j + NR <= n1 {
-            rows::<S, NR>(x.as_ptr(), m, k, w.as_ptr().add(j * k), y.add(j), ldy);
-            j += NR;
-        }
-        while j < n1 {
-            rows::<S, 1>(x.as_ptr(), m, k, w.as_ptr().add(j * k), y.add(j), ldy);
-            j += 1;
-        }
-    }
-
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    unsafe fn skinny_v4(
-        x: &[f32],
-        m: usize,
-        k: usize,
-        w: &[f32],
-        n0: usize,
-        n1: usize,
-        y: *mut f32,
-        ldy: usize,
-    ) {
-        skinny_impl::<Avx512>(x, m, k, w, n0, n1, y, ldy)
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn skinny_v3(
-        x: &[f32],
-        m: usize,
-        k: usize,
-        w: &[f32],
-        n0: usize,
-        n1: usize,
-        y: *mut f32,
-        ldy: usize,
-    ) {
-        skinny_impl::<Avx2>(x, m, k, w, n0, n1, y, ldy)
-    }
-
-    /// Columns n0..n1 of `y = x · wᵀ` (y row stride `ldy`).
-    ///
-    /// # Safety
-    /// The CPU must support `S`'s instructions; x is m×k, w is at least n1×k, y has m rows
-    /// of `ldy ≥ n1` values.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn skinny<S: Simd + 'static>(
-        x: &[f32],
-        m: usize,
-        k: usize,
-        w: &[f32],
-        n0: usize,
-        n1: usize,
-        y: *mut f32,
-        ldy: usize,
-    ) {
-        if std::any::TypeId::of::<S>() == std::any::TypeId::of::<Avx512>() {
-            skinny_v4(x, m, k, w, n0, n1, y, ldy)
-        } else {
-            skinny_v3(x, m, k, w, n0, n1, y, ldy)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::{Device, Tensor};
 
     #[test]
     fn exp_is_accurate() {
@@ -980,42 +655,6 @@ mod tests {
         assert!(worst < 5e-7, "worst relative error {worst}");
         assert_eq!(exp_f32(-200.0), 0.0);
         assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
-    }
-
-    #[test]
-    fn linear_matches_naive_for_awkward_sizes() {
-        for &(m, k, n) in &[
-            (1, 17, 9),
-            (5, 16, 4),
-            (7, 33, 130),
-            (32, 48, 5),
-            (33, 20, 7),
-            (70, 64, 3),
-        ] {
-            let x: Vec<f32> = (0..m * k)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
-                .collect();
-            let w: Vec<f32> = (0..n * k)
-                .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
-                .collect();
-            let xt = Tensor::from_slice(&x, (m, k), &Device::Cpu).unwrap();
-            let wt = Tensor::from_slice(&w, (n, k), &Device::Cpu).unwrap();
-            let y = xt
-                .apply_op2_no_bwd(&wt, &Linear)
-                .unwrap()
-                .to_vec2::<f32>()
-                .unwrap();
-            for i in 0..m {
-                for j in 0..n {
-                    let want: f32 = (0..k).map(|t| x[i * k + t] * w[j * k + t]).sum();
-                    assert!(
-                        (y[i][j] - want).abs() < 1e-4,
-                        "({m},{k},{n}) [{i},{j}] {} vs {want}",
-                        y[i][j]
-                    );
-                }
-            }
-        }
     }
 
     #[test]

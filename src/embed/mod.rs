@@ -8,6 +8,7 @@ pub mod config;
 pub mod encoder;
 pub mod gemma;
 pub mod kernels;
+pub mod matmul;
 pub mod model;
 pub mod weights;
 
