@@ -3,7 +3,7 @@
 //! Tables: `files` (path → [`FileRecord`]), `chunks` (chunk id → [`ChunkRecord`]) and
 //! `meta` (`seq`: a counter bumped by every commit; the text index stores the `seq` it
 //! reflects, so a lagging text index is detected and rebuilt from here). Values are JSON:
-//! simple, debuggable, and far from the bottleneck.
+//! simple and debuggable; the cost that mattered was B-tree order (see `commit`).
 //!
 //! Only the holder of the agent directory's writer lock opens the catalog.
 
@@ -158,32 +158,35 @@ impl Catalog {
             let mut chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
-            let stale = batch
+            // Keys are random hex: inserting and removing them in sorted order visits each
+            // B-tree page once per commit instead of once per key (≈2× faster commits).
+            let mut stale: Vec<String> = batch
                 .upserts
                 .iter()
                 .map(|u| u.path.as_str())
-                .chain(batch.removals.iter().map(String::as_str));
-            for path in stale {
-                for id in old(path).unwrap_or_default() {
-                    chunks.remove(id.as_str()).map_err(|e| self.err(e))?;
-                    vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
-                }
+                .chain(batch.removals.iter().map(String::as_str))
+                .flat_map(|path| old(path).unwrap_or_default())
+                .collect();
+            stale.sort_unstable();
+            for id in &stale {
+                chunks.remove(id.as_str()).map_err(|e| self.err(e))?;
+                vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
             }
             for path in &batch.removals {
                 files.remove(path.as_str()).map_err(|e| self.err(e))?;
             }
-            for Upsert {
-                path,
-                record,
-                chunks: new_chunks,
-            } in &batch.upserts
-            {
-                for (id, chunk) in new_chunks {
-                    let bytes = serde_json::to_vec(chunk).map_err(|e| self.err(e))?;
-                    chunks
-                        .insert(id.as_str(), bytes.as_slice())
-                        .map_err(|e| self.err(e))?;
-                }
+            let mut new_chunks: Vec<&(String, ChunkRecord)> =
+                batch.upserts.iter().flat_map(|u| &u.chunks).collect();
+            new_chunks.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let mut bytes = Vec::new();
+            for (id, chunk) in new_chunks {
+                bytes.clear();
+                serde_json::to_writer(&mut bytes, chunk).map_err(|e| self.err(e))?;
+                chunks
+                    .insert(id.as_str(), bytes.as_slice())
+                    .map_err(|e| self.err(e))?;
+            }
+            for Upsert { path, record, .. } in &batch.upserts {
                 let bytes = serde_json::to_vec(record).map_err(|e| self.err(e))?;
                 files
                     .insert(path.as_str(), bytes.as_slice())
