@@ -376,46 +376,58 @@ impl Memory {
             .min_score
             .unwrap_or(f64::from(q.min_score))
             .clamp(0.0, 1.0);
-        let pool = config::candidate_pool(max_results, q.hybrid.candidate_multiplier);
+        // Candidates for the widest tier the request needs (see `search::tiered_top`).
+        let multiplier = q.hybrid.candidate_multiplier;
+        let base = q.max_results.max(1);
+        let pool = config::candidate_pool(search::tier_size(max_results, base), multiplier);
         let view = self.view()?;
 
-        // Vector side: embed the query, nearest chunks (SPEC §5.3).
-        let mut vector = None;
-        if let Some(embedder) = &state.embedder {
-            match self.vector_candidates(embedder.as_ref(), &view, query, pool) {
-                Ok(found) => vector = found,
-                Err(reason) => {
-                    served.fallback = Some(Fallback {
-                        from: state.provider.clone(),
-                        reason,
-                    })
-                }
-            }
-        }
-        // Keyword side (SPEC §5.2); unused when hybrid is disabled and vectors serve.
+        // Vector side: embed the query, nearest chunks (SPEC §5.3); keyword side (§5.2).
+        // They are independent, so they run at the same time. With hybrid disabled the
+        // keyword side only runs when the vector side cannot serve.
         let hybrid = q.hybrid.enabled;
-        let keyword = if vector.is_some() && !hybrid {
-            Ok(Vec::new())
-        } else {
-            view.text.search(query, pool)
+        let run_vector = || {
+            state
+                .embedder
+                .as_ref()
+                .map(|embedder| self.vector_candidates(embedder.as_ref(), &view, query, pool))
         };
-        let hits = match (keyword, vector) {
+        let run_keyword = || view.text.search(query, pool);
+        let (vector_outcome, keyword) = if hybrid || state.embedder.is_none() {
+            let (v, k) = rayon::join(run_vector, run_keyword);
+            (v, Some(k))
+        } else {
+            (run_vector(), None)
+        };
+        let mut vector = None;
+        match vector_outcome {
+            Some(Ok(found)) => vector = found,
+            Some(Err(reason)) => {
+                served.fallback = Some(Fallback {
+                    from: state.provider.clone(),
+                    reason,
+                })
+            }
+            None => {}
+        }
+        let keyword = match keyword {
+            Some(keyword) => keyword,
+            None if vector.is_some() => Ok(Vec::new()),
+            None => run_keyword(),
+        };
+        let keyword = keyword.map(|hits| {
+            hits.into_iter()
+                .map(|h| KeywordCandidate {
+                    id: h.id,
+                    chunk: h.chunk,
+                    bm25: f64::from(h.bm25),
+                })
+                .collect::<Vec<_>>()
+        });
+        let (keyword, vector) = match (keyword, vector) {
             (Ok(keyword), Some(vector)) if hybrid => {
                 served.mode = Mode::Hybrid;
-                let params = FusionParams {
-                    vector_weight: f64::from(q.hybrid.vector_weight),
-                    text_weight: f64::from(q.hybrid.text_weight),
-                    fusion: q.hybrid.fusion,
-                };
-                let keyword = keyword
-                    .into_iter()
-                    .map(|h| KeywordCandidate {
-                        id: h.id,
-                        chunk: h.chunk,
-                        bm25: f64::from(h.bm25),
-                    })
-                    .collect();
-                search::hybrid::fuse(keyword, vector, &params)
+                (Some(keyword), Some(vector))
             }
             (Err(err), Some(vector)) => {
                 served.mode = Mode::VectorOnly;
@@ -423,18 +435,43 @@ impl Memory {
                     from: "fts".into(),
                     reason: format!("keyword index unavailable: {err}"),
                 });
-                search::hybrid::vector_hits(vector)
+                (None, Some(vector))
             }
             (Ok(_), Some(vector)) => {
                 served.mode = Mode::VectorOnly;
-                search::hybrid::vector_hits(vector)
+                (None, Some(vector))
             }
             (keyword, None) => {
                 served.mode = Mode::FtsOnly;
-                search::keyword_hits(keyword?)
+                (Some(keyword?), None)
             }
         };
-        let hits = self.post_process(hits, min_score, max_results);
+        let params = FusionParams {
+            vector_weight: f64::from(q.hybrid.vector_weight),
+            text_weight: f64::from(q.hybrid.text_weight),
+            fusion: q.hybrid.fusion,
+        };
+        let rank = |pool: usize| -> Vec<Hit> {
+            let head = |len: usize| len.min(pool);
+            let hits = match (&keyword, &vector) {
+                (Some(k), Some(v)) => search::hybrid::fuse(
+                    k[..head(k.len())].to_vec(),
+                    v[..head(v.len())].to_vec(),
+                    &params,
+                ),
+                (None, Some(v)) => search::hybrid::vector_hits(v[..head(v.len())].to_vec()),
+                (Some(k), None) => search::keyword_hits(k[..head(k.len())].to_vec()),
+                (None, None) => Vec::new(),
+            };
+            self.post_process(hits, min_score, usize::MAX)
+        };
+        let hits = search::tiered_top(
+            max_results,
+            base,
+            |size| config::candidate_pool(size, multiplier),
+            rank,
+            |hit: &Hit| hit.id.clone(),
+        );
         Ok(SearchResponse { hits, served })
     }
 

@@ -4,74 +4,16 @@
 
 use std::fs;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use memoria::config::{Env, ProviderKind, Settings};
-use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding};
-use memoria::index::analyzer::{terms, AnalyzerMode};
 use memoria::search::Mode;
 use memoria::{EmbedderChoice, Memory, SearchOptions};
 
-/// Feature-hashed bag of words: texts sharing words are close. Counts document texts.
-struct HashEmbedder {
-    dims: usize,
-    documents: AtomicUsize,
-    fail: bool,
-    fingerprint: String,
-}
-
-impl HashEmbedder {
-    fn new(dims: usize) -> Arc<HashEmbedder> {
-        Arc::new(HashEmbedder {
-            dims,
-            documents: AtomicUsize::new(0),
-            fail: false,
-            fingerprint: format!("hash-{dims}"),
-        })
-    }
-}
-
-impl Embedder for HashEmbedder {
-    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
-        if self.fail {
-            return Err(EmbedError::Failed("the test embedder is down".into()));
-        }
-        if kind == EmbedKind::Document {
-            self.documents.fetch_add(texts.len(), Ordering::SeqCst);
-        }
-        Ok(texts
-            .iter()
-            .map(|text| {
-                let mut v = vec![0f32; self.dims];
-                for term in terms(text, AnalyzerMode::Query) {
-                    let h = term.bytes().fold(1469598103934665603u64, |h, b| {
-                        (h ^ b as u64).wrapping_mul(1099511628211)
-                    });
-                    v[(h % self.dims as u64) as usize] += 1.0;
-                }
-                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-                if norm > 0.0 {
-                    v.iter_mut().for_each(|x| *x /= norm);
-                }
-                Embedding {
-                    vector: v,
-                    tokens: 1,
-                    truncated: false,
-                }
-            })
-            .collect())
-    }
-    fn dims(&self) -> usize {
-        self.dims
-    }
-    fn fingerprint(&self) -> &str {
-        &self.fingerprint
-    }
-    fn max_tokens(&self) -> usize {
-        2048
-    }
-}
+#[path = "support/hash_embedder.rs"]
+mod hash_embedder;
+use hash_embedder::HashEmbedder;
 
 fn workspace(root: &Path) -> std::path::PathBuf {
     let ws = root.join("ws");
@@ -259,7 +201,12 @@ fn changing_the_embedder_rebuilds_into_a_new_generation() {
 #[test]
 fn first_results_do_not_change_when_more_are_asked_for() {
     let tmp = tempfile::tempdir().unwrap();
-    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    // Pools of 1, 2, 4, … per side over this small workspace, so that asking for more
+    // really widens the candidate pools.
+    let mut s = settings(tmp.path());
+    s.query.max_results = 1;
+    s.query.hybrid.candidate_multiplier = 1;
+    let memory = open(s, HashEmbedder::new(64));
     let ids = |n: usize| -> Vec<String> {
         let options = SearchOptions {
             max_results: Some(n),

@@ -171,16 +171,39 @@ impl TextIndex {
     /// briefly know a chunk this commit no longer has).
     pub fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
         let searcher = self.reader.searcher();
+        let err = |e: tantivy::TantivyError| Error::text(&self.dir, e);
+        // Straight to each segment's postings for the id term: a full query per id (weight,
+        // scorer, collector) cost more than the rest of a vector search.
+        let mut id_indexes = Vec::with_capacity(searcher.segment_readers().len());
+        for reader in searcher.segment_readers() {
+            id_indexes.push(reader.inverted_index(self.fields.id).map_err(err)?);
+        }
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            let query = TermQuery::new(
-                Term::from_field_text(self.fields.id, id),
-                IndexRecordOption::Basic,
-            );
-            let top = searcher
-                .search(&query, &TopDocs::with_limit(1).order_by_score())
-                .map_err(|e| Error::text(&self.dir, e))?;
-            if let Some(&(_, address)) = top.first() {
+            let term = Term::from_field_text(self.fields.id, id);
+            let mut found = None;
+            for (ord, (reader, index)) in searcher
+                .segment_readers()
+                .iter()
+                .zip(&id_indexes)
+                .enumerate()
+            {
+                let postings = index
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(|e| Error::text(&self.dir, e))?;
+                let Some(mut postings) = postings else {
+                    continue;
+                };
+                let mut doc = tantivy::DocSet::doc(&postings);
+                while doc != tantivy::TERMINATED && reader.is_deleted(doc) {
+                    doc = tantivy::DocSet::advance(&mut postings);
+                }
+                if doc != tantivy::TERMINATED {
+                    found = Some(tantivy::DocAddress::new(ord as u32, doc));
+                    break;
+                }
+            }
+            if let Some(address) = found {
                 out.push(self.stored_chunk(&searcher, address)?);
             }
         }

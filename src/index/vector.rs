@@ -863,8 +863,41 @@ fn normalize(v: &mut [f32]) -> bool {
 
 /// Dot product with 16 independent accumulators, which the compiler turns into SIMD.
 #[inline]
+/// Dot product, compiled for AVX-512 and AVX2 with FMA when the CPU has them (runtime
+/// check): it is most of an HNSW search's arithmetic, and the baseline x86-64 build only
+/// has 4-wide SSE without FMA.
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 16;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the features were just checked.
+            return unsafe { dot_avx512(a, b) };
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { dot_avx2(a, b) };
+        }
+    }
+    dot_lanes::<false>(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn dot_avx512(a: &[f32], b: &[f32]) -> f32 {
+    dot_lanes::<true>(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+    dot_lanes::<true>(a, b)
+}
+
+/// 64 independent lanes (four AVX-512 registers) so the adds do not wait on each other.
+/// `FMA` only where the target has it: elsewhere `mul_add` is a slow library call.
+#[inline(always)]
+fn dot_lanes<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 64;
     let mut acc = [0f32; LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail: f32 = ca
@@ -875,7 +908,11 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
         .sum();
     for (x, y) in ca.zip(cb) {
         for i in 0..LANES {
-            acc[i] += x[i] * y[i];
+            acc[i] = if FMA {
+                x[i].mul_add(y[i], acc[i])
+            } else {
+                acc[i] + x[i] * y[i]
+            };
         }
     }
     acc.iter().sum::<f32>() + tail

@@ -8,7 +8,6 @@ pub mod hybrid;
 use std::cmp::Ordering;
 
 use crate::index::catalog::ChunkRecord;
-use crate::index::text::TextHit;
 
 /// Which retrieval served a search (reported in every payload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +48,10 @@ pub fn text_score(bm25: f64) -> f64 {
 }
 
 /// Keyword-only ranking: score = textScore.
-pub fn keyword_hits(hits: Vec<TextHit>) -> Vec<Hit> {
+pub fn keyword_hits(hits: Vec<hybrid::KeywordCandidate>) -> Vec<Hit> {
     hits.into_iter()
         .map(|hit| {
-            let text_score = text_score(f64::from(hit.bm25));
+            let text_score = text_score(hit.bm25);
             Hit {
                 id: hit.id,
                 chunk: hit.chunk,
@@ -100,6 +99,66 @@ pub fn filter_ranked(
     }
     kept.truncate(max_results);
     kept
+}
+
+/// The page size whose candidate pool serves a request for `n` results: the configured
+/// `maxResults` (`base`) doubled until it covers `n`.
+pub fn tier_size(n: usize, base: usize) -> usize {
+    let mut size = base.max(1);
+    while size < n {
+        size = size.saturating_mul(2);
+    }
+    size
+}
+
+/// Top-`n` results that are always a prefix of the top results for any larger `n`.
+///
+/// SPEC §5's candidate pool grows with `maxResults`, and a larger pool can lift a chunk
+/// that both sides ranked just outside the smaller pool above earlier results. So results
+/// are dealt in tiers: the first `base` (the configured `maxResults`) come from the pool
+/// for `base`, the next `base` from the pool for `2·base`, then `4·base`, … each tier
+/// skipping what earlier tiers returned. `rank(pool)` ranks the candidates truncated to
+/// `pool` per side; `pool_for(size)` is SPEC's pool rule. A request for the configured
+/// `maxResults` is exactly SPEC's single ranking.
+///
+/// ```
+/// use memoria::search::tiered_top;
+/// // A toy ranking where a bigger pool surfaces a better candidate ("z").
+/// let rank = |pool: usize| -> Vec<&'static str> {
+///     if pool > 4 { vec!["z", "a", "b", "c", "d"] } else { vec!["a", "b", "c", "d"] }
+/// };
+/// let pool_for = |size: usize| size * 2;
+/// assert_eq!(tiered_top(2, 2, pool_for, rank, |s| *s), vec!["a", "b"]);
+/// assert_eq!(tiered_top(4, 2, pool_for, rank, |s| *s), vec!["a", "b", "z", "c"]);
+/// ```
+pub fn tiered_top<T, K: Eq + std::hash::Hash + Clone>(
+    n: usize,
+    base: usize,
+    pool_for: impl Fn(usize) -> usize,
+    mut rank: impl FnMut(usize) -> Vec<T>,
+    key: impl Fn(&T) -> K,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut size = base.max(1);
+    loop {
+        let pool = pool_for(size);
+        // Past the pool cap every larger tier sees the same candidates: fill from this one.
+        let last = size >= n || pool >= pool_for(size.saturating_mul(2));
+        let limit = if last { n } else { size };
+        for item in rank(pool) {
+            if out.len() >= limit {
+                break;
+            }
+            if seen.insert(key(&item)) {
+                out.push(item);
+            }
+        }
+        if last {
+            return out;
+        }
+        size = size.saturating_mul(2);
+    }
 }
 
 #[cfg(test)]
@@ -199,5 +258,49 @@ mod tests {
                 "case {name}"
             );
         }
+    }
+    #[test]
+    fn tier_sizes_double_from_the_configured_page() {
+        for &(n, base, want) in &[
+            (1, 6, 6),
+            (6, 6, 6),
+            (7, 6, 12),
+            (12, 6, 12),
+            (13, 6, 24),
+            (5, 0, 8),
+        ] {
+            assert_eq!(tier_size(n, base), want, "n {n} base {base}");
+        }
+    }
+
+    #[test]
+    fn tiered_results_are_prefixes_of_larger_requests() {
+        // Pools grow with the page; a bigger pool ranks hidden candidates first.
+        let rank = |pool: usize| -> Vec<usize> {
+            let mut v: Vec<usize> = (0..pool.min(40)).collect();
+            v.sort_by_key(|&i| std::cmp::Reverse((i * 7919) % 41 + pool.min(40) - i));
+            v
+        };
+        let pool_for = |size: usize| (size * 4).min(30);
+        // Ranking each request from its own pool alone breaks prefixes here …
+        let naive = |n: usize| rank(pool_for(n))[..n].to_vec();
+        assert!((1..25).any(|n| naive(n) != naive(25)[..n]));
+        // … tiers keep them.
+        let all = tiered_top(25, 3, pool_for, rank, |i| *i);
+        assert_eq!(all.len(), 25);
+        let unique: std::collections::HashSet<_> = all.iter().collect();
+        assert_eq!(unique.len(), 25, "no duplicates across tiers");
+        for n in 1..25 {
+            assert_eq!(
+                tiered_top(n, 3, pool_for, rank, |i| *i),
+                all[..n].to_vec(),
+                "n = {n}"
+            );
+        }
+        // The configured page is exactly the single ranking of its pool.
+        assert_eq!(
+            tiered_top(3, 3, pool_for, rank, |i| *i),
+            rank(12)[..3].to_vec()
+        );
     }
 }

@@ -1,0 +1,186 @@
+//! End-to-end search latency at ~100k chunks through the library façade: keyword and vector
+//! candidates, fusion, filtering and chunk hydration.
+//!
+//! 1. `Memory::search` with a feature-hashing stand-in embedder (768-d): what a search costs
+//!    *excluding* the query embedding (the stand-in embeds a query in microseconds; its
+//!    time is printed too).
+//! 2. With `MEMORIA_TEST_MODEL_DIR` set, `Memory::memory_search` (the tool payload) with
+//!    queries embedded by EmbeddingGemma on the CPU: the full cost an agent sees. Documents
+//!    keep the stand-in's vectors, so the same 100k-chunk index serves (embedding 100k real
+//!    chunks would take hours on 2 cores); the similarities are meaningless, but the work
+//!    per search is exactly a real search's.
+//!
+//! The workspace (~128 MB of generated daily logs) and its agent directory persist under
+//! `target/memoria-bench/search/` (override with `MEMORIA_BENCH_DIR`), so only the first
+//! run pays for indexing and the HNSW build. `sync.onSearch` is off, as in a long-lived
+//! process whose watcher keeps the index fresh.
+//!
+//! `cargo bench --bench search`
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use memoria::config::{Env, ProviderKind, Settings};
+use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding, GemmaEmbedder, GemmaOptions};
+use memoria::search::Mode;
+use memoria::{EmbedderChoice, Memory, SearchOptions};
+
+#[path = "support/workspace.rs"]
+mod workspace;
+use workspace::{generate_workspace, vocabulary, Rng};
+
+#[path = "../tests/support/hash_embedder.rs"]
+mod hash_embedder;
+use hash_embedder::HashEmbedder;
+
+const DIMS: usize = 768;
+
+/// Queries through EmbeddingGemma, documents through the stand-in (see the module docs).
+struct GemmaQueries {
+    gemma: GemmaEmbedder,
+    documents: Arc<HashEmbedder>,
+}
+
+impl Embedder for GemmaQueries {
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
+        match kind {
+            EmbedKind::Query => self.gemma.embed(texts, kind),
+            EmbedKind::Document => self.documents.embed(texts, kind),
+        }
+    }
+    fn dims(&self) -> usize {
+        DIMS
+    }
+    fn fingerprint(&self) -> &str {
+        self.documents.fingerprint()
+    }
+    fn max_tokens(&self) -> usize {
+        self.gemma.max_tokens()
+    }
+}
+
+fn open(root: &std::path::Path, embedder: Arc<dyn Embedder>) -> Memory {
+    let env = Env {
+        home: Some(root.to_path_buf()),
+        state_dir: Some(root.join("state")),
+        config_path: None,
+    };
+    let mut settings = Settings::builtin("bench", &env);
+    settings.workspace = root.join("workspace");
+    settings.store.dir = root.join("agent");
+    settings.provider = ProviderKind::Local;
+    settings.sync.on_search = false;
+    Memory::open_with(
+        settings,
+        EmbedderChoice::Given {
+            embedder,
+            provider: "bench".into(),
+            model: "hash-768".into(),
+        },
+    )
+    .expect("open memory")
+}
+
+fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
+    ms.sort_by(f64::total_cmp);
+    let at = |p: f64| ms[((ms.len() as f64 - 1.0) * p).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+fn main() {
+    let root = std::env::var_os("MEMORIA_BENCH_DIR").map_or_else(
+        || PathBuf::from("target/memoria-bench/search"),
+        PathBuf::from,
+    );
+    println!("threads: {}", rayon::current_num_threads());
+    let vocab = vocabulary(20_000);
+    let marker = root.join("workspace.done");
+    if !marker.exists() {
+        let _ = std::fs::remove_dir_all(&root);
+        generate_workspace(&root.join("workspace"), 128, &vocab);
+        std::fs::write(&marker, "").expect("write marker");
+    }
+    let stand_in = HashEmbedder::new(DIMS);
+    let memory = open(&root, stand_in.clone());
+    let t = Instant::now();
+    let report = memory.sync(false, &|_| {}).expect("sync");
+    println!(
+        "index: {} chunks, {} embedded now ({:.1} s; 0 embedded = reused from an earlier run)",
+        report.chunks,
+        report.embedded,
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut rng = Rng(7);
+    let queries: Vec<String> = (0..300)
+        .map(|_| {
+            let n = 1 + (rng.next() % 4) as usize;
+            (0..n)
+                .map(|_| vocab[rng.zipf(2000)].clone())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let options = SearchOptions::default();
+    for q in &queries {
+        let response = memory.search(q, &options).expect("search");
+        assert_eq!(response.served.mode, Mode::Hybrid, "{:?}", response.served);
+    }
+    let t = Instant::now();
+    for q in &queries {
+        stand_in.embed(&[q], EmbedKind::Query).expect("embed");
+    }
+    let embed_us = t.elapsed().as_secs_f64() * 1e6 / queries.len() as f64;
+    let times: Vec<f64> = queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            memory.search(q, &options).expect("search");
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    let (p50, p99) = percentiles(times);
+    println!(
+        "hybrid search excluding query embedding at {} chunks: p50 {p50:.2} ms, p99 {p99:.2} ms \
+         ({} queries, maxResults 6, pool 24; stand-in query embedding {embed_us:.0} µs)",
+        report.chunks,
+        queries.len()
+    );
+    drop(memory);
+
+    let Some(dir) = std::env::var_os("MEMORIA_TEST_MODEL_DIR") else {
+        println!("MEMORIA_TEST_MODEL_DIR not set: skipping memory_search with EmbeddingGemma");
+        return;
+    };
+    let gemma = GemmaEmbedder::load(&dir, &candle_core::Device::Cpu, GemmaOptions::default())
+        .expect("load EmbeddingGemma");
+    let memory = open(
+        &root,
+        Arc::new(GemmaQueries {
+            gemma,
+            documents: stand_in,
+        }),
+    );
+    let sample = &queries[..100];
+    for q in &sample[..10] {
+        memory.memory_search(q, &options);
+    }
+    let times: Vec<f64> = sample
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            let payload = memory.memory_search(q, &options);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{q}");
+            ms
+        })
+        .collect();
+    let (p50, p99) = percentiles(times);
+    println!(
+        "memory_search with EmbeddingGemma query embedding (CPU) at {} chunks: p50 {p50:.1} ms, \
+         p99 {p99:.1} ms ({} queries)",
+        report.chunks,
+        sample.len()
+    );
+}

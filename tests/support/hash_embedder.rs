@@ -1,0 +1,67 @@
+//! A deterministic stand-in embedder for tests and benches (shared with `#[path]`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding};
+use memoria::index::analyzer::{terms, AnalyzerMode};
+
+/// Feature-hashed bag of words: texts sharing words are close. Counts document texts.
+pub struct HashEmbedder {
+    pub dims: usize,
+    pub documents: AtomicUsize,
+    pub fail: bool,
+    pub fingerprint: String,
+}
+
+impl HashEmbedder {
+    pub fn new(dims: usize) -> Arc<HashEmbedder> {
+        Arc::new(HashEmbedder {
+            dims,
+            documents: AtomicUsize::new(0),
+            fail: false,
+            fingerprint: format!("hash-{dims}"),
+        })
+    }
+}
+
+impl Embedder for HashEmbedder {
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
+        if self.fail {
+            return Err(EmbedError::Failed("the test embedder is down".into()));
+        }
+        if kind == EmbedKind::Document {
+            self.documents.fetch_add(texts.len(), Ordering::SeqCst);
+        }
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut v = vec![0f32; self.dims];
+                for term in terms(text, AnalyzerMode::Query) {
+                    let h = term.bytes().fold(1469598103934665603u64, |h, b| {
+                        (h ^ b as u64).wrapping_mul(1099511628211)
+                    });
+                    v[(h % self.dims as u64) as usize] += 1.0;
+                }
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    v.iter_mut().for_each(|x| *x /= norm);
+                }
+                Embedding {
+                    vector: v,
+                    tokens: 1,
+                    truncated: false,
+                }
+            })
+            .collect())
+    }
+    fn dims(&self) -> usize {
+        self.dims
+    }
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+    fn max_tokens(&self) -> usize {
+        2048
+    }
+}
