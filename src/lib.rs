@@ -118,8 +118,32 @@ struct EmbedderState {
 /// What a search reads: one generation's text index and vector index.
 struct GenerationView {
     manifest: Manifest,
-    text: TextIndex,
+    /// The text index, or why it cannot be opened (searches then fall back to vectors,
+    /// whose chunks come from the catalog; the next sync rebuilds the text index).
+    text: std::result::Result<TextIndex, (PathBuf, String)>,
     vectors: Option<VectorIndex>,
+    catalog_path: PathBuf,
+}
+
+impl GenerationView {
+    fn text(&self) -> Result<&TextIndex> {
+        self.text
+            .as_ref()
+            .map_err(|(path, message)| Error::TextIndex {
+                path: path.clone(),
+                message: message.clone(),
+            })
+    }
+
+    /// Chunk records for vector hits: from the text index, else from the catalog.
+    fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, index::catalog::ChunkRecord)>> {
+        match &self.text {
+            Ok(text) => text.chunks_by_ids(ids),
+            Err(_) => {
+                index::catalog::Catalog::open_read_only(&self.catalog_path)?.chunks_by_ids(ids)
+            }
+        }
+    }
 }
 
 /// One agent's memory: configuration, workspace and agent directory.
@@ -323,29 +347,34 @@ impl Memory {
                 return Ok(view.clone());
             }
             let gen_dir = self.dir.generation_dir(manifest.generation);
-            let opened = TextIndex::open(&gen_dir.join("text")).map(|text| {
-                let vectors = match VectorIndex::load(&gen_dir.join("vectors")) {
-                    Ok(loaded) => loaded.map(|(index, _)| index),
-                    Err(err) => {
-                        tracing::warn!("{err}; searching without vectors");
-                        None
-                    }
-                };
-                GenerationView {
-                    manifest: manifest.clone(),
-                    text,
-                    vectors,
+            let text_dir = gen_dir.join("text");
+            let text = match TextIndex::open(&text_dir) {
+                Ok(text) => Ok(text),
+                // The generation may have been swapped under us: read the manifest again.
+                Err(_) if attempts < 3 => {
+                    attempts += 1;
+                    continue;
                 }
+                Err(err) => {
+                    tracing::warn!("{err}; searching without the keyword index");
+                    Err((text_dir, err.to_string()))
+                }
+            };
+            let vectors = match VectorIndex::load(&gen_dir.join("vectors")) {
+                Ok(loaded) => loaded.map(|(index, _)| index),
+                Err(err) => {
+                    tracing::warn!("{err}; searching without vectors");
+                    None
+                }
+            };
+            let view = Arc::new(GenerationView {
+                manifest,
+                text,
+                vectors,
+                catalog_path: gen_dir.join("catalog.redb"),
             });
-            match opened {
-                Ok(view) => {
-                    let view = Arc::new(view);
-                    *cached = Some(view.clone());
-                    return Ok(view);
-                }
-                Err(err) if attempts >= 3 => return Err(err),
-                Err(_) => attempts += 1,
-            }
+            *cached = Some(view.clone());
+            return Ok(view);
         }
     }
 
@@ -392,7 +421,7 @@ impl Memory {
                 .as_ref()
                 .map(|embedder| self.vector_candidates(embedder.as_ref(), &view, query, pool))
         };
-        let run_keyword = || view.text.search(query, pool);
+        let run_keyword = || view.text()?.search(query, pool);
         let (vector_outcome, keyword) = if hybrid || state.embedder.is_none() {
             let (v, k) = rayon::join(run_vector, run_keyword);
             (v, Some(k))
@@ -508,7 +537,6 @@ impl Memory {
         let nearest = vectors.search(&query_vector, pool);
         let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
         let chunks = view
-            .text
             .chunks_by_ids(&ids)
             .map_err(|e| format!("reading vector candidates: {e}"))?;
         let mut by_id: std::collections::HashMap<String, index::catalog::ChunkRecord> =

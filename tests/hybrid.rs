@@ -135,6 +135,44 @@ fn embedding_failure_keeps_keyword_search_and_says_so() {
 }
 
 #[test]
+fn unusable_keyword_index_falls_back_to_vectors_until_the_next_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(tmp.path());
+    {
+        let memory = open(s.clone(), HashEmbedder::new(64));
+        memory.sync(false, &|_| {}).unwrap();
+    }
+    // Break the keyword index of the current generation.
+    let memory = open(s.clone(), HashEmbedder::new(64));
+    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    fs::remove_file(text_dir.join("meta.json")).unwrap();
+    let mut quiet = s.clone();
+    quiet.sync.on_search = false; // search as it is, without healing first
+    let memory = open(quiet, HashEmbedder::new(64));
+    let response = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::VectorOnly);
+    let fallback = response.served.fallback.unwrap();
+    assert_eq!(fallback.from, "fts");
+    assert!(
+        fallback.reason.contains("keyword index unavailable"),
+        "{}",
+        fallback.reason
+    );
+    // Chunks come from the catalog: real paths and lines.
+    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
+    assert_eq!(response.hits[0].chunk.start_line, 1);
+    // A sync rebuilds the keyword index and hybrid search returns.
+    memory.sync(false, &|_| {}).unwrap();
+    let response = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::Hybrid);
+    assert_eq!(response.served.fallback, None);
+}
+
+#[test]
 fn hybrid_disabled_serves_vector_results_filtered_by_min_score() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = settings(tmp.path());

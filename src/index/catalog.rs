@@ -9,7 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{
+    Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
+    ReadableTableMetadata, TableDefinition, WriteTransaction,
+};
 use serde::{Deserialize, Serialize};
 
 use super::cache::{decode_vector, encode_vector};
@@ -73,8 +76,15 @@ impl Batch {
 
 /// An open catalog.
 pub struct Catalog {
-    db: Database,
+    db: Db,
     path: PathBuf,
+}
+
+enum Db {
+    /// The writer's handle (exclusive).
+    ReadWrite(Database),
+    /// A reader's handle, used only when a search must fall back to the catalog.
+    ReadOnly(ReadOnlyDatabase),
 }
 
 impl Catalog {
@@ -82,11 +92,11 @@ impl Catalog {
     pub fn open(path: &Path) -> Result<Catalog> {
         let db = Database::create(path).map_err(|e| Error::catalog(path, e))?;
         let catalog = Catalog {
-            db,
+            db: Db::ReadWrite(db),
             path: path.to_path_buf(),
         };
         // Create the tables so read transactions never see them missing.
-        let txn = catalog.db.begin_write().map_err(|e| catalog.err(e))?;
+        let txn = catalog.begin_write()?;
         {
             txn.open_table(FILES).map_err(|e| catalog.err(e))?;
             txn.open_table(CHUNKS).map_err(|e| catalog.err(e))?;
@@ -95,6 +105,32 @@ impl Catalog {
         }
         txn.commit().map_err(|e| catalog.err(e))?;
         Ok(catalog)
+    }
+
+    /// Opens an existing catalog for reading only. Readers normally never open the catalog
+    /// (the text index serves them); this is the fallback when the text index is unusable.
+    /// It fails while a writer has the catalog open.
+    pub fn open_read_only(path: &Path) -> Result<Catalog> {
+        let db = ReadOnlyDatabase::open(path).map_err(|e| Error::catalog(path, e))?;
+        Ok(Catalog {
+            db: Db::ReadOnly(db),
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn begin_read(&self) -> Result<ReadTransaction> {
+        match &self.db {
+            Db::ReadWrite(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+        .map_err(|e| self.err(e))
+    }
+
+    fn begin_write(&self) -> Result<WriteTransaction> {
+        match &self.db {
+            Db::ReadWrite(db) => db.begin_write().map_err(|e| self.err(e)),
+            Db::ReadOnly(_) => Err(self.err("opened read-only")),
+        }
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
@@ -110,7 +146,7 @@ impl Catalog {
 
     /// The commit counter (0 for a new catalog).
     pub fn seq(&self) -> Result<u64> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.begin_read()?;
         let table = txn.open_table(META).map_err(|e| self.err(e))?;
         let seq = table.get("seq").map_err(|e| self.err(e))?;
         Ok(seq.map_or(0, |v| v.value()))
@@ -118,7 +154,7 @@ impl Catalog {
 
     /// All file records, by path.
     pub fn files(&self) -> Result<Vec<(String, FileRecord)>> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.begin_read()?;
         let table = txn.open_table(FILES).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in table.iter().map_err(|e| self.err(e))? {
@@ -131,7 +167,7 @@ impl Catalog {
 
     /// Calls `f` for every chunk (used to rebuild derived indexes).
     pub fn for_each_chunk(&self, mut f: impl FnMut(&str, ChunkRecord) -> Result<()>) -> Result<()> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.begin_read()?;
         let table = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         for row in table.iter().map_err(|e| self.err(e))? {
             let (key, value) = row.map_err(|e| self.err(e))?;
@@ -141,9 +177,22 @@ impl Catalog {
         Ok(())
     }
 
+    /// The chunks with these ids, in order (unknown ids are skipped).
+    pub fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
+        let txn = self.begin_read()?;
+        let table = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(value) = table.get(id.as_str()).map_err(|e| self.err(e))? {
+                out.push((id.clone(), self.decode(id, value.value())?));
+            }
+        }
+        Ok(out)
+    }
+
     /// Number of chunks.
     pub fn chunk_count(&self) -> Result<u64> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.begin_read()?;
         let table = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         table.len().map_err(|e| self.err(e))
     }
@@ -151,7 +200,7 @@ impl Catalog {
     /// Applies `batch` atomically and returns the new `seq`. `old` maps each upserted or
     /// removed path to its previous record, whose chunks are deleted.
     pub fn commit(&self, batch: &Batch, old: &dyn Fn(&str) -> Option<Vec<String>>) -> Result<u64> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let txn = self.begin_write()?;
         let seq;
         {
             let mut files = txn.open_table(FILES).map_err(|e| self.err(e))?;
@@ -209,7 +258,7 @@ impl Catalog {
     /// The vector commit counter: bumped whenever the set of stored vectors may change (the
     /// vector index is tagged with it, as the text index is with [`Catalog::seq`]).
     pub fn vector_seq(&self) -> Result<u64> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.begin_read()?;
         let table = txn.open_table(META).map_err(|e| self.err(e))?;
         let seq = table.get("vector_seq").map_err(|e| self.err(e))?;
         Ok(seq.map_or(0, |v| v.value()))
@@ -217,7 +266,7 @@ impl Catalog {
 
     /// Chunks that have no vector yet, as `(id, hash, text)`.
     pub fn chunks_without_vectors(&self) -> Result<Vec<(String, String, String)>> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.begin_read()?;
         let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         let vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
@@ -234,7 +283,7 @@ impl Catalog {
     /// Stores vectors of existing chunks (ids no longer in the catalog are skipped) and
     /// returns the new vector seq (the text-facing `seq` is unchanged: no chunk changed).
     pub fn put_vectors(&self, items: &[(String, Vec<f32>)]) -> Result<u64> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let txn = self.begin_write()?;
         let seq;
         {
             let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
@@ -256,7 +305,7 @@ impl Catalog {
 
     /// Every stored vector, as `(chunk id, vector)`.
     pub fn vectors(&self) -> Result<Vec<(String, Vec<f32>)>> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.begin_read()?;
         let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in table.iter().map_err(|e| self.err(e))? {
