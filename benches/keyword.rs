@@ -13,7 +13,7 @@ use memoria::{Memory, SearchOptions};
 
 #[path = "support/workspace.rs"]
 mod workspace;
-use workspace::{generate_workspace, vocabulary, Rng};
+use workspace::{generate_workspace, queries, vocabulary};
 
 fn settings(workspace: &Path, store: &Path) -> Settings {
     let env = Env {
@@ -81,16 +81,7 @@ fn main() {
     drop(memory);
 
     // Warm search latency at ~10k and ~100k chunks (1,280 new chars per chunk at defaults).
-    let mut rng = Rng(7);
-    let queries: Vec<String> = (0..300)
-        .map(|_| {
-            let n = 1 + (rng.next() % 4) as usize;
-            (0..n)
-                .map(|_| vocab[rng.zipf(2000)].clone())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
+    let queries = queries(&vocab, 300);
     for (label, megabytes) in [("10k", 13usize), ("100k", 128)] {
         let ws = tmp.path().join(format!("ws{label}"));
         generate_workspace(&ws, megabytes, &vocab);

@@ -39,7 +39,7 @@ use memoria::{EmbedderChoice, Memory, SearchOptions};
 
 #[path = "support/workspace.rs"]
 mod workspace;
-use workspace::{generate_workspace, vocabulary, Rng};
+use workspace::{generate_workspace, queries, vocabulary};
 
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
@@ -123,16 +123,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
-    let mut rng = Rng(7);
-    let queries: Vec<String> = (0..300)
-        .map(|_| {
-            let n = 1 + (rng.next() % 4) as usize;
-            (0..n)
-                .map(|_| vocab[rng.zipf(2000)].clone())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
+    let queries = queries(&vocab, 300);
     let options = SearchOptions::default();
     for q in &queries {
         let response = memory.search(q, &options).expect("search");

@@ -72,3 +72,17 @@ pub fn generate_workspace(dir: &Path, megabytes: usize, vocab: &[String]) -> u64
     }
     written
 }
+
+/// `n` queries of 1–4 words drawn Zipf-like from the 2,000 most common words.
+pub fn queries(vocab: &[String], n: usize) -> Vec<String> {
+    let mut rng = Rng(7);
+    (0..n)
+        .map(|_| {
+            let words = 1 + (rng.next() % 4) as usize;
+            (0..words)
+                .map(|_| vocab[rng.zipf(2000)].clone())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
