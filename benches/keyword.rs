@@ -11,6 +11,8 @@ use memoria::chunk::{chunk_markdown, ChunkParams};
 use memoria::config::{Env, ProviderKind, Settings};
 use memoria::{Memory, SearchOptions};
 
+#[path = "support/rng.rs"]
+mod rng;
 #[path = "support/workspace.rs"]
 mod workspace;
 use workspace::{generate_workspace, queries, vocabulary};

@@ -37,6 +37,8 @@ use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding, GemmaEmbedder, 
 use memoria::search::Mode;
 use memoria::{EmbedderChoice, Memory, SearchOptions};
 
+#[path = "support/rng.rs"]
+mod rng;
 #[path = "support/workspace.rs"]
 mod workspace;
 use workspace::{generate_workspace, queries, vocabulary};

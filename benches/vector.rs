@@ -36,24 +36,9 @@ use std::time::{Duration, Instant};
 
 use memoria::index::vector::{VectorIndex, VectorParams};
 
-/// Deterministic xorshift generator (no dependency, same data every run).
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn uniform(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    /// Approximately standard normal (Irwin–Hall with 4 terms, rescaled).
-    fn normal(&mut self) -> f32 {
-        ((0..4).map(|_| self.uniform()).sum::<f32>() - 2.0) * 1.732
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn unit(mut v: Vec<f32>) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -68,7 +53,7 @@ fn clustered(rng: &mut Rng, centres: &[Vec<f32>], n: usize, noise: f32) -> Vec<V
     let scale = noise / (dims as f32).sqrt();
     (0..n)
         .map(|_| {
-            let c = &centres[(rng.next_u64() % centres.len() as u64) as usize];
+            let c = &centres[(rng.next() % centres.len() as u64) as usize];
             unit(c.iter().map(|x| x + scale * rng.normal()).collect())
         })
         .collect()

@@ -1,25 +1,11 @@
 //! A generated daily-log workspace for the benches (shared with `#[path]`): Zipf-distributed
-//! words from a synthetic vocabulary, hex ids, dotted identifiers and some CJK.
+//! words from a synthetic vocabulary, hex ids, dotted identifiers and some CJK. The
+//! including bench also declares `mod rng` (support/rng.rs).
 
 use std::fs;
 use std::path::Path;
 
-/// Deterministic xorshift generator (no dependency, same data every run).
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Zipf-like index in 0..n: small indexes are much more frequent, as in real text.
-    pub fn zipf(&mut self, n: usize) -> usize {
-        let u = (self.next() % 1_000_000) as f64 / 1_000_000.0;
-        ((n as f64).powf(u) as usize).saturating_sub(1).min(n - 1)
-    }
-}
+use super::rng::Rng;
 
 pub fn vocabulary(size: usize) -> Vec<String> {
     let syllables = [
