@@ -135,7 +135,9 @@ impl GenerationView {
             })
     }
 
-    /// Chunk records for vector hits: from the text index, else from the catalog.
+    /// Chunk records for vector hits: from the text index, else from the catalog. The
+    /// catalog is opened per call on purpose: a reader holding it open would keep the
+    /// writer (the sync that rebuilds the text index) out.
     fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, index::catalog::ChunkRecord)>> {
         match &self.text {
             Ok(text) => text.chunks_by_ids(ids),
