@@ -30,21 +30,13 @@ struct Norm {
 }
 
 impl Norm {
-    fn load(
-        f: &SafeFile,
-        name: &str,
-        n: usize,
-        scale: f32,
-        device: &Device,
-        dtype: DType,
-    ) -> Result<Self> {
+    fn load(f: &SafeFile, name: &str, n: usize, scale: f32, device: &Device) -> Result<Self> {
         let mut host = f.read_f32(name, &[n])?;
         for w in &mut host {
             *w = (1.0 + *w) * scale;
         }
         // Norm weights stay f32 on every device: the norm itself is computed in f32.
         let tensor = Tensor::from_slice(&host, n, device)?;
-        let _ = dtype;
         Ok(Norm { host, tensor })
     }
 }
@@ -147,7 +139,7 @@ impl Encoder {
                 Projection::load(file, &prefix, parts, cols, half, device, dtype)
             };
             let norm = |name: &str, n: usize, scale: f32| -> Result<Norm> {
-                Norm::load(file, &format!("{p}.{name}"), n, scale, device, dtype)
+                Norm::load(file, &format!("{p}.{name}"), n, scale, device)
             };
             let wqkv = proj(
                 &[
@@ -175,7 +167,7 @@ impl Encoder {
                 wd,
             });
         }
-        let final_norm = Norm::load(file, "norm.weight", h, 1.0, device, dtype)?;
+        let final_norm = Norm::load(file, "norm.weight", h, 1.0, device)?;
         let rope_local = Rope::new(cfg.rope_local_theta, hd, max_pos, device)?;
         let rope_global = Rope::new(cfg.rope_theta, hd, max_pos, device)?;
         Ok(Encoder {
