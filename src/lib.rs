@@ -32,7 +32,7 @@ pub mod sync;
 pub mod tools;
 pub mod workspace;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -42,11 +42,12 @@ use chunk::sha256_hex;
 use config::{ProviderKind, Settings};
 use embed::model::{resolve_model, ModelSearch};
 use embed::{EmbedKind, Embedder};
+use index::catalog::{ChunkKey, ChunkRecord};
 use index::text::TextIndex;
 use index::vector::{VectorIndex, VectorParams};
 use index::{AgentDir, Identity, Manifest};
 use search::hybrid::{FusionParams, KeywordCandidate, VectorCandidate};
-use search::{Hit, Mode};
+use search::{Hit, Mode, Ranked};
 use sync::{EmbedPlan, SyncProgress, SyncReport};
 use tools::{Fallback, GetPayload, SearchPayload, Served};
 use workspace::Discovery;
@@ -135,16 +136,31 @@ impl GenerationView {
             })
     }
 
-    /// Chunk records for vector hits: from the text index, else from the catalog. The
-    /// catalog is opened per call on purpose: a reader holding it open would keep the
-    /// writer (the sync that rebuilds the text index) out.
-    fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, index::catalog::ChunkRecord)>> {
+    /// Ranking keys of vector hits: from the text index, else from the catalog.
+    fn keys_by_ids(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
+        match &self.text {
+            Ok(text) => text.keys_by_ids(ids),
+            Err(_) => Ok(self
+                .catalog_chunks_by_ids(ids)?
+                .into_iter()
+                .map(|(id, chunk)| chunk.key(id))
+                .collect()),
+        }
+    }
+
+    /// Chunk records of the hits a search returns: from the text index, else from the
+    /// catalog.
+    fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
         match &self.text {
             Ok(text) => text.chunks_by_ids(ids),
-            Err(_) => {
-                index::catalog::Catalog::open_read_only(&self.catalog_path)?.chunks_by_ids(ids)
-            }
+            Err(_) => self.catalog_chunks_by_ids(ids),
         }
+    }
+
+    /// The catalog is opened per call on purpose: a reader holding it open would keep the
+    /// writer (the sync that rebuilds the text index) out.
+    fn catalog_chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
+        index::catalog::Catalog::open_read_only(&self.catalog_path)?.chunks_by_ids(ids)
     }
 }
 
@@ -449,8 +465,7 @@ impl Memory {
         let keyword = keyword.map(|hits| {
             hits.into_iter()
                 .map(|h| KeywordCandidate {
-                    id: h.id,
-                    chunk: h.chunk,
+                    key: h.key,
                     bm25: f64::from(h.bm25),
                 })
                 .collect::<Vec<_>>()
@@ -482,7 +497,19 @@ impl Memory {
             text_weight: f64::from(q.hybrid.text_weight),
             fusion: q.hybrid.fusion,
         };
-        let rank = |pool: usize| -> Vec<Hit> {
+        // MMR compares candidates' texts, so it reads every candidate's chunk; otherwise only
+        // the returned chunks are read.
+        let mut chunks: HashMap<String, ChunkRecord> = HashMap::new();
+        if q.hybrid.mmr.enabled {
+            let ids: Vec<String> = keyword
+                .iter()
+                .flatten()
+                .map(|k| k.key.id.clone())
+                .chain(vector.iter().flatten().map(|v| v.key.id.clone()))
+                .collect();
+            chunks.extend(view.chunks_by_ids(&ids)?);
+        }
+        let rank = |pool: usize| -> Vec<Ranked> {
             let head = |len: usize| len.min(pool);
             let hits = match (&keyword, &vector) {
                 (Some(k), Some(v)) => search::hybrid::fuse(
@@ -494,15 +521,30 @@ impl Memory {
                 (Some(k), None) => search::keyword_hits(k[..head(k.len())].to_vec()),
                 (None, None) => Vec::new(),
             };
-            self.post_process(hits, min_score, usize::MAX)
+            self.post_process(hits, min_score, &chunks)
         };
-        let hits = search::tiered_top(
+        let ranked = search::tiered_top(
             max_results,
             base,
             |size| config::candidate_pool(size, multiplier),
             rank,
-            |hit: &Hit| hit.id.clone(),
+            |hit: &Ranked| hit.key.id.clone(),
         );
+        let missing: Vec<String> = ranked
+            .iter()
+            .filter(|r| !chunks.contains_key(&r.key.id))
+            .map(|r| r.key.id.clone())
+            .collect();
+        chunks.extend(view.chunks_by_ids(&missing)?);
+        // Every ranked id was just read from this view, whose readers never reload, so
+        // none is missing.
+        let hits = ranked
+            .into_iter()
+            .filter_map(|r| {
+                let chunk = chunks.remove(&r.key.id)?;
+                Some(Hit::new(r, chunk))
+            })
+            .collect();
         Ok(SearchResponse { hits, served })
     }
 
@@ -538,18 +580,17 @@ impl Memory {
         }
         let nearest = vectors.search(&query_vector, pool);
         let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
-        let chunks = view
-            .chunks_by_ids(&ids)
+        let keys = view
+            .keys_by_ids(&ids)
             .map_err(|e| format!("reading vector candidates: {e}"))?;
-        let mut by_id: std::collections::HashMap<String, index::catalog::ChunkRecord> =
-            chunks.into_iter().collect();
+        let mut by_id: HashMap<String, ChunkKey> =
+            keys.into_iter().map(|k| (k.id.clone(), k)).collect();
         Ok(Some(
             nearest
                 .into_iter()
                 .filter_map(|(id, cosine)| {
-                    by_id.remove(&id).map(|chunk| VectorCandidate {
-                        id,
-                        chunk,
+                    by_id.remove(&id).map(|key| VectorCandidate {
+                        key,
                         cosine: f64::from(cosine),
                     })
                 })
@@ -557,21 +598,26 @@ impl Memory {
         ))
     }
 
-    /// Temporal decay, minScore (with the keyword relaxation), MMR, maxResults.
-    fn post_process(&self, mut hits: Vec<Hit>, min_score: f64, max_results: usize) -> Vec<Hit> {
+    /// Temporal decay, minScore (with the keyword relaxation), MMR (over `chunks`' texts).
+    fn post_process(
+        &self,
+        mut hits: Vec<Ranked>,
+        min_score: f64,
+        chunks: &HashMap<String, ChunkRecord>,
+    ) -> Vec<Ranked> {
         let hybrid = &self.settings.query.hybrid;
         if hybrid.temporal_decay.enabled {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
             for hit in &mut hits {
-                let mtime = std::fs::metadata(self.settings.workspace.join(&hit.chunk.path))
+                let mtime = std::fs::metadata(self.settings.workspace.join(&hit.key.path))
                     .and_then(|m| m.modified())
                     .ok()
                     .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                     .map(|d| d.as_secs() as i64);
                 hit.score *= search::hybrid::decay_factor(
-                    &hit.chunk.path,
+                    &hit.key.path,
                     mtime,
                     now,
                     f64::from(hybrid.temporal_decay.half_life_days),
@@ -581,14 +627,14 @@ impl Memory {
         let mut hits =
             search::filter_ranked(hits, min_score, f64::from(hybrid.text_weight), usize::MAX);
         if hybrid.mmr.enabled {
-            let terms = |text: &str| -> HashSet<String> {
+            let terms = |hit: &Ranked| -> HashSet<String> {
+                let text = chunks.get(&hit.key.id).map_or("", |c| c.text.as_str());
                 index::analyzer::terms(text, index::analyzer::AnalyzerMode::Query)
                     .into_iter()
                     .collect()
             };
             hits = search::hybrid::mmr(hits, f64::from(hybrid.mmr.lambda), terms);
         }
-        hits.truncate(max_results);
         hits
     }
 

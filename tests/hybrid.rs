@@ -173,6 +173,46 @@ fn unusable_keyword_index_falls_back_to_vectors_until_the_next_sync() {
 }
 
 #[test]
+fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embedding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = HashEmbedder::new(64);
+    let memory = open(settings(tmp.path()), embedder.clone());
+    memory.sync(false, &|_| {}).unwrap();
+    let embedded = embedder.documents.load(Ordering::SeqCst);
+    // What an older memoria left: format 2, whose text index has another schema.
+    let root = memory.agent_dir().root().to_path_buf();
+    let manifest = fs::read_to_string(root.join("manifest.json")).unwrap();
+    let older = manifest.replacen(
+        &format!("\"format\": {}", memoria::index::FORMAT_VERSION),
+        "\"format\": 2",
+        1,
+    );
+    assert_ne!(older, manifest, "{manifest}");
+    fs::write(root.join("manifest.json"), older).unwrap();
+    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    fs::remove_dir_all(&text_dir).unwrap();
+    let mut schema = tantivy::schema::Schema::builder();
+    schema.add_text_field("id", tantivy::schema::STRING | tantivy::schema::STORED);
+    fs::create_dir_all(&text_dir).unwrap();
+    tantivy::Index::create_in_dir(&text_dir, schema.build()).unwrap();
+
+    let memory = open(settings(tmp.path()), embedder.clone());
+    assert!(memory.status().unwrap().dirty);
+    let response = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::Hybrid);
+    assert_eq!(response.served.fallback, None);
+    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
+    assert_eq!(memory.status().unwrap().generation, Some(2));
+    assert_eq!(
+        embedder.documents.load(Ordering::SeqCst),
+        embedded,
+        "vectors come from the embedding cache"
+    );
+}
+
+#[test]
 fn hybrid_disabled_serves_vector_results_filtered_by_min_score() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = settings(tmp.path());

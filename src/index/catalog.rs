@@ -50,6 +50,27 @@ pub struct ChunkRecord {
     pub text: String,
 }
 
+impl ChunkRecord {
+    /// This chunk's ranking key, given its id.
+    pub fn key(&self, id: String) -> ChunkKey {
+        ChunkKey {
+            id,
+            path: self.path.clone(),
+            start_line: self.start_line,
+        }
+    }
+}
+
+/// What ranking needs to know of a chunk: its id and the SPEC §5.4 tie-break keys (path,
+/// start line). Searches rank keys and read the full record only for the chunks they
+/// return: reading every candidate's stored chunk was a third of a search at 100k chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkKey {
+    pub id: String,
+    pub path: String,
+    pub start_line: usize,
+}
+
 /// A file (re)indexed, with its new chunks as `(id, record)`.
 #[derive(Debug)]
 pub struct Upsert {

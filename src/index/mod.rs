@@ -35,7 +35,8 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Result};
 
 /// Bumped when the on-disk layout changes incompatibly (forces a rebuild).
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: the text index keeps each chunk's ranking key (id, path, start line) in fast fields.
+pub const FORMAT_VERSION: u32 = 3;
 
 const MANIFEST: &str = "manifest.json";
 const LOCK: &str = "LOCK";

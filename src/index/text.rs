@@ -3,18 +3,30 @@
 //! Each chunk is one document with its id, path, source, line range and text stored, so a
 //! search is answered from this index alone, without opening the catalog (which only the
 //! writer opens). Every commit carries the catalog `seq` it reflects as its payload.
+//!
+//! The ranking key (id, path, start line) is also kept in fast fields, so ranking reads it
+//! from columns and only the returned chunks come from the compressed doc store. An index
+//! with another schema (written by another memoria version) does not open; the next sync
+//! rebuilds it (the agent directory's format version changes with the schema).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use tantivy::collector::TopDocs;
+use tantivy::columnar::Column;
+use tantivy::index::SegmentId;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED, STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
 };
-use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    doc, DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader,
+    TantivyDocument, Term,
+};
 
 use super::analyzer::{analyzer, terms, AnalyzerMode, ANALYZER_NAME};
-use super::catalog::ChunkRecord;
+use super::catalog::{ChunkKey, ChunkRecord};
 use crate::{Error, Result};
 
 /// Writer heap: large enough that a 50 MB workspace indexes in a few segments.
@@ -23,6 +35,8 @@ const WRITER_HEAP_BYTES: usize = 256 << 20;
 #[derive(Clone, Copy)]
 struct Fields {
     id: Field,
+    id_hi: Field,
+    id_lo: Field,
     path: Field,
     source: Field,
     start_line: Field,
@@ -40,9 +54,11 @@ fn schema() -> (Schema, Fields) {
     );
     let fields = Fields {
         id: builder.add_text_field("id", STRING | STORED),
-        path: builder.add_text_field("path", STRING | STORED),
+        id_hi: builder.add_u64_field("id_hi", FAST),
+        id_lo: builder.add_u64_field("id_lo", FAST),
+        path: builder.add_text_field("path", STRING | STORED | FAST),
         source: builder.add_text_field("source", STRING | STORED),
-        start_line: builder.add_u64_field("start_line", STORED),
+        start_line: builder.add_u64_field("start_line", STORED | FAST),
         end_line: builder.add_u64_field("end_line", STORED),
         hash: builder.add_text_field("hash", STORED),
         text: builder.add_text_field("text", text_options),
@@ -50,12 +66,68 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
-/// A keyword hit: the chunk and its raw BM25 score (higher is better).
+/// A keyword hit: the chunk's ranking key and its raw BM25 score (higher is better).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextHit {
-    pub id: String,
-    pub chunk: ChunkRecord,
+    pub key: ChunkKey,
     pub bm25: f32,
+}
+
+/// One segment's ranking keys, from its fast fields. The id is 32 hex digits, kept as two
+/// u64 columns: a string column would decode a zstd dictionary block per lookup, which
+/// cost more than reading the stored chunk. Paths are few per segment, so their
+/// dictionary is decoded once, when the segment is first searched.
+struct SegmentKeys {
+    id_hi: Column<u64>,
+    id_lo: Column<u64>,
+    path_ords: Column<u64>,
+    /// The path column's dictionary, by ordinal.
+    paths: Vec<String>,
+    start_line: Column<u64>,
+}
+
+impl SegmentKeys {
+    fn load(reader: &SegmentReader) -> tantivy::Result<SegmentKeys> {
+        let fast = reader.fast_fields();
+        let path = fast
+            .str("path")?
+            .ok_or_else(|| tantivy::TantivyError::SchemaError("path is not a fast field".into()))?;
+        let mut paths = Vec::with_capacity(path.dictionary().num_terms());
+        let mut terms = path.dictionary().stream()?;
+        while terms.advance() {
+            paths.push(String::from_utf8_lossy(terms.key()).into_owned());
+        }
+        Ok(SegmentKeys {
+            id_hi: fast.u64("id_hi")?,
+            id_lo: fast.u64("id_lo")?,
+            path_ords: path.ords().clone(),
+            paths,
+            start_line: fast.u64("start_line")?,
+        })
+    }
+
+    fn key(&self, doc: tantivy::DocId) -> Option<ChunkKey> {
+        let (hi, lo) = (self.id_hi.first(doc)?, self.id_lo.first(doc)?);
+        let path = self.paths.get(self.path_ords.first(doc)? as usize)?;
+        Some(ChunkKey {
+            id: format!("{hi:016x}{lo:016x}"),
+            path: path.clone(),
+            start_line: self.start_line.first(doc)? as usize,
+        })
+    }
+}
+
+/// A chunk id's two halves for the `id_hi`/`id_lo` columns, if it is 32 lowercase hex
+/// digits (as every chunk id is; see `sync::chunk_id`).
+fn id_halves(id: &str) -> Option<(u64, u64)> {
+    let valid = id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !valid {
+        return None;
+    }
+    Some((
+        u64::from_str_radix(&id[..16], 16).ok()?,
+        u64::from_str_radix(&id[16..], 16).ok()?,
+    ))
 }
 
 /// An open text index.
@@ -64,6 +136,8 @@ pub struct TextIndex {
     reader: IndexReader,
     fields: Fields,
     dir: PathBuf,
+    /// Ranking keys of the segments searched so far.
+    keys: Mutex<HashMap<SegmentId, Arc<SegmentKeys>>>,
 }
 
 impl TextIndex {
@@ -82,10 +156,17 @@ impl TextIndex {
     }
 
     fn wrap(index: Index, dir: &Path) -> Result<TextIndex> {
+        let (expected, fields) = schema();
+        if index.schema() != expected {
+            return Err(Error::text(
+                dir,
+                "the index was written by another memoria version (its schema differs); \
+                 `memoria index` rebuilds it",
+            ));
+        }
         index
             .tokenizers()
             .register(ANALYZER_NAME, analyzer(AnalyzerMode::Index));
-        let (_, fields) = schema();
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -96,6 +177,7 @@ impl TextIndex {
             reader,
             fields,
             dir: dir.to_path_buf(),
+            keys: Mutex::default(),
         })
     }
 
@@ -155,22 +237,43 @@ impl TextIndex {
         let top = searcher
             .search(&query, &TopDocs::with_limit(limit).order_by_score())
             .map_err(|e| Error::text(&self.dir, e))?;
+        let keys = self.segment_keys(&searcher)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let (id, chunk) = self.stored_chunk(&searcher, address)?;
             hits.push(TextHit {
-                id,
-                chunk,
+                key: self.key_at(&keys, address)?,
                 bm25: score,
             });
         }
         Ok(hits)
     }
 
-    /// The stored chunks with these ids (unknown ids are skipped: a vector index may
-    /// briefly know a chunk this commit no longer has).
+    /// The ranking keys of the chunks with these ids, in order (unknown ids are skipped: a
+    /// vector index may briefly know a chunk this commit no longer has).
+    pub fn keys_by_ids(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
+        let searcher = self.reader.searcher();
+        let keys = self.segment_keys(&searcher)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for address in self.addresses(&searcher, ids)?.into_iter().flatten() {
+            out.push(self.key_at(&keys, address)?);
+        }
+        Ok(out)
+    }
+
+    /// The stored chunks with these ids, in order (unknown ids are skipped). The reader is
+    /// never reloaded under an open index, so ids returned by [`TextIndex::search`] or
+    /// [`TextIndex::keys_by_ids`] are found here.
     pub fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
         let searcher = self.reader.searcher();
+        let mut out = Vec::with_capacity(ids.len());
+        for address in self.addresses(&searcher, ids)?.into_iter().flatten() {
+            out.push(self.stored_chunk(&searcher, address)?);
+        }
+        Ok(out)
+    }
+
+    /// Where each id's live document is, if anywhere.
+    fn addresses(&self, searcher: &Searcher, ids: &[String]) -> Result<Vec<Option<DocAddress>>> {
         let err = |e: tantivy::TantivyError| Error::text(&self.dir, e);
         // Straight to each segment's postings for the id term: a full query per id (weight,
         // scorer, collector) cost more than the rest of a vector search.
@@ -199,21 +302,53 @@ impl TextIndex {
                     doc = tantivy::DocSet::advance(&mut postings);
                 }
                 if doc != tantivy::TERMINATED {
-                    found = Some(tantivy::DocAddress::new(ord as u32, doc));
+                    found = Some(DocAddress::new(ord as u32, doc));
                     break;
                 }
             }
-            if let Some(address) = found {
-                out.push(self.stored_chunk(&searcher, address)?);
-            }
+            out.push(found);
         }
         Ok(out)
     }
 
+    /// Each segment's ranking keys, loaded on first use.
+    fn segment_keys(&self, searcher: &Searcher) -> Result<Vec<Arc<SegmentKeys>>> {
+        let mut cache = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let readers = searcher.segment_readers();
+        // Segments merged away since (after a reload) are dropped from the cache.
+        cache.retain(|id, _| readers.iter().any(|r| r.segment_id() == *id));
+        let mut out = Vec::with_capacity(readers.len());
+        for reader in readers {
+            let keys = match cache.get(&reader.segment_id()) {
+                Some(keys) => keys.clone(),
+                None => {
+                    let keys =
+                        Arc::new(SegmentKeys::load(reader).map_err(|e| Error::text(&self.dir, e))?);
+                    cache.insert(reader.segment_id(), keys.clone());
+                    keys
+                }
+            };
+            out.push(keys);
+        }
+        Ok(out)
+    }
+
+    /// The ranking key at `address`.
+    fn key_at(&self, keys: &[Arc<SegmentKeys>], address: DocAddress) -> Result<ChunkKey> {
+        keys.get(address.segment_ord as usize)
+            .and_then(|keys| keys.key(address.doc_id))
+            .ok_or_else(|| {
+                Error::text(
+                    &self.dir,
+                    format!("document {address:?} lacks its id, path or start_line column value"),
+                )
+            })
+    }
+
     fn stored_chunk(
         &self,
-        searcher: &tantivy::Searcher,
-        address: tantivy::DocAddress,
+        searcher: &Searcher,
+        address: DocAddress,
     ) -> Result<(String, ChunkRecord)> {
         let doc: TantivyDocument = searcher
             .doc(address)
@@ -247,9 +382,20 @@ pub struct TextWriter {
 impl TextWriter {
     pub fn add(&self, id: &str, chunk: &ChunkRecord) -> Result<()> {
         let f = self.fields;
+        let (hi, lo) = id_halves(id).ok_or_else(|| {
+            Error::text(
+                &self.dir,
+                format!(
+                    "chunk id {id:?} of {} is not 32 lowercase hex digits",
+                    chunk.path
+                ),
+            )
+        })?;
         self.writer
             .add_document(doc!(
                 f.id => id,
+                f.id_hi => hi,
+                f.id_lo => lo,
                 f.path => chunk.path.as_str(),
                 f.source => chunk.source.as_str(),
                 f.start_line => chunk.start_line as u64,
@@ -290,5 +436,130 @@ impl TextWriter {
         self.writer
             .wait_merging_threads()
             .map_err(|e| Error::text(&self.dir, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(path: &str, start_line: usize, text: &str) -> ChunkRecord {
+        ChunkRecord {
+            path: path.into(),
+            source: "memory".into(),
+            start_line,
+            end_line: start_line + 1,
+            hash: format!("h{start_line}"),
+            text: text.into(),
+        }
+    }
+
+    fn id(n: u32) -> String {
+        format!("{n:032x}")
+    }
+
+    #[test]
+    fn id_halves_table() {
+        let cases = [
+            (
+                "0123456789abcdef0123456789abcdef",
+                Some((0x0123456789abcdef, 0x0123456789abcdef)),
+            ),
+            ("ffffffffffffffff0000000000000001", Some((u64::MAX, 1))),
+            ("0123456789ABCDEF0123456789abcdef", None), // upper case would not round-trip
+            ("0123456789abcdef", None),
+            ("0123456789abcdef0123456789abcdeg", None),
+            ("", None),
+        ];
+        for (id, want) in cases {
+            assert_eq!(id_halves(id), want, "{id:?}");
+        }
+    }
+
+    #[test]
+    fn ranking_keys_come_from_columns_and_match_the_stored_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = TextIndex::create(dir.path()).unwrap();
+        let mut writer = index.writer().unwrap();
+        let docs = [
+            (
+                id(1),
+                chunk("memory/2026-01-02.md", 1, "postgres cutover plan"),
+            ),
+            (
+                id(2),
+                chunk("MEMORY.md", 7, "postgres is the primary store"),
+            ),
+            (
+                id(3),
+                chunk("memory/2026-01-03.md", 4, "the cat needs a vaccine"),
+            ),
+        ];
+        for (id, chunk) in &docs[..2] {
+            writer.add(id, chunk).unwrap();
+        }
+        writer.commit(1).unwrap();
+        writer.add(&docs[2].0, &docs[2].1).unwrap(); // a second segment
+        writer.commit(2).unwrap();
+        index.reload().unwrap();
+
+        let hits = index.search("postgres vaccine", 10).unwrap();
+        assert_eq!(hits.len(), 3);
+        for hit in &hits {
+            let (id, chunk) = docs.iter().find(|(id, _)| *id == hit.key.id).unwrap();
+            assert_eq!(hit.key, chunk.key(id.clone()));
+        }
+        let wanted = [id(3), id(9), id(1)];
+        let keys = index.keys_by_ids(&wanted).unwrap();
+        assert_eq!(
+            keys,
+            vec![docs[2].1.key(id(3)), docs[0].1.key(id(1))],
+            "in order, unknown ids skipped"
+        );
+        let chunks = index.chunks_by_ids(&wanted).unwrap();
+        assert_eq!(
+            chunks,
+            vec![(id(3), docs[2].1.clone()), (id(1), docs[0].1.clone())]
+        );
+
+        // After a delete and a reload, keys come from the live segments only.
+        writer.delete_path("MEMORY.md");
+        writer.commit(3).unwrap();
+        writer.finish().unwrap();
+        index.reload().unwrap();
+        let ids: Vec<String> = index
+            .search("postgres", 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.key.id)
+            .collect();
+        assert_eq!(ids, vec![id(1)]);
+        assert_eq!(index.keys_by_ids(&[id(2)]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn a_chunk_id_that_is_not_32_hex_digits_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = TextIndex::create(dir.path()).unwrap();
+        let writer = index.writer().unwrap();
+        let err = writer
+            .add("not-an-id", &chunk("memory/x.md", 1, "text"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not-an-id") && err.contains("memory/x.md"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_index_with_another_schema_does_not_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut builder = Schema::builder();
+        builder.add_text_field("id", STRING | STORED);
+        Index::create_in_dir(dir.path(), builder.build()).unwrap();
+        let err = TextIndex::open(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("another memoria version"), "{err}");
+        assert!(err.contains(&dir.path().display().to_string()), "{err}");
     }
 }

@@ -6,9 +6,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{text_score, Hit};
+use super::{text_score, ChunkKey, Ranked};
 use crate::config::Fusion;
-use crate::index::catalog::ChunkRecord;
 
 /// The RRF constant (Cormack et al.); 60 is the customary value.
 pub const RRF_K: f64 = 60.0;
@@ -16,16 +15,14 @@ pub const RRF_K: f64 = 60.0;
 /// A keyword candidate: chunk and raw BM25 score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeywordCandidate {
-    pub id: String,
-    pub chunk: ChunkRecord,
+    pub key: ChunkKey,
     pub bm25: f64,
 }
 
 /// A vector candidate: chunk and cosine similarity to the query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorCandidate {
-    pub id: String,
-    pub chunk: ChunkRecord,
+    pub key: ChunkKey,
     pub cosine: f64,
 }
 
@@ -48,10 +45,10 @@ pub fn fuse(
     keyword: Vec<KeywordCandidate>,
     vector: Vec<VectorCandidate>,
     params: &FusionParams,
-) -> Vec<Hit> {
+) -> Vec<Ranked> {
     let bm25_range = range(keyword.iter().map(|k| k.bm25));
     let cosine_range = range(vector.iter().map(|v| v.cosine));
-    let mut merged: HashMap<String, Hit> = HashMap::new();
+    let mut merged: HashMap<String, Ranked> = HashMap::new();
     let mut text_component: HashMap<String, f64> = HashMap::new();
     let mut vector_component: HashMap<String, f64> = HashMap::new();
     for (rank, candidate) in keyword.into_iter().enumerate() {
@@ -61,12 +58,11 @@ pub fn fuse(
             Fusion::MinMax => normalise(candidate.bm25, bm25_range),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
-        text_component.insert(candidate.id.clone(), component);
+        text_component.insert(candidate.key.id.clone(), component);
         merged.insert(
-            candidate.id.clone(),
-            Hit {
-                id: candidate.id,
-                chunk: candidate.chunk,
+            candidate.key.id.clone(),
+            Ranked {
+                key: candidate.key,
                 score: 0.0,
                 text_score: ts,
                 vector_score: None,
@@ -79,12 +75,11 @@ pub fn fuse(
             Fusion::MinMax => normalise(candidate.cosine, cosine_range),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
-        vector_component.insert(candidate.id.clone(), component);
+        vector_component.insert(candidate.key.id.clone(), component);
         merged
-            .entry(candidate.id.clone())
-            .or_insert_with(|| Hit {
-                id: candidate.id,
-                chunk: candidate.chunk,
+            .entry(candidate.key.id.clone())
+            .or_insert_with(|| Ranked {
+                key: candidate.key,
                 score: 0.0,
                 text_score: 0.0,
                 vector_score: None,
@@ -94,8 +89,8 @@ pub fn fuse(
     merged
         .into_values()
         .map(|mut hit| {
-            let t = text_component.get(&hit.id).copied().unwrap_or(0.0);
-            let v = vector_component.get(&hit.id).copied().unwrap_or(0.0);
+            let t = text_component.get(&hit.key.id).copied().unwrap_or(0.0);
+            let v = vector_component.get(&hit.key.id).copied().unwrap_or(0.0);
             hit.score = match params.fusion {
                 Fusion::Weighted | Fusion::MinMax => {
                     params.vector_weight * v + params.text_weight * t
@@ -123,12 +118,11 @@ fn normalise(v: f64, (lo, hi): (f64, f64)) -> f64 {
 }
 
 /// Vector-only ranking (hybrid disabled, or the keyword index unavailable): score = cosine.
-pub fn vector_hits(vector: Vec<VectorCandidate>) -> Vec<Hit> {
+pub fn vector_hits(vector: Vec<VectorCandidate>) -> Vec<Ranked> {
     vector
         .into_iter()
-        .map(|c| Hit {
-            id: c.id,
-            chunk: c.chunk,
+        .map(|c| Ranked {
+            key: c.key,
             score: c.cosine,
             text_score: 0.0,
             vector_score: Some(c.cosine),
@@ -193,9 +187,13 @@ pub fn decay_factor(
 
 /// Maximal Marginal Relevance re-ordering: repeatedly picks the hit maximising
 /// `λ·score − (1−λ)·max similarity to the already picked`, similarity being the Jaccard
-/// overlap of the chunks' term sets. `hits` must be sorted best first.
-pub fn mmr(hits: Vec<Hit>, lambda: f64, terms_of: impl Fn(&str) -> HashSet<String>) -> Vec<Hit> {
-    let sets: Vec<HashSet<String>> = hits.iter().map(|h| terms_of(&h.chunk.text)).collect();
+/// overlap of the chunks' term sets (`terms_of`). `hits` must be sorted best first.
+pub fn mmr(
+    hits: Vec<Ranked>,
+    lambda: f64,
+    terms_of: impl Fn(&Ranked) -> HashSet<String>,
+) -> Vec<Ranked> {
+    let sets: Vec<HashSet<String>> = hits.iter().map(terms_of).collect();
     let mut remaining: Vec<usize> = (0..hits.len()).collect();
     let mut order = Vec::with_capacity(hits.len());
     while !remaining.is_empty() {
@@ -212,7 +210,7 @@ pub fn mmr(hits: Vec<Hit>, lambda: f64, terms_of: impl Fn(&str) -> HashSet<Strin
         }
         order.push(remaining.remove(best.0));
     }
-    let mut hits: Vec<Option<Hit>> = hits.into_iter().map(Some).collect();
+    let mut hits: Vec<Option<Ranked>> = hits.into_iter().map(Some).collect();
     order.into_iter().filter_map(|i| hits[i].take()).collect()
 }
 
@@ -228,34 +226,26 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
 mod tests {
     use super::*;
 
-    fn chunk(path: &str) -> ChunkRecord {
-        ChunkRecord {
-            path: path.into(),
-            source: "memory".into(),
+    fn key(id: &str) -> ChunkKey {
+        ChunkKey {
+            id: id.into(),
+            path: id.into(),
             start_line: 1,
-            end_line: 1,
-            hash: String::new(),
-            text: String::new(),
         }
     }
     fn kw(id: &str, bm25: f64) -> KeywordCandidate {
-        KeywordCandidate {
-            id: id.into(),
-            chunk: chunk(id),
-            bm25,
-        }
+        KeywordCandidate { key: key(id), bm25 }
     }
     fn vec_(id: &str, cosine: f64) -> VectorCandidate {
         VectorCandidate {
-            id: id.into(),
-            chunk: chunk(id),
+            key: key(id),
             cosine,
         }
     }
-    fn scores(hits: &[Hit]) -> Vec<(String, f64)> {
+    fn scores(hits: &[Ranked]) -> Vec<(String, f64)> {
         let mut out: Vec<(String, f64)> = hits
             .iter()
-            .map(|h| (h.id.clone(), (h.score * 1e6).round() / 1e6))
+            .map(|h| (h.key.id.clone(), (h.score * 1e6).round() / 1e6))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
@@ -282,9 +272,9 @@ mod tests {
                 ("vec".into(), 0.35)
             ]
         );
-        let both = hits.iter().find(|h| h.id == "both").unwrap();
+        let both = hits.iter().find(|h| h.key.id == "both").unwrap();
         assert_eq!((both.text_score, both.vector_score), (0.75, Some(0.8)));
-        let vec_only = hits.iter().find(|h| h.id == "vec").unwrap();
+        let vec_only = hits.iter().find(|h| h.key.id == "vec").unwrap();
         assert_eq!(vec_only.text_score, 0.0);
     }
 
@@ -313,9 +303,9 @@ mod tests {
             vec![vec_("a", 0.9)],
             &rrf,
         );
-        let a = hits.iter().find(|h| h.id == "a").unwrap();
+        let a = hits.iter().find(|h| h.key.id == "a").unwrap();
         assert!((a.score - 1.0).abs() < 1e-12, "rank 1 on both sides is 1.0");
-        let b = hits.iter().find(|h| h.id == "b").unwrap();
+        let b = hits.iter().find(|h| h.key.id == "b").unwrap();
         assert!((b.score - 61.0 / 62.0 / 2.0).abs() < 1e-12);
     }
 
@@ -344,28 +334,33 @@ mod tests {
 
     #[test]
     fn mmr_demotes_near_duplicates() {
-        let hit = |id: &str, score: f64, text: &str| Hit {
-            id: id.into(),
-            chunk: ChunkRecord {
-                text: text.into(),
-                ..chunk(id)
-            },
+        let hit = |id: &str, score: f64| Ranked {
+            key: key(id),
             score,
             text_score: score,
             vector_score: None,
         };
-        let hits = vec![
-            hit("a", 0.9, "postgres cutover plan steps"),
-            hit("b", 0.89, "postgres cutover plan steps again"),
-            hit("c", 0.8, "miso vaccine appointment"),
-        ];
-        let terms = |t: &str| t.split(' ').map(String::from).collect::<HashSet<_>>();
+        let hits = vec![hit("a", 0.9), hit("b", 0.89), hit("c", 0.8)];
+        let text: HashMap<&str, &str> = HashMap::from([
+            ("a", "postgres cutover plan steps"),
+            ("b", "postgres cutover plan steps again"),
+            ("c", "miso vaccine appointment"),
+        ]);
+        let terms = |h: &Ranked| {
+            text[h.key.id.as_str()]
+                .split(' ')
+                .map(String::from)
+                .collect::<HashSet<_>>()
+        };
         let order: Vec<String> = mmr(hits.clone(), 0.5, terms)
             .into_iter()
-            .map(|h| h.id)
+            .map(|h| h.key.id)
             .collect();
         assert_eq!(order, vec!["a", "c", "b"]);
-        let order: Vec<String> = mmr(hits, 1.0, terms).into_iter().map(|h| h.id).collect();
+        let order: Vec<String> = mmr(hits, 1.0, terms)
+            .into_iter()
+            .map(|h| h.key.id)
+            .collect();
         assert_eq!(order, vec!["a", "b", "c"]);
     }
 }

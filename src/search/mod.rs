@@ -7,6 +7,7 @@ pub mod hybrid;
 
 use std::cmp::Ordering;
 
+pub use crate::index::catalog::ChunkKey;
 use crate::index::catalog::ChunkRecord;
 
 /// Which retrieval served a search (reported in every payload).
@@ -27,7 +28,19 @@ impl Mode {
     }
 }
 
-/// One ranked chunk.
+/// One ranked candidate, before its chunk is read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub key: ChunkKey,
+    /// Final score in 0..1.
+    pub score: f64,
+    /// `s / (1 + s)` of the BM25 score, 0 when keyword search did not return the chunk.
+    pub text_score: f64,
+    /// Cosine similarity, when the vector side returned the chunk.
+    pub vector_score: Option<f64>,
+}
+
+/// One search result: a ranked chunk and its record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub id: String,
@@ -40,6 +53,19 @@ pub struct Hit {
     pub vector_score: Option<f64>,
 }
 
+impl Hit {
+    /// The result for `ranked`, whose chunk is `chunk`.
+    pub fn new(ranked: Ranked, chunk: ChunkRecord) -> Hit {
+        Hit {
+            id: ranked.key.id,
+            chunk,
+            score: ranked.score,
+            text_score: ranked.text_score,
+            vector_score: ranked.vector_score,
+        }
+    }
+}
+
 /// Maps a BM25 score (higher is better) into 0..1: `s / (1 + s)` (SPEC §5.2). Unlike FTS5's
 /// rank mapping it never collapses to 1 for good matches.
 pub fn text_score(bm25: f64) -> f64 {
@@ -48,13 +74,12 @@ pub fn text_score(bm25: f64) -> f64 {
 }
 
 /// Keyword-only ranking: score = textScore.
-pub fn keyword_hits(hits: Vec<hybrid::KeywordCandidate>) -> Vec<Hit> {
+pub fn keyword_hits(hits: Vec<hybrid::KeywordCandidate>) -> Vec<Ranked> {
     hits.into_iter()
         .map(|hit| {
             let text_score = text_score(hit.bm25);
-            Hit {
-                id: hit.id,
-                chunk: hit.chunk,
+            Ranked {
+                key: hit.key,
                 score: text_score,
                 text_score,
                 vector_score: None,
@@ -65,12 +90,12 @@ pub fn keyword_hits(hits: Vec<hybrid::KeywordCandidate>) -> Vec<Hit> {
 
 /// The documented order: score descending, then textScore descending, then path, then
 /// startLine (so equal scores always come back in the same order).
-pub fn rank_order(a: &Hit, b: &Hit) -> Ordering {
+pub fn rank_order(a: &Ranked, b: &Ranked) -> Ordering {
     b.score
         .total_cmp(&a.score)
         .then(b.text_score.total_cmp(&a.text_score))
-        .then_with(|| a.chunk.path.cmp(&b.chunk.path))
-        .then(a.chunk.start_line.cmp(&b.chunk.start_line))
+        .then_with(|| a.key.path.cmp(&b.key.path))
+        .then(a.key.start_line.cmp(&b.key.start_line))
 }
 
 /// Sorts, applies `minScore` with OpenClaw's relaxation, and keeps `max_results` (SPEC §5.5).
@@ -79,13 +104,13 @@ pub fn rank_order(a: &Hit, b: &Hit) -> Ordering {
 /// `min(min_score, text_weight)` are kept: a query whose words match notes exactly should
 /// not come back empty just because no embedding was close.
 pub fn filter_ranked(
-    mut hits: Vec<Hit>,
+    mut hits: Vec<Ranked>,
     min_score: f64,
     text_weight: f64,
     max_results: usize,
-) -> Vec<Hit> {
+) -> Vec<Ranked> {
     hits.sort_by(rank_order);
-    let mut kept: Vec<Hit> = hits
+    let mut kept: Vec<Ranked> = hits
         .iter()
         .filter(|h| h.score >= min_score)
         .cloned()
@@ -165,16 +190,12 @@ pub fn tiered_top<T, K: Eq + std::hash::Hash + Clone>(
 mod tests {
     use super::*;
 
-    fn hit(path: &str, line: usize, score: f64, text_score: f64) -> Hit {
-        Hit {
-            id: format!("{path}:{line}"),
-            chunk: ChunkRecord {
+    fn hit(path: &str, line: usize, score: f64, text_score: f64) -> Ranked {
+        Ranked {
+            key: ChunkKey {
+                id: format!("{path}:{line}"),
                 path: path.into(),
-                source: "memory".into(),
                 start_line: line,
-                end_line: line,
-                hash: String::new(),
-                text: String::new(),
             },
             score,
             text_score,
@@ -193,7 +214,7 @@ mod tests {
 
     #[test]
     fn filter_table() {
-        let ids = |hits: Vec<Hit>| hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
+        let ids = |hits: Vec<Ranked>| hits.into_iter().map(|h| h.key.id).collect::<Vec<_>>();
         // (name, hits, min_score, text_weight, max_results, expected ids)
         let cases = vec![
             (
