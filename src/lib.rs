@@ -536,8 +536,9 @@ impl Memory {
             .map(|r| r.key.id.clone())
             .collect();
         chunks.extend(view.chunks_by_ids(&missing)?);
-        // Every ranked id was just read from this view, whose readers never reload, so
-        // none is missing.
+        // The text index of a view never reloads, so every ranked id is found. Only in the
+        // catalog fallback can a sync remove a chunk in between; its file no longer has it,
+        // so it is dropped.
         let hits = ranked
             .into_iter()
             .filter_map(|r| {

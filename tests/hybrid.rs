@@ -213,6 +213,55 @@ fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embeddin
 }
 
 #[test]
+fn mmr_reads_candidate_texts_and_demotes_a_duplicate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.workspace = tmp.path().join("dups");
+    fs::create_dir_all(s.workspace.join("memory")).unwrap();
+    let plan = "Planned the postgres cutover window for Saturday night.\n";
+    fs::write(s.workspace.join("memory/2026-11-20.md"), plan).unwrap();
+    fs::write(s.workspace.join("memory/2026-11-21.md"), plan).unwrap();
+    fs::write(
+        s.workspace.join("memory/2026-11-22.md"),
+        "Postgres replica lag alarms fired overnight.\n",
+    )
+    .unwrap();
+    let options = SearchOptions {
+        min_score: Some(0.0),
+        ..SearchOptions::default()
+    };
+    let paths = |memory: &Memory| -> Vec<String> {
+        memory
+            .search("postgres cutover window", &options)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.chunk.path)
+            .collect()
+    };
+    let plain = open(s.clone(), HashEmbedder::new(64));
+    assert_eq!(
+        paths(&plain),
+        [
+            "memory/2026-11-20.md",
+            "memory/2026-11-21.md",
+            "memory/2026-11-22.md"
+        ]
+    );
+    s.query.hybrid.mmr.enabled = true;
+    s.query.hybrid.mmr.lambda = 0.5;
+    let diverse = open(s, HashEmbedder::new(64));
+    assert_eq!(
+        paths(&diverse),
+        [
+            "memory/2026-11-20.md",
+            "memory/2026-11-22.md",
+            "memory/2026-11-21.md"
+        ]
+    );
+}
+
+#[test]
 fn hybrid_disabled_serves_vector_results_filtered_by_min_score() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = settings(tmp.path());
