@@ -58,53 +58,106 @@ pub struct Discovery {
 
 /// Lists the memory files of `workspace` (sorted by `rel_path`).
 pub fn discover(workspace: &Path, extra_paths: &[String]) -> Discovery {
-    let mut found = Discovery::default();
-    let mut seen = HashSet::new();
-    let mut add = |abs: PathBuf, found: &mut Discovery| {
-        let real = fs::canonicalize(&abs).unwrap_or_else(|_| abs.clone());
-        if seen.insert(real) {
-            let rel_path = relative_path(workspace, &abs);
-            found.files.push(MemoryFile {
+    let mut found = Found {
+        workspace,
+        discovery: Discovery::default(),
+        seen: HashSet::new(),
+    };
+    for name in ["MEMORY.md", "memory.md"] {
+        let path = workspace.join(name);
+        if is_regular_file(&path) {
+            found.add_file(path);
+        }
+    }
+    let memory_dir = workspace.join("memory");
+    if is_real_dir(&memory_dir) {
+        found.add_walked(&memory_dir);
+    }
+    for extra in extra_paths {
+        let path = absolute_in(workspace, Path::new(extra));
+        let warn = |found: &mut Found, why: &str| {
+            found
+                .discovery
+                .warnings
+                .push(format!("extraPaths: {extra}: {why}, skipped"))
+        };
+        match fs::symlink_metadata(&path) {
+            Err(_) => warn(&mut found, "not found"),
+            Ok(meta) if meta.file_type().is_symlink() => {
+                warn(&mut found, "symlinks are not followed")
+            }
+            Ok(meta) if meta.is_dir() => found.add_walked(&path),
+            Ok(_) if is_markdown(&path) => found.add_file(path),
+            Ok(_) => warn(&mut found, "not a .md file"),
+        }
+    }
+    let mut discovery = found.discovery;
+    discovery.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    discovery
+}
+
+/// Discovery in progress: files reached twice are kept once, by real path.
+struct Found<'a> {
+    workspace: &'a Path,
+    discovery: Discovery,
+    seen: HashSet<std::ffi::OsString>,
+}
+
+impl Found<'_> {
+    fn add(&mut self, abs: PathBuf, real: PathBuf, rel_path: String) {
+        if self.seen.insert(real.into_os_string()) {
+            self.discovery.files.push(MemoryFile {
                 abs_path: abs,
                 rel_path,
                 source: SourceKind::Memory,
             });
         }
-    };
-    for name in ["MEMORY.md", "memory.md"] {
-        let path = workspace.join(name);
-        if is_regular_file(&path) {
-            add(path, &mut found);
+    }
+
+    fn add_file(&mut self, path: PathBuf) {
+        let real = real_path(&path);
+        let rel_path = relative_path(self.workspace, &path);
+        self.add(path, real, rel_path);
+    }
+
+    /// Walks never follow symlinks, so a walked file's real path is its root's real path
+    /// plus the walked part, and its workspace-relative path is the root's plus the same
+    /// part: per-root work, not per-file (resolving every file was most of the freshness
+    /// check a search runs: 33 ms at 2,700 files).
+    fn add_walked(&mut self, root: &Path) {
+        let real_root = real_path(root);
+        let rel_root = relative_path(self.workspace, root);
+        for path in walk_markdown(root, &mut self.discovery.warnings) {
+            let Ok(walked) = path.strip_prefix(root) else {
+                self.add_file(path); // not reached: walks list paths under their root
+                continue;
+            };
+            let real = real_root.join(walked);
+            let walked = slash_path(walked);
+            let rel_path = if rel_root.is_empty() {
+                walked
+            } else {
+                format!("{rel_root}/{walked}")
+            };
+            self.add(path, real, rel_path);
         }
     }
-    let memory_dir = workspace.join("memory");
-    if is_real_dir(&memory_dir) {
-        for path in walk_markdown(&memory_dir, &mut found.warnings) {
-            add(path, &mut found);
-        }
+}
+
+/// A relative path with `/` separators.
+fn slash_path(path: &Path) -> String {
+    if std::path::MAIN_SEPARATOR == '/' {
+        return path.to_string_lossy().into_owned();
     }
-    for extra in extra_paths {
-        let path = absolute_in(workspace, Path::new(extra));
-        match fs::symlink_metadata(&path) {
-            Err(_) => found
-                .warnings
-                .push(format!("extraPaths: {extra}: not found, skipped")),
-            Ok(meta) if meta.file_type().is_symlink() => found.warnings.push(format!(
-                "extraPaths: {extra}: symlinks are not followed, skipped"
-            )),
-            Ok(meta) if meta.is_dir() => {
-                for path in walk_markdown(&path, &mut found.warnings) {
-                    add(path, &mut found);
-                }
-            }
-            Ok(_) if is_markdown(&path) => add(path, &mut found),
-            Ok(_) => found
-                .warnings
-                .push(format!("extraPaths: {extra}: not a .md file, skipped")),
-        }
-    }
-    found.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-    found
+    let parts: Vec<_> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect();
+    parts.join("/")
+}
+
+fn real_path(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Reads a memory file as text. Invalid UTF-8 is replaced (U+FFFD) and reported in the
@@ -338,12 +391,14 @@ mod tests {
         write(&tmp.path().join("plain.txt"), "plain");
         std::os::unix::fs::symlink(ws.join("MEMORY.md"), ws.join("memory/link.md")).unwrap();
         std::os::unix::fs::symlink(tmp.path().join("outside"), ws.join("memory/linkdir")).unwrap();
+        std::os::unix::fs::symlink(ws.join("memory"), tmp.path().join("alias")).unwrap();
         let extras = vec![
             "../outside".to_string(),
             tmp.path().join("single.md").display().to_string(),
             "../plain.txt".to_string(),
             "missing".to_string(),
             "memory/projects".to_string(), // duplicates memory/** → de-duplicated
+            "../alias/projects".to_string(), // the same, through a symlinked ancestor
         ];
         let found = discover(&ws, &extras);
         let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
