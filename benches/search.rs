@@ -125,6 +125,18 @@ fn process_cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0 // USER_HZ is 100 on Linux
 }
 
+/// Wall-clock milliseconds of `Memory::search` for each query.
+fn search_times(memory: &Memory, queries: &[String], options: &SearchOptions) -> Vec<f64> {
+    queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            memory.search(q, options).expect("search");
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect()
+}
+
 fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
     ms.sort_by(f64::total_cmp);
     let at = |p: f64| ms[((ms.len() as f64 - 1.0) * p).round() as usize];
@@ -167,14 +179,7 @@ fn main() {
     }
     let embed_us = t.elapsed().as_secs_f64() * 1e6 / queries.len() as f64;
     let cpu = process_cpu_seconds();
-    let times: Vec<f64> = queries
-        .iter()
-        .map(|q| {
-            let t = Instant::now();
-            memory.search(q, &options).expect("search");
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
+    let times = search_times(&memory, &queries, &options);
     let cpu_ms = (process_cpu_seconds() - cpu) * 1e3 / queries.len() as f64;
     let (p50, p99) = percentiles(times);
     println!(
@@ -189,15 +194,7 @@ fn main() {
     // The same searches with `sync.onSearch` (the default): each first checks the workspace
     // for changes (list and stat every memory file), as a process without a watcher must.
     let checking = open(&root, stand_in.clone(), true);
-    let times: Vec<f64> = queries
-        .iter()
-        .map(|q| {
-            let t = Instant::now();
-            checking.search(q, &options).expect("search");
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    let (p50, p99) = percentiles(times);
+    let (p50, p99) = percentiles(search_times(&checking, &queries, &options));
     println!(
         "the same with sync.onSearch (freshness check of {} files first): p50 {p50:.2} ms, \
          p99 {p99:.2} ms",
