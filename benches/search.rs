@@ -16,17 +16,17 @@
 //! process that keeps the index fresh itself; a last pass turns it on (the default) to
 //! show what the per-search freshness check costs.
 //!
-//! `cargo bench --bench search` on the 2-core development VM (2026-11-22, 19 runs of the
+//! `cargo bench --bench search` on the 2-core development VM (2026-11-22, 21 runs of the
 //! current code outside steal bursts; during one, with vmstat showing up to 18% steal, the
 //! same binary measured p50 2.1-3.9 ms and the previous code 5-6 ms, which is why the
 //! CPU-time figure is printed too):
 //!
 //! ```text
 //! hybrid search excluding query embedding at 112048 chunks: p50 1.29-2.07 ms (median run
-//!   1.77, 17 of 19 runs ≤ 1.90), p99 4.6-8.8 ms, CPU 2.1-3.5 ms per search, both threads
+//!   1.77, 18 of 21 runs ≤ 2.00), p99 4.6-9.1 ms, CPU 2.1-3.6 ms per search, both threads
 //! memory_search with EmbeddingGemma query embedding (CPU) at 112048 chunks: p50 23.0-31.2 ms,
 //!   p99 32.0-44.7 ms
-//! the same with sync.onSearch (freshness check of 2728 files first): p50 15.3-16.9 ms
+//! the same with sync.onSearch (freshness check of 2728 files first): p50 14.7-16.9 ms
 //!   (34.9-38.6 ms before discovery resolved real paths per walk root instead of per file)
 //! ```
 //!
