@@ -260,9 +260,9 @@ impl TextIndex {
         Ok(out)
     }
 
-    /// The stored chunks with these ids, in order (unknown ids are skipped). The reader is
-    /// never reloaded under an open index, so ids returned by [`TextIndex::search`] or
-    /// [`TextIndex::keys_by_ids`] are found here.
+    /// The stored chunks with these ids, in order (unknown ids are skipped). Until
+    /// [`TextIndex::reload`] (which searches never call), ids returned by
+    /// [`TextIndex::search`] or [`TextIndex::keys_by_ids`] are found here.
     pub fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
         let searcher = self.reader.searcher();
         let mut out = Vec::with_capacity(ids.len());
