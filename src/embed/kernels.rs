@@ -188,7 +188,7 @@ multiversion! {
 }
 
 multiversion! {
-    /// out[r] = gelu_tanh(gu[r][..n]) * gu[r][n..2n] for rows of width 2n.
+    /// `out[r] = gelu_tanh(gu[r][..n]) * gu[r][n..2n]` for rows of width 2n.
     pub fn gelu_mul(gu: &[f32], n: usize, out: &mut [f32]) {
         const S2PI: f32 = 0.797_884_6; // sqrt(2/pi)
         for (src, dst) in gu.chunks_exact(2 * n).zip(out.chunks_exact_mut(n)) {

@@ -74,7 +74,7 @@ impl MemoriaTokenizer {
     }
 }
 
-/// Streams the byte spans computed by [`collect_spans`] as tokens.
+/// Streams the byte spans computed by `collect_spans` as tokens.
 pub struct MemoriaTokenStream<'a> {
     text: &'a str,
     spans: &'a [(usize, usize)],

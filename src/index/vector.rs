@@ -178,7 +178,7 @@ type Graph<'a> = Hnsw<'a, f32, UnitCosine>;
 
 /// Cosine distance between unit vectors: `1 - a·b`, clamped to `[0, 2]` so rounding can
 /// never produce the negative distance hnsw_rs asserts against. Only ever given vectors
-/// normalised by [`normalize`] (non-zero, finite).
+/// normalised by `normalize` (non-zero, finite).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UnitCosine;
 
