@@ -76,7 +76,8 @@ pub struct SyncReport {
     pub seconds: f64,
     /// Chunks embedded by the model in this sync (cache hits excluded).
     pub embedded: usize,
-    /// Chunks whose vectors came from the embedding cache.
+    /// Chunks whose vectors were not computed: they came from the embedding cache or, in a
+    /// rebuild with the same embedder, from the generation it replaced.
     pub cached: usize,
     /// Why embedding stopped, if it failed (the keyword index is up to date regardless).
     pub embed_error: Option<String>,
@@ -328,7 +329,26 @@ pub fn sync(
 
     let mut embedding = None;
     if let Some(plan) = embed {
-        embed_missing(dir, &catalog, plan, &mut report, progress)?;
+        // A rebuild with the same embedder (a forced reindex, a new index format, a
+        // chunking change) takes unchanged chunks' vectors from the generation it replaces:
+        // the embedding cache alone would miss every chunk pruned past `cache.maxEntries`.
+        let previous = manifest
+            .as_ref()
+            .filter(|m| rebuilt && same_embedder(&m.identity, identity))
+            .and_then(|m| {
+                let path = dir.generation_dir(m.generation).join("catalog.redb");
+                Catalog::open_read_only(&path)
+                    .inspect_err(|err| tracing::warn!("{err}; not reusing its vectors"))
+                    .ok()
+            });
+        embed_missing(
+            dir,
+            &catalog,
+            previous.as_ref(),
+            plan,
+            &mut report,
+            progress,
+        )?;
         let vectors = update_vector_index(&catalog, &gen_dir.join("vectors"), plan)?;
         embedding = Some(EmbeddingStats {
             vectors,
@@ -371,11 +391,18 @@ pub fn sync(
     Ok(report)
 }
 
-/// Embeds every chunk without a vector, through the cache. An embedder failure stops
-/// embedding and is reported (the keyword index is already committed); I/O errors fail.
+/// True when two identities' vectors are interchangeable.
+fn same_embedder(a: &Identity, b: &Identity) -> bool {
+    a.provider == b.provider && a.model == b.model && a.embedder == b.embedder && a.dims == b.dims
+}
+
+/// Embeds every chunk without a vector, through the cache and then `previous` (the
+/// generation being replaced, by chunk id). An embedder failure stops embedding and is
+/// reported (the keyword index is already committed); I/O errors fail.
 fn embed_missing(
     dir: &AgentDir,
     catalog: &Catalog,
+    previous: Option<&Catalog>,
     plan: &EmbedPlan,
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
@@ -400,9 +427,16 @@ fn embed_missing(
             Some(cache) => cache.get_many(&keys)?,
             None => vec![None; batch.len()],
         };
+        if let Some(previous) = previous {
+            let misses: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
+            let ids: Vec<&str> = misses.iter().map(|&i| batch[i].0.as_str()).collect();
+            for (&i, vector) in misses.iter().zip(previous.vectors_by_ids(&ids)?) {
+                vectors[i] = vector;
+            }
+        }
         for v in vectors.iter_mut() {
             if v.as_ref().is_some_and(|v| v.len() != dims) {
-                *v = None; // a cache entry of another size is not ours
+                *v = None; // a stored vector of another size is not ours
             }
         }
         let todo: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();

@@ -115,6 +115,37 @@ fn forced_reindex_with_an_unchanged_model_embeds_nothing() {
 }
 
 #[test]
+fn a_rebuild_reuses_the_replaced_generations_vectors_beyond_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.cache.max_entries = 1; // the cache keeps one vector: the rest must come from the index
+    let embedder = HashEmbedder::new(64);
+    let memory = open(s.clone(), embedder.clone());
+    let first = memory.sync(false, &|_| {}).unwrap();
+    let embedded = embedder.documents.load(Ordering::SeqCst);
+    assert!(embedded >= 4 && first.embedded == embedded);
+    let forced = memory.sync(true, &|_| {}).unwrap();
+    assert!(forced.rebuilt);
+    assert_eq!(
+        embedder.documents.load(Ordering::SeqCst),
+        embedded,
+        "no embedding calls"
+    );
+    assert_eq!((forced.embedded, forced.cached), (0, embedded));
+    let response = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::Hybrid);
+    assert!(response.hits[0].vector_score.is_some());
+    // Another embedder's vectors are never reused.
+    let other = HashEmbedder::new(32);
+    let report = open(s, other.clone()).sync(false, &|_| {}).unwrap();
+    assert!(report.rebuilt);
+    assert_eq!(report.embedded, embedded);
+    assert_eq!(other.documents.load(Ordering::SeqCst), embedded);
+}
+
+#[test]
 fn embedding_failure_keeps_keyword_search_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let failing = Arc::new(HashEmbedder {

@@ -324,6 +324,18 @@ impl Catalog {
         Ok(seq)
     }
 
+    /// The stored vectors of these chunks, in order (`None` where a chunk has none).
+    pub fn vectors_by_ids(&self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        let txn = self.begin_read()?;
+        let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let value = table.get(*id).map_err(|e| self.err(e))?;
+            out.push(value.and_then(|v| decode_vector(v.value())));
+        }
+        Ok(out)
+    }
+
     /// Every stored vector, as `(chunk id, vector)`.
     pub fn vectors(&self) -> Result<Vec<(String, Vec<f32>)>> {
         let txn = self.begin_read()?;
