@@ -87,11 +87,9 @@ fn hybrid_search_reports_its_mode_and_merges_both_sides() {
     assert_eq!(payload["model"], "test-hash");
 }
 
-#[test]
-fn forced_reindex_with_an_unchanged_model_embeds_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let embedder = HashEmbedder::new(64);
-    let memory = open(settings(tmp.path()), embedder.clone());
+/// Indexes, then forces a reindex, which must make no embedding call. Returns the number of
+/// chunks the first sync embedded.
+fn index_then_force_reindex(memory: &Memory, embedder: &HashEmbedder) -> usize {
     let first = memory.sync(false, &|_| {}).unwrap();
     let embedded = embedder.documents.load(Ordering::SeqCst);
     assert!(embedded >= 4 && first.embedded == embedded);
@@ -102,7 +100,15 @@ fn forced_reindex_with_an_unchanged_model_embeds_nothing() {
         embedded,
         "no embedding calls"
     );
-    assert_eq!(forced.cached, embedded);
+    assert_eq!((forced.embedded, forced.cached), (0, embedded));
+    embedded
+}
+
+#[test]
+fn forced_reindex_with_an_unchanged_model_embeds_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = HashEmbedder::new(64);
+    index_then_force_reindex(&open(settings(tmp.path()), embedder.clone()), &embedder);
     // A changed chunking makes new chunks; only texts never seen are embedded.
     let mut changed = settings(tmp.path());
     changed.chunking.tokens = 8;
@@ -121,17 +127,7 @@ fn a_rebuild_reuses_the_replaced_generations_vectors_beyond_the_cache() {
     s.cache.max_entries = 1; // the cache keeps one vector: the rest must come from the index
     let embedder = HashEmbedder::new(64);
     let memory = open(s.clone(), embedder.clone());
-    let first = memory.sync(false, &|_| {}).unwrap();
-    let embedded = embedder.documents.load(Ordering::SeqCst);
-    assert!(embedded >= 4 && first.embedded == embedded);
-    let forced = memory.sync(true, &|_| {}).unwrap();
-    assert!(forced.rebuilt);
-    assert_eq!(
-        embedder.documents.load(Ordering::SeqCst),
-        embedded,
-        "no embedding calls"
-    );
-    assert_eq!((forced.embedded, forced.cached), (0, embedded));
+    let embedded = index_then_force_reindex(&memory, &embedder);
     let response = memory
         .search("vet vaccine for the cat", &SearchOptions::default())
         .unwrap();
