@@ -861,11 +861,10 @@ fn normalize(v: &mut [f32]) -> bool {
     }
 }
 
-/// Dot product with 16 independent accumulators, which the compiler turns into SIMD.
-#[inline]
 /// Dot product, compiled for AVX-512 and AVX2 with FMA when the CPU has them (runtime
 /// check): it is most of an HNSW search's arithmetic, and the baseline x86-64 build only
 /// has 4-wide SSE without FMA.
+#[inline]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
