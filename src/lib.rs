@@ -509,6 +509,13 @@ impl Memory {
                 .collect();
             chunks.extend(view.chunks_by_ids(&ids)?);
         }
+        let decay = self.decay_factors(
+            keyword
+                .iter()
+                .flatten()
+                .map(|k| &k.key)
+                .chain(vector.iter().flatten().map(|v| &v.key)),
+        );
         let rank = |pool: usize| -> Vec<Ranked> {
             let head = |len: usize| len.min(pool);
             let hits = match (&keyword, &vector) {
@@ -521,7 +528,7 @@ impl Memory {
                 (Some(k), None) => search::keyword_hits(k[..head(k.len())].to_vec()),
                 (None, None) => Vec::new(),
             };
-            self.post_process(hits, min_score, &chunks)
+            self.post_process(hits, min_score, &decay, &chunks)
         };
         let ranked = search::tiered_top(
             max_results,
@@ -599,30 +606,50 @@ impl Memory {
         ))
     }
 
-    /// Temporal decay, minScore (with the keyword relaxation), MMR (over `chunks`' texts).
+    /// The temporal decay factor of each candidate's file (SPEC §5.7), computed once per
+    /// search (one stat per file, however many chunks and tiers); empty when decay is off.
+    fn decay_factors<'a>(&self, keys: impl Iterator<Item = &'a ChunkKey>) -> HashMap<String, f64> {
+        let decay = &self.settings.query.hybrid.temporal_decay;
+        let mut factors = HashMap::new();
+        if !decay.enabled {
+            return factors;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        for key in keys {
+            if factors.contains_key(&key.path) {
+                continue;
+            }
+            let mtime = std::fs::metadata(self.settings.workspace.join(&key.path))
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs() as i64);
+            let factor = search::hybrid::decay_factor(
+                &key.path,
+                mtime,
+                now,
+                f64::from(decay.half_life_days),
+            );
+            factors.insert(key.path.clone(), factor);
+        }
+        factors
+    }
+
+    /// Temporal decay (`decay`, by path), minScore (with the keyword relaxation), MMR (over
+    /// `chunks`' texts).
     fn post_process(
         &self,
         mut hits: Vec<Ranked>,
         min_score: f64,
+        decay: &HashMap<String, f64>,
         chunks: &HashMap<String, ChunkRecord>,
     ) -> Vec<Ranked> {
         let hybrid = &self.settings.query.hybrid;
-        if hybrid.temporal_decay.enabled {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64);
-            for hit in &mut hits {
-                let mtime = std::fs::metadata(self.settings.workspace.join(&hit.key.path))
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_secs() as i64);
-                hit.score *= search::hybrid::decay_factor(
-                    &hit.key.path,
-                    mtime,
-                    now,
-                    f64::from(hybrid.temporal_decay.half_life_days),
-                );
+        for hit in &mut hits {
+            if let Some(factor) = decay.get(&hit.key.path) {
+                hit.score *= factor;
             }
         }
         let mut hits =

@@ -289,6 +289,43 @@ fn mmr_reads_candidate_texts_and_demotes_a_duplicate() {
 }
 
 #[test]
+fn temporal_decay_ranks_a_newer_daily_log_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.workspace = tmp.path().join("logs");
+    fs::create_dir_all(s.workspace.join("memory")).unwrap();
+    let note = "Renewed the domain and the TLS certificate.\n";
+    fs::write(s.workspace.join("memory/2020-01-01.md"), note).unwrap();
+    fs::write(s.workspace.join("memory/2026-11-20.md"), note).unwrap();
+    let options = SearchOptions {
+        min_score: Some(0.0),
+        ..SearchOptions::default()
+    };
+    let paths = |memory: &Memory| -> Vec<String> {
+        memory
+            .search("renewed the TLS certificate", &options)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.chunk.path)
+            .collect()
+    };
+    // Equal scores: the documented tie-break (path) puts the older file first.
+    let plain = open(s.clone(), HashEmbedder::new(64));
+    assert_eq!(
+        paths(&plain),
+        ["memory/2020-01-01.md", "memory/2026-11-20.md"]
+    );
+    s.query.hybrid.temporal_decay.enabled = true;
+    s.query.hybrid.temporal_decay.half_life_days = 30.0;
+    let decayed = open(s, HashEmbedder::new(64));
+    assert_eq!(
+        paths(&decayed),
+        ["memory/2026-11-20.md", "memory/2020-01-01.md"]
+    );
+}
+
+#[test]
 fn hybrid_disabled_serves_vector_results_filtered_by_min_score() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = settings(tmp.path());
