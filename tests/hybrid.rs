@@ -65,6 +65,32 @@ fn open(settings: Settings, embedder: Arc<HashEmbedder>) -> Memory {
     .unwrap()
 }
 
+/// Settings for a workspace holding only these `memory/` files.
+fn settings_with_memory_files(root: &Path, files: &[(&str, &str)]) -> Settings {
+    let mut s = settings(root);
+    s.workspace = root.join("only");
+    fs::create_dir_all(s.workspace.join("memory")).unwrap();
+    for (name, text) in files {
+        fs::write(s.workspace.join("memory").join(name), text).unwrap();
+    }
+    s
+}
+
+/// The paths of every hit for `query`, best first (no minScore).
+fn paths_found(memory: &Memory, query: &str) -> Vec<String> {
+    let options = SearchOptions {
+        min_score: Some(0.0),
+        ..SearchOptions::default()
+    };
+    memory
+        .search(query, &options)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.chunk.path)
+        .collect()
+}
+
 #[test]
 fn hybrid_search_reports_its_mode_and_merges_both_sides() {
     let tmp = tempfile::tempdir().unwrap();
@@ -242,30 +268,19 @@ fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embeddin
 #[test]
 fn mmr_reads_candidate_texts_and_demotes_a_duplicate() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = settings(tmp.path());
-    s.workspace = tmp.path().join("dups");
-    fs::create_dir_all(s.workspace.join("memory")).unwrap();
     let plan = "Planned the postgres cutover window for Saturday night.\n";
-    fs::write(s.workspace.join("memory/2026-11-20.md"), plan).unwrap();
-    fs::write(s.workspace.join("memory/2026-11-21.md"), plan).unwrap();
-    fs::write(
-        s.workspace.join("memory/2026-11-22.md"),
-        "Postgres replica lag alarms fired overnight.\n",
-    )
-    .unwrap();
-    let options = SearchOptions {
-        min_score: Some(0.0),
-        ..SearchOptions::default()
-    };
-    let paths = |memory: &Memory| -> Vec<String> {
-        memory
-            .search("postgres cutover window", &options)
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| h.chunk.path)
-            .collect()
-    };
+    let mut s = settings_with_memory_files(
+        tmp.path(),
+        &[
+            ("2026-11-20.md", plan),
+            ("2026-11-21.md", plan),
+            (
+                "2026-11-22.md",
+                "Postgres replica lag alarms fired overnight.\n",
+            ),
+        ],
+    );
+    let paths = |memory: &Memory| paths_found(memory, "postgres cutover window");
     let plain = open(s.clone(), HashEmbedder::new(64));
     assert_eq!(
         paths(&plain),
@@ -291,25 +306,12 @@ fn mmr_reads_candidate_texts_and_demotes_a_duplicate() {
 #[test]
 fn temporal_decay_ranks_a_newer_daily_log_first() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = settings(tmp.path());
-    s.workspace = tmp.path().join("logs");
-    fs::create_dir_all(s.workspace.join("memory")).unwrap();
     let note = "Renewed the domain and the TLS certificate.\n";
-    fs::write(s.workspace.join("memory/2020-01-01.md"), note).unwrap();
-    fs::write(s.workspace.join("memory/2026-11-20.md"), note).unwrap();
-    let options = SearchOptions {
-        min_score: Some(0.0),
-        ..SearchOptions::default()
-    };
-    let paths = |memory: &Memory| -> Vec<String> {
-        memory
-            .search("renewed the TLS certificate", &options)
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| h.chunk.path)
-            .collect()
-    };
+    let mut s = settings_with_memory_files(
+        tmp.path(),
+        &[("2020-01-01.md", note), ("2026-11-20.md", note)],
+    );
+    let paths = |memory: &Memory| paths_found(memory, "renewed the TLS certificate");
     // Equal scores: the documented tie-break (path) puts the older file first.
     let plain = open(s.clone(), HashEmbedder::new(64));
     assert_eq!(
