@@ -7,8 +7,8 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use memoria::chunk::{chunk_markdown, ChunkParams};
 use memoria::config::{Env, ProviderKind, Settings};
+use memoria::{chunk_markdown, ChunkParams};
 use memoria::{Memory, SearchOptions};
 
 #[path = "support/rng.rs"]

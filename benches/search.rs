@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use memoria::config::{Env, ProviderKind, Settings};
 use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding, GemmaEmbedder, GemmaOptions};
-use memoria::search::Mode;
+use memoria::Mode;
 use memoria::{EmbedderChoice, Memory, SearchOptions};
 
 #[path = "support/rng.rs"]

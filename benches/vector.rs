@@ -34,7 +34,7 @@
 
 use std::time::{Duration, Instant};
 
-use memoria::index::vector::{VectorIndex, VectorParams};
+use memoria::internals::{VectorIndex, VectorParams};
 
 #[path = "support/rng.rs"]
 mod rng;

@@ -6,17 +6,19 @@
 //! over-long line ends before a character that would cross the budget.
 //!
 //! ```
-//! use memoria::chunk::{chunk_markdown, ChunkParams};
+//! use memoria::{chunk_markdown, ChunkParams};
 //! let chunks = chunk_markdown("# Title\nline two\n", ChunkParams::default());
 //! assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 3));
 //! ```
 
-use sha2::{Digest, Sha256};
+use crate::digest::sha256_hex;
 
 /// Chunk size and overlap in tokens; one token is budgeted as four characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkParams {
+    /// Target chunk size in tokens (`chunking.tokens`; 4 characters per token).
     pub tokens: usize,
+    /// Tokens repeated from the end of one chunk at the start of the next.
     pub overlap: usize,
 }
 
@@ -151,17 +153,6 @@ fn push_chunk(segments: &[Segment], out: &mut Vec<Chunk>) {
         text,
         hash,
     });
-}
-
-/// Lowercase hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push(char::from_digit((byte >> 4) as u32, 16).unwrap_or('0'));
-        out.push(char::from_digit((byte & 15) as u32, 16).unwrap_or('0'));
-    }
-    out
 }
 
 #[cfg(test)]

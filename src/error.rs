@@ -5,26 +5,69 @@ use std::path::{Path, PathBuf};
 /// Errors returned by memoria's library API.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The configuration could not be loaded or resolved.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// A file or directory could not be read or written.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// Another process holds the agent directory's writer lock.
     #[error("index busy: another memoria process is writing {dir} (try again when it finishes)")]
-    IndexBusy { dir: PathBuf },
-    #[error("{path}: catalog error: {message}")]
-    Catalog { path: PathBuf, message: String },
-    #[error("{path}: text index error: {message}")]
-    TextIndex { path: PathBuf, message: String },
+    IndexBusy {
+        /// The agent directory.
+        dir: PathBuf,
+    },
+    /// The catalog (or the embedding cache) failed.
+    #[error("{path}: catalog error: {source}")]
+    Catalog {
+        /// The `catalog.redb` or `cache.redb` file.
+        path: PathBuf,
+        /// redb's error.
+        #[source]
+        source: redb::Error,
+    },
+    /// The tantivy text index failed.
+    #[error("{path}: text index error: {source}")]
+    TextIndex {
+        /// The text index directory.
+        path: PathBuf,
+        /// tantivy's error.
+        #[source]
+        source: tantivy::TantivyError,
+    },
+    /// A file or index holds what memoria did not write (damage, or another version).
     #[error("{path}: {message}")]
-    Corrupt { path: PathBuf, message: String },
+    Corrupt {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A store opened read-only was asked to write.
+    #[error("{path}: opened read-only, cannot write")]
+    ReadOnly {
+        /// The store.
+        path: PathBuf,
+    },
+    /// An error kept from an earlier attempt (a generation's text index that did not open
+    /// is reported by every search of that generation).
+    #[error(transparent)]
+    Shared(std::sync::Arc<Error>),
+    /// `memorySearch.enabled` is false.
     #[error("memory search is disabled (agents.defaults.memorySearch.enabled = false)")]
     Disabled,
+    /// No sync has completed in the agent directory yet.
     #[error("no index yet in {dir}: run `memoria index` first")]
-    NoIndex { dir: PathBuf },
+    NoIndex {
+        /// The agent directory.
+        dir: PathBuf,
+    },
 }
 
 impl Error {
@@ -35,17 +78,24 @@ impl Error {
         }
     }
 
-    pub(crate) fn catalog(path: &Path, err: impl std::fmt::Display) -> Error {
+    pub(crate) fn catalog(path: &Path, err: impl Into<redb::Error>) -> Error {
         Error::Catalog {
             path: path.to_path_buf(),
-            message: err.to_string(),
+            source: err.into(),
         }
     }
 
-    pub(crate) fn text(path: &Path, err: impl std::fmt::Display) -> Error {
+    pub(crate) fn text(path: &Path, err: tantivy::TantivyError) -> Error {
         Error::TextIndex {
             path: path.to_path_buf(),
-            message: err.to_string(),
+            source: err,
+        }
+    }
+
+    pub(crate) fn corrupt(path: &Path, message: impl std::fmt::Display) -> Error {
+        Error::Corrupt {
+            path: path.to_path_buf(),
+            message: message.to_string(),
         }
     }
 }

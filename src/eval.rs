@@ -20,8 +20,11 @@ use crate::{Error, Memory, Result, SearchOptions};
 /// A LoCoMo-style question.
 #[derive(Debug, Clone, Deserialize)]
 pub struct EvidenceQuery {
+    /// The question's id, echoed in the output.
     pub id: serde_json::Value,
+    /// The question.
     pub query: String,
+    /// The lines that answer it.
     #[serde(default)]
     pub evidence: Vec<Evidence>,
 }
@@ -29,19 +32,26 @@ pub struct EvidenceQuery {
 /// One line that answers a question.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Evidence {
+    /// Workspace-relative path.
     pub path: String,
+    /// 1-based line.
     pub line: usize,
 }
 
 /// Scores of one evaluated set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Metrics {
+    /// The set's name (a workspace or a corpus).
     pub name: String,
+    /// `bm25`, `vector` or `hybrid`.
     pub mode: String,
+    /// Questions evaluated.
     pub queries: usize,
     /// `recall@k` → value.
     pub recall: Vec<(usize, f64)>,
+    /// Mean reciprocal rank of the first relevant result.
     pub mrr: f64,
+    /// nDCG@10, for graded qrels (BEIR sets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ndcg10: Option<f64>,
     /// Queries that got no result at all.
@@ -103,6 +113,7 @@ pub enum EvalMode {
 }
 
 impl EvalMode {
+    /// The mode's name in reports.
     pub fn as_str(self) -> &'static str {
         match self {
             EvalMode::Bm25 => "bm25",

@@ -8,9 +8,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use memoria::chunk::{chunk_markdown, ChunkParams};
 use memoria::config::{self, Env, ProviderKind, Settings};
-use memoria::sync::SyncProgress;
+use memoria::SyncProgress;
+use memoria::{chunk_markdown, ChunkParams};
 use memoria::{eval, EmbedderChoice, Memory, SearchOptions};
 
 /// Hybrid memory search for AI agents' Markdown memory (OpenClaw-compatible).
@@ -136,7 +136,7 @@ enum ModelAction {
     /// Download a model into the Hugging Face cache (needs network; google/embeddinggemma-300m
     /// needs an accepted Gemma licence on huggingface.co and HF_TOKEN).
     Pull {
-        #[arg(default_value = memoria::embed::model::DEFAULT_REPO)]
+        #[arg(default_value = memoria::embed::DEFAULT_REPO)]
         repo: String,
     },
 }
@@ -284,7 +284,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Chunks { file, json } => {
-            let (text, lossy) = memoria::workspace::read_text(file)?;
+            let (text, lossy) = memoria::read_text(file)?;
             if lossy {
                 eprintln!(
                     "warning: {}: invalid UTF-8 replaced with U+FFFD",
@@ -352,8 +352,8 @@ fn open_memory(cli: &Cli, settings: Settings) -> Result<Memory> {
     )?)
 }
 
-fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::embed::model::ModelSearch> {
-    Ok(memoria::embed::model::ModelSearch::from_process(
+fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::embed::ModelSearch> {
+    Ok(memoria::embed::ModelSearch::from_process(
         cli.model.as_deref().map(absolute).transpose()?,
         settings.local.model_path.clone(),
         settings.local.model_cache_dir.as_ref().map(PathBuf::from),
@@ -362,21 +362,19 @@ fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::embed::model:
 
 fn model_command(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result<ExitCode> {
     match action {
-        ModelAction::Path => {
-            match memoria::embed::model::resolve_model(&model_search(cli, settings)?) {
-                Ok(location) => {
-                    println!("{}", location.dir.display());
-                    eprintln!("from {}", location.reason);
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(err) => {
-                    eprintln!("{err}");
-                    Ok(ExitCode::from(1))
-                }
+        ModelAction::Path => match memoria::embed::resolve_model(&model_search(cli, settings)?) {
+            Ok(location) => {
+                println!("{}", location.dir.display());
+                eprintln!("from {}", location.reason);
+                Ok(ExitCode::SUCCESS)
             }
-        }
+            Err(err) => {
+                eprintln!("{err}");
+                Ok(ExitCode::from(1))
+            }
+        },
         ModelAction::Pull { repo } => {
-            let dir = memoria::embed::model::pull(repo)?;
+            let dir = memoria::embed::pull(repo)?;
             println!("{}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -389,7 +387,7 @@ fn embed_command(
     kind: KindArg,
     dim: Option<usize>,
 ) -> Result<ExitCode> {
-    let location = memoria::embed::model::resolve_model(&model_search(cli, settings)?)?;
+    let location = memoria::embed::resolve_model(&model_search(cli, settings)?)?;
     let embedder = memoria::embed::load_local(&location.dir)
         .with_context(|| format!("{}: cannot load the model", location.dir.display()))?;
     if let Some(dim) = dim {
@@ -637,7 +635,7 @@ fn run_eval(
             }
         } else if let Some((corpus, queries, qrels)) = beir {
             let absolute = absolute(corpus)?;
-            let tag = &memoria::chunk::sha256_hex(absolute.to_string_lossy().as_bytes())[..12];
+            let tag = &memoria::sha256_hex(absolute.to_string_lossy().as_bytes())[..12];
             let scratch = eval_root.join(format!("beir-{tag}"));
             these.push(eval::eval_beir(
                 corpus, queries, qrels, &settings, &open, &scratch,

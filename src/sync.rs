@@ -13,7 +13,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
-use crate::chunk::{chunk_markdown, sha256_hex, ChunkParams};
+use crate::chunk::{chunk_markdown, ChunkParams};
+use crate::config::Settings;
+use crate::digest::sha256_hex;
 use crate::embed::{EmbedKind, Embedder};
 use crate::index::cache::{cache_key, EmbeddingCache};
 use crate::index::catalog::{Batch, Catalog, ChunkRecord, FileRecord, Upsert};
@@ -38,41 +40,84 @@ const EMBED_BATCH: usize = 64;
 pub enum SyncProgress {
     /// Reading, chunking and keyword-indexing changed files.
     Files {
+        /// Files done so far.
         files_done: usize,
+        /// Files to do.
         files_total: usize,
+        /// Bytes done so far.
         bytes_done: u64,
+        /// Bytes to do.
         bytes_total: u64,
     },
     /// Embedding chunks that have no vector yet.
     Embedding {
+        /// Chunks embedded so far.
         chunks_done: usize,
+        /// Chunks to embed.
         chunks_total: usize,
     },
 }
 
 /// How a sync embeds chunks (absent: keyword-only index).
-pub struct EmbedPlan<'a> {
-    pub embedder: &'a dyn Embedder,
+pub(crate) struct EmbedPlan<'a> {
+    pub(crate) embedder: &'a dyn Embedder,
     /// Identifies the embedder's vectors in the cache (provider, model, key, prompt).
-    pub cache_key: String,
+    pub(crate) cache_key: String,
     /// `cache.enabled` / `cache.maxEntries`.
-    pub cache_enabled: bool,
-    pub cache_max_entries: usize,
-    pub vector_params: VectorParams,
+    pub(crate) cache_enabled: bool,
+    pub(crate) cache_max_entries: usize,
+    pub(crate) vector_params: VectorParams,
+}
+
+impl<'a> EmbedPlan<'a> {
+    /// The plan for `embedder` under `identity` and the settings' cache and vector options.
+    pub(crate) fn new(
+        embedder: &'a dyn Embedder,
+        identity: &Identity,
+        settings: &Settings,
+    ) -> EmbedPlan<'a> {
+        let cache_key = sha256_hex(
+            format!(
+                "{}\n{}\n{}",
+                identity.provider,
+                identity.model.as_deref().unwrap_or(""),
+                embedder.fingerprint()
+            )
+            .as_bytes(),
+        );
+        // `store.vector.enabled = false` means an exact in-process scan, never a graph.
+        let mut vector_params = VectorParams::default();
+        if !settings.store.vector_enabled {
+            vector_params.exact_threshold = usize::MAX;
+        }
+        EmbedPlan {
+            embedder,
+            cache_key,
+            cache_enabled: settings.cache.enabled,
+            cache_max_entries: settings.cache.max_entries,
+            vector_params,
+        }
+    }
 }
 
 /// What a sync did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyncReport {
+    /// The generation now current.
     pub generation: u64,
     /// True when a new generation was built (first run, `--force`, identity change).
     pub rebuilt: bool,
+    /// Memory files in the workspace.
     pub files: usize,
     /// Files (re)chunked.
     pub indexed: usize,
+    /// Files removed from the index.
     pub removed: usize,
+    /// Chunks in the index.
     pub chunks: u64,
+    /// Bytes of memory files indexed.
     pub bytes: u64,
+    /// Wall-clock seconds the sync took.
     pub seconds: f64,
     /// Chunks embedded by the model in this sync (cache hits excluded).
     pub embedded: usize,
@@ -81,6 +126,7 @@ pub struct SyncReport {
     pub cached: usize,
     /// Why embedding stopped, if it failed (the keyword index is up to date regardless).
     pub embed_error: Option<String>,
+    /// Files skipped or decoded lossily, and why.
     pub warnings: Vec<String>,
 }
 

@@ -2,29 +2,30 @@
 
 use serde::Serialize;
 
-pub use crate::config::Citations;
-use crate::search::Hit;
+use crate::config::Citations;
+use crate::fallback::Fallback;
+use crate::search::{Hit, Served};
 
 /// Characters (UTF-16 code units, as OpenClaw counts) of chunk text shown as the snippet.
 pub const SNIPPET_CHARS: usize = 700;
-
-/// Why a search did not use the configured retrieval.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Fallback {
-    pub from: String,
-    pub reason: String,
-}
 
 /// One result of `memory_search`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchResult {
+    /// Workspace-relative path of the memory file.
     pub path: String,
+    /// First line of the chunk (1-based).
     pub start_line: usize,
+    /// Last line of the chunk (1-based, inclusive).
     pub end_line: usize,
+    /// Final score in 0..1.
     pub score: f64,
+    /// The chunk text, cut to 700 UTF-16 units, with the citation when shown.
     pub snippet: String,
+    /// `memory` (or `sessions`).
     pub source: String,
+    /// `path#Ls-Le`, when citations are shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citation: Option<String>,
 }
@@ -33,22 +34,30 @@ pub struct SearchResult {
 /// (`results: []`, `disabled`, `unavailable`, `error`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchPayload {
+    /// The hits, best first (empty in an error payload).
     pub results: Vec<SearchResult>,
+    /// The embedding provider that served.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// `null` when no embedding model serves the search.
     #[serde(skip_serializing_if = "is_error_payload_model")]
     pub model: Option<Option<String>>,
+    /// `hybrid`, `fts-only` or `vector-only`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// The citation mode in effect.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citations: Option<String>,
+    /// What was configured but could not serve, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
+    /// True in an error payload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
+    /// True when memory search failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<bool>,
+    /// What failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -72,15 +81,6 @@ impl SearchPayload {
             error: Some(error.into()),
         }
     }
-}
-
-/// What served a search, for the payload header.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Served {
-    pub provider: String,
-    pub model: Option<String>,
-    pub mode: crate::search::Mode,
-    pub fallback: Option<Fallback>,
 }
 
 /// Builds the `memory_search` payload from ranked hits.
@@ -149,15 +149,20 @@ pub fn snippet(text: &str) -> String {
 /// The `memory_get` payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GetPayload {
+    /// The path asked for.
     pub path: String,
+    /// The lines read (empty for a missing file).
     pub text: String,
+    /// True when the path is refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
+    /// Why the path is refused or could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 impl GetPayload {
+    /// The refusal payload for `path`.
     pub fn denied(path: &str, error: impl Into<String>) -> GetPayload {
         GetPayload {
             path: path.to_string(),

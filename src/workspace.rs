@@ -27,6 +27,8 @@ pub const IGNORED_DIRS: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SourceKind {
     Memory,
+    /// Session transcripts (planned: issue 11).
+    #[allow(dead_code)]
     Sessions,
 }
 

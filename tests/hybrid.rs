@@ -1,6 +1,6 @@
 //! Hybrid search through the library façade with deterministic stand-in embedders: the
 //! documented merge, the fallbacks, the embedding cache and identity changes. (The real
-//! EmbeddingGemma is exercised in `tests/gemma.rs`.)
+//! EmbeddingGemma is exercised in `tests/gemma_real_model.rs` and `tests/gemma_tiny_model.rs`.)
 
 use std::fs;
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use memoria::config::{Env, ProviderKind, Settings};
-use memoria::search::Mode;
+use memoria::Mode;
 use memoria::{EmbedderChoice, Memory, SearchOptions};
 
 #[path = "support/hash_embedder.rs"]
@@ -236,7 +236,7 @@ fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embeddin
     let root = memory.agent_dir().root().to_path_buf();
     let manifest = fs::read_to_string(root.join("manifest.json")).unwrap();
     let older = manifest.replacen(
-        &format!("\"format\": {}", memoria::index::FORMAT_VERSION),
+        &format!("\"format\": {}", memoria::FORMAT_VERSION),
         "\"format\": 2",
         1,
     );

@@ -7,9 +7,9 @@
 
 use candle_core::{DType, Device, Tensor, D};
 
-use crate::embed::config::{GemmaConfig, LayerKind};
 use crate::embed::kernels::{self, AttnDims, Packing};
 use crate::embed::matmul::Projection;
+use crate::embed::model_files::{GemmaConfig, LayerKind};
 use crate::embed::weights::SafeFile;
 use crate::embed::Result;
 
@@ -184,10 +184,6 @@ impl Encoder {
 
     pub fn device(&self) -> &Device {
         &self.device
-    }
-
-    pub fn dtype(&self) -> DType {
-        self.dtype
     }
 
     pub fn kernels(&self) -> Kernels {

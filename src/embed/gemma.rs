@@ -6,22 +6,23 @@ use candle_core::{DType, Device, Tensor};
 use sha2::{Digest, Sha256};
 use tokenizers::Tokenizer;
 
-use crate::embed::config::{
-    read_file, read_json, DenseConfig, GemmaConfig, Pipeline, SbertConfig, StConfig,
-};
+use crate::digest::hex;
 use crate::embed::encoder::{Encoder, Kernels};
 use crate::embed::kernels::Packing;
 use crate::embed::matmul::Projection;
+use crate::embed::model_files::{
+    read_file, read_json, DenseConfig, GemmaConfig, Pipeline, SbertConfig, StConfig,
+};
 use crate::embed::weights::{EmbeddingTable, SafeFile};
 use crate::embed::{
-    l2_normalize, truncate_dims, EmbedError, EmbedKind, Embedder, Embedding, Result,
+    truncate_dims, EmbedError, EmbedKind, Embedder, Embedding, Result, MATRYOSHKA_DIMS,
 };
+use crate::simd::l2_normalize;
 
 /// Prompts EmbeddingGemma was trained with, used when the model directory names none.
 pub const DEFAULT_QUERY_PROMPT: &str = "task: search result | query: ";
+/// The document prompt EmbeddingGemma was trained with.
 pub const DEFAULT_DOCUMENT_PROMPT: &str = "title: none | text: ";
-/// Matryoshka sizes EmbeddingGemma was trained for (besides the full 768).
-pub const MATRYOSHKA_DIMS: [usize; 3] = [512, 256, 128];
 
 /// How to load and run the model.
 #[derive(Debug, Clone)]
@@ -285,9 +286,7 @@ impl GemmaEmbedder {
         hash_part(&mut hasher, "document_prompt", document_prompt.as_bytes());
         hash_part(&mut hasher, "dims", dims.to_string().as_bytes());
         hash_part(&mut hasher, "max_tokens", max_tokens.to_string().as_bytes());
-        let digest = hasher.finalize();
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        let fingerprint = format!("embeddinggemma:{dims}:{hex}");
+        let fingerprint = format!("embeddinggemma:{dims}:{}", hex(&hasher.finalize()));
 
         Ok(GemmaEmbedder {
             dir,
@@ -308,10 +307,12 @@ impl GemmaEmbedder {
         })
     }
 
+    /// The model directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The prompt put before texts of `kind`.
     pub fn prompt(&self, kind: EmbedKind) -> &str {
         match kind {
             EmbedKind::Query => &self.query_prompt,
@@ -319,6 +320,7 @@ impl GemmaEmbedder {
         }
     }
 
+    /// The device the model runs on.
     pub fn device(&self) -> &Device {
         self.encoder.device()
     }

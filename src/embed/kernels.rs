@@ -7,61 +7,10 @@
 //! AVX2 with runtime dispatch. Only f32 contiguous CPU tensors are accepted: other devices
 //! and dtypes take the generic candle path in `encoder.rs`.
 
-use std::sync::OnceLock;
-
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
 use rayon::prelude::*;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Level {
-    Scalar,
-    #[allow(dead_code)]
-    Avx2,
-    #[allow(dead_code)]
-    Avx512,
-}
-
-/// The instruction set the kernels use: the best the CPU has, or lower when the
-/// environment says `MEMORIA_EMBED_SIMD=avx2|scalar` (to test every path on one machine).
-pub(crate) fn level() -> Level {
-    static LEVEL: OnceLock<Level> = OnceLock::new();
-    *LEVEL.get_or_init(|| {
-        let cap = match std::env::var("MEMORIA_EMBED_SIMD").as_deref() {
-            Ok("scalar") => Level::Scalar,
-            Ok("avx2") => Level::Avx2,
-            _ => Level::Avx512,
-        };
-        let best = detect();
-        match (cap, best) {
-            (Level::Scalar, _) | (_, Level::Scalar) => Level::Scalar,
-            (Level::Avx2, _) | (_, Level::Avx2) => Level::Avx2,
-            _ => Level::Avx512,
-        }
-    })
-}
-
-fn detect() -> Level {
-    {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f")
-                && std::is_x86_feature_detected!("avx512bw")
-                && std::is_x86_feature_detected!("avx512dq")
-                && std::is_x86_feature_detected!("avx512vl")
-                && std::is_x86_feature_detected!("fma")
-            {
-                return Level::Avx512;
-            }
-            if std::is_x86_feature_detected!("avx2")
-                && std::is_x86_feature_detected!("fma")
-                && std::is_x86_feature_detected!("f16c")
-            {
-                return Level::Avx2;
-            }
-        }
-        Level::Scalar
-    }
-}
+use crate::simd::{level, Level};
 
 /// Defines a function compiled three times (AVX-512, AVX2+FMA, baseline) and dispatched
 /// on the CPU's features at run time. The body must be safe code.

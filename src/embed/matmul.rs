@@ -19,9 +19,10 @@ use half::f16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
-use crate::embed::kernels::{contiguous_f32, level, Level, SyncPtr};
+use crate::embed::kernels::{contiguous_f32, SyncPtr};
 use crate::embed::weights::SafeFile;
 use crate::embed::{EmbedError, Result};
+use crate::simd::{level, Level};
 
 /// Output rows per weight panel.
 pub const PANEL: usize = 16;
@@ -92,13 +93,6 @@ fn fits_half(values: &[f32]) -> bool {
 
 /// A linear layer's weight (PyTorch's `[out, in]`) stored as f16 in panels of [`PANEL`]
 /// output rows (see the module docs).
-///
-/// ```
-/// use memoria::embed::matmul::HalfWeight;
-/// let w = HalfWeight::from_f32(&[0.5, -1.0, 0.25, 2.0], 2, 2).unwrap();
-/// assert_eq!((w.rows(), w.cols()), (2, 2));
-/// assert!(HalfWeight::from_f32(&[1e6], 1, 1).is_none()); // outside f16's range
-/// ```
 pub struct HalfWeight {
     /// `panels × cols × PANEL` values; rows past `rows` in the last panel are zero.
     data: Vec<f16>,
@@ -115,6 +109,7 @@ impl std::fmt::Debug for HalfWeight {
 impl HalfWeight {
     /// Rounds `values` (`rows × cols`, row-major) to f16. `None` when a value lies outside
     /// f16's finite range.
+    #[cfg(test)]
     pub fn from_f32(values: &[f32], rows: usize, cols: usize) -> Option<Self> {
         fits_half(values).then(|| Self::pack(values, rows, cols))
     }
@@ -137,11 +132,13 @@ impl HalfWeight {
     }
 
     /// Output features.
+    #[cfg(test)]
     pub fn rows(&self) -> usize {
         self.rows
     }
 
     /// Input features.
+    #[cfg(test)]
     pub fn cols(&self) -> usize {
         self.cols
     }
@@ -498,6 +495,13 @@ mod simd {
 mod tests {
     use super::*;
     use candle_core::{Device, Tensor};
+
+    #[test]
+    fn half_weight_shape_and_range() {
+        let w = HalfWeight::from_f32(&[0.5, -1.0, 0.25, 2.0], 2, 2).unwrap();
+        assert_eq!((w.rows(), w.cols()), (2, 2));
+        assert!(HalfWeight::from_f32(&[1e6], 1, 1).is_none()); // outside f16's range
+    }
 
     #[test]
     fn linear_matches_naive_for_awkward_sizes() {

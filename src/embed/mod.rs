@@ -1,25 +1,43 @@
-//! Text embeddings.
+//! Text embeddings: the [`Embedder`] trait, the local EmbeddingGemma model, where its files
+//! come from, and which embedder serves an agent.
 //!
-//! The local provider is EmbeddingGemma-300m ([`gemma::GemmaEmbedder`]): a Gemma3 encoder
-//! with bidirectional attention run natively on candle, followed by mean pooling, two dense
+//! The local provider is EmbeddingGemma-300m ([`GemmaEmbedder`]): a Gemma3 encoder with
+//! bidirectional attention run natively on candle, followed by mean pooling, two dense
 //! projections and L2 normalisation, numerically matching PyTorch sentence-transformers.
+//!
+//! Files: `gemma.rs` (the embedder: tokenizer, prompts, pooling, fingerprint), `encoder.rs`
+//! (the transformer over packed sequences), `kernels.rs` and `matmul.rs` (fused CPU
+//! kernels and f16-weight linear layers, dispatched on `crate::simd`'s level),
+//! `weights.rs` and `model_files.rs` (safetensors and the sentence-transformers JSON
+//! files, with errors naming file and tensor), `locate.rs` (where the model directory is,
+//! and `pull`), `provider.rs` (the configured provider resolved to an embedder, or the
+//! reason there is none).
 
-pub mod config;
-pub mod encoder;
-pub mod gemma;
-pub mod kernels;
-pub mod matmul;
-pub mod model;
-pub mod weights;
+mod encoder;
+mod gemma;
+mod kernels;
+mod locate;
+mod matmul;
+mod model_files;
+mod provider;
+mod weights;
 
 use std::path::PathBuf;
 
-pub use gemma::{GemmaEmbedder, GemmaOptions};
+pub use gemma::{GemmaEmbedder, GemmaOptions, DEFAULT_DOCUMENT_PROMPT, DEFAULT_QUERY_PROMPT};
+pub use locate::{
+    pull, resolve_model, ModelLocation, ModelNotFound, ModelSearch, PullError, DEFAULT_REPO,
+    REQUIRED_FILES,
+};
+pub use provider::EmbedderChoice;
+pub(crate) use provider::ResolvedEmbedder;
 
 /// Whether a text is a search query or a document to be indexed; selects the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EmbedKind {
+    /// A search query (EmbeddingGemma's query prompt).
     Query,
+    /// A chunk to index (the document prompt).
     Document,
 }
 
@@ -49,21 +67,30 @@ pub trait Embedder: Send + Sync {
 
 /// Errors from loading or running an embedding model.
 #[derive(Debug, thiserror::Error)]
+///
+/// Every variant about a file names it (`path`); tensor errors also name the tensor.
+#[allow(missing_docs)] // the fields are the same few nouns throughout: path, name, message
 pub enum EmbedError {
+    /// A file the model directory must have is missing.
     #[error("model file missing: {}", path.display())]
     MissingFile { path: PathBuf },
+    /// A model file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+    /// A JSON file of the model directory does not parse or lacks a key.
     #[error("{}: invalid JSON: {message}", path.display())]
     Json { path: PathBuf, message: String },
+    /// A safetensors file is malformed.
     #[error("{}: invalid safetensors file: {message}", path.display())]
     Safetensors { path: PathBuf, message: String },
+    /// A tensor the model needs is not in the file.
     #[error("{}: tensor `{name}` is missing", path.display())]
     MissingTensor { path: PathBuf, name: String },
+    /// A tensor has another shape than the config implies.
     #[error("{}: tensor `{name}` has shape {actual:?}, expected {expected:?}", path.display())]
     TensorShape {
         path: PathBuf,
@@ -71,26 +98,34 @@ pub enum EmbedError {
         expected: Vec<usize>,
         actual: Vec<usize>,
     },
+    /// A tensor is stored in a dtype memoria does not read.
     #[error("{}: tensor `{name}` has unsupported dtype {dtype}", path.display())]
     TensorDtype {
         path: PathBuf,
         name: String,
         dtype: String,
     },
+    /// The directory holds another kind of model.
     #[error("{}: unsupported model: {reason}", path.display())]
     Unsupported { path: PathBuf, reason: String },
+    /// `tokenizer.json` could not be loaded.
     #[error("{}: cannot load tokenizer: {message}", path.display())]
     Tokenizer { path: PathBuf, message: String },
+    /// A text could not be tokenised.
     #[error("tokenisation failed: {0}")]
     Tokenize(String),
+    /// An option of [`GemmaOptions`] is out of range.
     #[error("invalid embedder option: {0}")]
     InvalidOption(String),
+    /// An embedder (a library user's, or a remote one) failed.
     #[error("embedding failed: {0}")]
     Failed(String),
+    /// candle failed while running the model.
     #[error("inference failed: {0}")]
     Candle(#[from] candle_core::Error),
 }
 
+/// Shorthand for results of the embedding module.
 pub type Result<T, E = EmbedError> = std::result::Result<T, E>;
 
 /// Cosine similarity of two vectors (0 when either is all zero).
@@ -117,20 +152,7 @@ pub const MATRYOSHKA_DIMS: &[usize] = &[768, 512, 256, 128];
 pub fn truncate_dims(vector: &mut Vec<f32>, dims: usize) {
     if dims < vector.len() {
         vector.truncate(dims);
-        l2_normalize(vector);
-    }
-}
-
-/// Scales `v` to unit length (accumulating in f64; an all-zero vector stays zero).
-pub(crate) fn l2_normalize(v: &mut [f32]) {
-    let n = v
-        .iter()
-        .map(|x| (*x as f64) * (*x as f64))
-        .sum::<f64>()
-        .sqrt();
-    let n = n.max(1e-12) as f32;
-    for x in v.iter_mut() {
-        *x /= n;
+        crate::simd::l2_normalize(vector);
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use serde::Deserialize;
 
-use crate::embed::config::io_error;
+use crate::embed::model_files::io_error;
 use crate::embed::{EmbedError, Result};
 
 /// Element type of a stored tensor that we can read.
@@ -334,10 +334,6 @@ impl EmbeddingTable {
             rows,
             cols,
         })
-    }
-
-    pub fn rows(&self) -> usize {
-        self.rows
     }
 
     pub fn cols(&self) -> usize {

@@ -28,7 +28,9 @@ const MAX_TOKEN_BYTES: usize = 128;
 /// Whether text is being indexed or is a query (they differ only for CJK, see module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnalyzerMode {
+    /// Document text: CJK runs give bigrams and single characters.
     Index,
+    /// Query text: CJK runs give bigrams (a single character alone).
     Query,
 }
 

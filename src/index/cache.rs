@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-use crate::chunk::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::{Error, Result};
 
 /// key → (stamp u64 LE, vector f32 LE).
@@ -68,7 +68,7 @@ impl EmbeddingCache {
         Ok(cache)
     }
 
-    fn err(&self, e: impl std::fmt::Display) -> Error {
+    fn err(&self, e: impl Into<redb::Error>) -> Error {
         Error::catalog(&self.path, e)
     }
 

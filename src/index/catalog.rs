@@ -42,11 +42,17 @@ pub struct FileRecord {
 /// One chunk, with everything needed to rebuild derived indexes and to answer a search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChunkRecord {
+    /// Workspace-relative path of the file.
     pub path: String,
+    /// `memory` (or `sessions`).
     pub source: String,
+    /// First line (1-based).
     pub start_line: usize,
+    /// Last line (1-based, inclusive).
     pub end_line: usize,
+    /// sha256 of `text`, lowercase hex.
     pub hash: String,
+    /// The chunk's text.
     pub text: String,
 }
 
@@ -150,11 +156,13 @@ impl Catalog {
     fn begin_write(&self) -> Result<WriteTransaction> {
         match &self.db {
             Db::ReadWrite(db) => db.begin_write().map_err(|e| self.err(e)),
-            Db::ReadOnly(_) => Err(self.err("opened read-only")),
+            Db::ReadOnly(_) => Err(Error::ReadOnly {
+                path: self.path.clone(),
+            }),
         }
     }
 
-    fn err(&self, e: impl std::fmt::Display) -> Error {
+    fn err(&self, e: impl Into<redb::Error>) -> Error {
         Error::catalog(&self.path, e)
     }
 
@@ -251,19 +259,22 @@ impl Catalog {
             let mut bytes = Vec::new();
             for (id, chunk) in new_chunks {
                 bytes.clear();
-                serde_json::to_writer(&mut bytes, chunk).map_err(|e| self.err(e))?;
+                serde_json::to_writer(&mut bytes, chunk)
+                    .map_err(|e| Error::corrupt(&self.path, e))?;
                 chunks
                     .insert(id.as_str(), bytes.as_slice())
                     .map_err(|e| self.err(e))?;
             }
             for Upsert { path, record, .. } in &batch.upserts {
-                let bytes = serde_json::to_vec(record).map_err(|e| self.err(e))?;
+                let bytes =
+                    serde_json::to_vec(record).map_err(|e| Error::corrupt(&self.path, e))?;
                 files
                     .insert(path.as_str(), bytes.as_slice())
                     .map_err(|e| self.err(e))?;
             }
             for (path, record) in &batch.touches {
-                let bytes = serde_json::to_vec(record).map_err(|e| self.err(e))?;
+                let bytes =
+                    serde_json::to_vec(record).map_err(|e| Error::corrupt(&self.path, e))?;
                 files
                     .insert(path.as_str(), bytes.as_slice())
                     .map_err(|e| self.err(e))?;

@@ -4,14 +4,18 @@
 //! <stateDir>/memory/<agentId>/
 //!   manifest.json        format, identity, current generation, last-sync stats (atomic rename)
 //!   LOCK                 held (flock) by the one process that writes
+//!   cache.redb           embedding cache, shared by every generation
 //!   gen-000001/          one index generation
-//!     catalog.redb       source of truth: files, chunks (text, lines, hash)
+//!     catalog.redb       source of truth: files, chunks (text, lines, hash), vectors
 //!     text/              tantivy BM25 index, derived; commit payload = catalog seq
+//!     vectors/           exact or HNSW vector index, derived; tagged with the catalog seq
 //! ```
 //!
 //! Invariants:
-//! - Readers never take the lock and never open the catalog: they read `manifest.json`, then
-//!   open that generation's `text/`, whose last commit is always a complete state.
+//! - Readers never take the lock and never hold the catalog open: they read `manifest.json`,
+//!   then open that generation's `text/` and `vectors/`, whose last commits are always
+//!   complete states ([`view`]). Only when `text/` cannot be opened does a search read
+//!   chunks from the catalog, opened read-only per call, so the writer is never kept out.
 //! - Writers hold `LOCK`. A second writer gets [`Error::IndexBusy`] instead of waiting.
 //! - An identity change (chunking, sources, embedder) builds a *new* generation; the manifest
 //!   switches to it by atomic rename once it is complete, then the old one is deleted.
@@ -20,14 +24,17 @@
 //! - The text index is derived: when its commit payload lags the catalog `seq` (a crash
 //!   between the two commits), the writer rebuilds it from the catalog.
 
-pub mod analyzer;
-pub mod cache;
-pub mod catalog;
-pub mod text;
-pub mod vector;
+pub(crate) mod analyzer;
+mod atomic;
+pub(crate) mod cache;
+pub(crate) mod catalog;
+pub(crate) mod text;
+pub(crate) mod vector;
+mod view;
+
+pub(crate) use view::{GenerationView, Views};
 
 use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -45,15 +52,20 @@ const GEN_PREFIX: &str = "gen-";
 /// Everything that, when changed, invalidates the index (SPEC §4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
+    /// `chunking.tokens`.
     pub chunk_tokens: usize,
+    /// `chunking.overlap`.
     pub chunk_overlap: usize,
+    /// The sources indexed (`memory`, `sessions`).
     pub sources: Vec<String>,
     /// Embedding provider (`none` when keyword-only).
     pub provider: String,
+    /// Embedding model, when there is one.
     pub model: Option<String>,
     /// The embedder's fingerprint (model weights, prompts, output dims), if any.
     #[serde(default)]
     pub embedder: Option<String>,
+    /// Vector dimensions, when there is an embedder.
     #[serde(default)]
     pub dims: Option<usize>,
 }
@@ -154,19 +166,11 @@ impl AgentDir {
     /// Replaces the manifest atomically (write, fsync, rename, fsync directory).
     pub fn write_manifest(&self, _lock: &WriterLock, manifest: &Manifest) -> Result<()> {
         let path = self.root.join(MANIFEST);
-        let tmp = self.root.join(format!("{MANIFEST}.tmp"));
         let bytes = serde_json::to_vec_pretty(manifest).map_err(|e| Error::Corrupt {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        let mut file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        file.write_all(&bytes).map_err(|e| Error::io(&tmp, e))?;
-        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-        File::open(&self.root)
-            .and_then(|dir| dir.sync_all())
-            .map_err(|e| Error::io(&self.root, e))?;
-        Ok(())
+        atomic::write_atomic(&path, &bytes)
     }
 
     /// Directory of generation `n`.

@@ -158,7 +158,7 @@ impl TextIndex {
     fn wrap(index: Index, dir: &Path) -> Result<TextIndex> {
         let (expected, fields) = schema();
         if index.schema() != expected {
-            return Err(Error::text(
+            return Err(Error::corrupt(
                 dir,
                 "the index was written by another memoria version (its schema differs); \
                  `memoria index` rebuilds it",
@@ -205,6 +205,7 @@ impl TextIndex {
     }
 
     /// Sees the latest commit.
+    #[cfg(test)]
     pub fn reload(&self) -> Result<()> {
         self.reader.reload().map_err(|e| Error::text(&self.dir, e))
     }
@@ -293,7 +294,7 @@ impl TextIndex {
             {
                 let postings = index
                     .read_postings(&term, IndexRecordOption::Basic)
-                    .map_err(|e| Error::text(&self.dir, e))?;
+                    .map_err(|e| Error::io(&self.dir, e))?;
                 let Some(mut postings) = postings else {
                     continue;
                 };
@@ -338,7 +339,7 @@ impl TextIndex {
         keys.get(address.segment_ord as usize)
             .and_then(|keys| keys.key(address.doc_id))
             .ok_or_else(|| {
-                Error::text(
+                Error::corrupt(
                     &self.dir,
                     format!("document {address:?} lacks its id, path or start_line column value"),
                 )
@@ -383,7 +384,7 @@ impl TextWriter {
     pub fn add(&self, id: &str, chunk: &ChunkRecord) -> Result<()> {
         let f = self.fields;
         let (hi, lo) = id_halves(id).ok_or_else(|| {
-            Error::text(
+            Error::corrupt(
                 &self.dir,
                 format!(
                     "chunk id {id:?} of {} is not 32 lowercase hex digits",
@@ -411,13 +412,6 @@ impl TextWriter {
     pub fn delete_path(&self, path: &str) {
         self.writer
             .delete_term(Term::from_field_text(self.fields.path, path));
-    }
-
-    pub fn delete_all(&self) -> Result<()> {
-        self.writer
-            .delete_all_documents()
-            .map_err(|e| Error::text(&self.dir, e))?;
-        Ok(())
     }
 
     /// Commits, recording the catalog `seq` this state reflects.

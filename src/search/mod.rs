@@ -1,24 +1,53 @@
-//! Ranking: score mapping, merging, minScore filtering and truncation (SPEC §5).
+//! Search: from a query to ranked chunks (SPEC §5).
 //!
-//! Everything here is a pure function over candidate lists; the index modules produce the
-//! candidates and `tools` shapes the output.
+//! [`pipeline`] is the orchestration: it asks the index for candidates, runs the two sides,
+//! decides the mode and the fallback, and returns [`Hit`]s with what [`Served`] them. The
+//! ranking itself is pure functions over candidate lists: score mapping, order, minScore
+//! relaxation and tiers here, fusion, temporal decay and MMR in [`hybrid`]. `tools` shapes
+//! the output as the agent's JSON.
 
-pub mod hybrid;
+pub(crate) mod hybrid;
+pub(crate) mod pipeline;
 
 use std::cmp::Ordering;
 
-pub use crate::index::catalog::ChunkKey;
+use crate::fallback::Fallback;
+pub(crate) use crate::index::catalog::ChunkKey;
 use crate::index::catalog::ChunkRecord;
+pub use pipeline::{SearchOptions, SearchResponse};
+
+/// What served a search: reported in every payload's header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    /// The embedding provider (`none` when keyword-only).
+    pub provider: String,
+    /// The embedding model, when there is one.
+    pub model: Option<String>,
+    /// Which retrieval served.
+    pub mode: Mode,
+    /// What was configured but could not serve, and why.
+    pub fallback: Option<Fallback>,
+}
+
+/// Size of the candidate pool each side of hybrid search fetches (SPEC §5):
+/// `min(200, max(1, maxResults × candidateMultiplier))`.
+pub(crate) fn candidate_pool(max_results: usize, multiplier: usize) -> usize {
+    max_results.saturating_mul(multiplier).clamp(1, 200)
+}
 
 /// Which retrieval served a search (reported in every payload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Keyword and vector candidates, fused.
     Hybrid,
+    /// Keyword (BM25) candidates only.
     FtsOnly,
+    /// Vector candidates only.
     VectorOnly,
 }
 
 impl Mode {
+    /// The payload's name for the mode.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Hybrid => "hybrid",
@@ -43,7 +72,9 @@ pub struct Ranked {
 /// One search result: a ranked chunk and its record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
+    /// The chunk's id.
     pub id: String,
+    /// The chunk: path, source, line range and text.
     pub chunk: ChunkRecord,
     /// Final score in 0..1.
     pub score: f64,
@@ -144,18 +175,8 @@ pub fn tier_size(n: usize, base: usize) -> usize {
 /// for `base`, the next `base` from the pool for `2·base`, then `4·base`, … each tier
 /// skipping what earlier tiers returned. `rank(pool)` ranks the candidates truncated to
 /// `pool` per side; `pool_for(size)` is SPEC's pool rule. A request for the configured
-/// `maxResults` is exactly SPEC's single ranking.
-///
-/// ```
-/// use memoria::search::tiered_top;
-/// // A toy ranking where a bigger pool surfaces a better candidate ("z").
-/// let rank = |pool: usize| -> Vec<&'static str> {
-///     if pool > 4 { vec!["z", "a", "b", "c", "d"] } else { vec!["a", "b", "c", "d"] }
-/// };
-/// let pool_for = |size: usize| size * 2;
-/// assert_eq!(tiered_top(2, 2, pool_for, rank, |s| *s), vec!["a", "b"]);
-/// assert_eq!(tiered_top(4, 2, pool_for, rank, |s| *s), vec!["a", "b", "z", "c"]);
-/// ```
+/// `maxResults` is exactly SPEC's single ranking (example: the test
+/// `tiered_top_keeps_earlier_results`).
 pub fn tiered_top<T, K: Eq + std::hash::Hash + Clone>(
     n: usize,
     base: usize,
@@ -189,6 +210,42 @@ pub fn tiered_top<T, K: Eq + std::hash::Hash + Clone>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiered_top_keeps_earlier_results() {
+        // A toy ranking where a bigger pool surfaces a better candidate ("z").
+        let rank = |pool: usize| -> Vec<&'static str> {
+            if pool > 4 {
+                vec!["z", "a", "b", "c", "d"]
+            } else {
+                vec!["a", "b", "c", "d"]
+            }
+        };
+        let pool_for = |size: usize| size * 2;
+        assert_eq!(tiered_top(2, 2, pool_for, rank, |s| *s), vec!["a", "b"]);
+        assert_eq!(
+            tiered_top(4, 2, pool_for, rank, |s| *s),
+            vec!["a", "b", "z", "c"]
+        );
+    }
+
+    #[test]
+    fn candidate_pool_rule() {
+        let rows: &[(usize, usize, usize)] = &[
+            (6, 4, 24),
+            (0, 4, 1),
+            (6, 0, 1),
+            (100, 20, 200),
+            (usize::MAX, 20, 200),
+        ];
+        for &(max_results, mult, want) in rows {
+            assert_eq!(
+                candidate_pool(max_results, mult),
+                want,
+                "{max_results} × {mult}"
+            );
+        }
+    }
 
     fn hit(path: &str, line: usize, score: f64, text_score: f64) -> Ranked {
         Ranked {

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding};
-use memoria::index::analyzer::{terms, AnalyzerMode};
+use memoria::internals::{terms, AnalyzerMode};
 
 /// Feature-hashed bag of words: texts sharing words are close. Counts document texts.
 pub struct HashEmbedder {

@@ -27,7 +27,9 @@ pub const REQUIRED_FILES: &[&str] = &[
 /// Where a model directory was found and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelLocation {
+    /// The model directory.
     pub dir: PathBuf,
+    /// Which rule of the resolution order chose it.
     pub reason: String,
 }
 
@@ -44,6 +46,7 @@ pub struct ModelSearch {
     pub config_cache_dir: Option<PathBuf>,
     /// Current directory and the executable's directory, for `models/`.
     pub cwd: Option<PathBuf>,
+    /// The running executable's directory (for `../models/`).
     pub exe_dir: Option<PathBuf>,
     /// `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
     pub hf_cache: Option<PathBuf>,
@@ -82,13 +85,21 @@ impl ModelSearch {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelNotFound {
     #[error("{origin} names {dir}, which is not a usable model directory: missing {missing}")]
+    /// A directory was named explicitly but lacks a required file.
     Incomplete {
+        /// What named it (`--model`, `$MEMORIA_MODEL_DIR`, `local.modelPath`).
         origin: String,
+        /// The directory.
         dir: PathBuf,
+        /// The first missing file.
         missing: String,
     },
     #[error("no local embedding model: looked in {looked}; run `memoria model pull` (needs network, an accepted Gemma licence and HF_TOKEN) or pass --model DIR")]
-    Nowhere { looked: String },
+    /// No rule found a model.
+    Nowhere {
+        /// Every place looked in.
+        looked: String,
+    },
 }
 
 /// The first missing required file of `dir`, if any.

@@ -136,12 +136,6 @@ pub struct GemmaConfig {
 }
 
 impl GemmaConfig {
-    /// Parses and validates `config.json`.
-    pub fn from_file(path: &Path) -> Result<Self> {
-        let raw: RawConfig = read_json(path)?;
-        Self::from_raw(raw, path)
-    }
-
     /// Parses and validates the text of a `config.json` (`path` names it in errors).
     pub fn from_json(text: &str, path: &Path) -> Result<Self> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| EmbedError::Json {

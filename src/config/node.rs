@@ -1,0 +1,210 @@
+//! A typed walker over `serde_json::Value`: every read knows its full key path, so every
+//! error names it.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::error::ConfigError;
+
+/// A value and its key path, for path-precise errors.
+#[derive(Clone)]
+pub(super) struct Node<'a> {
+    pub(super) path: String,
+    pub(super) value: &'a Value,
+}
+
+impl<'a> Node<'a> {
+    pub(super) fn key_path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    pub(super) fn type_error(&self, expected: &str) -> ConfigError {
+        ConfigError::invalid(
+            &self.path,
+            format!("expected {expected}, got {}", describe(self.value)),
+        )
+    }
+
+    pub(super) fn as_object(&self) -> Result<&'a Map<String, Value>, ConfigError> {
+        self.value
+            .as_object()
+            .ok_or_else(|| self.type_error("an object"))
+    }
+
+    /// The child `key`; `None` when absent or `null`. `self` must be an object.
+    pub(super) fn child(&self, key: &str) -> Result<Option<Node<'a>>, ConfigError> {
+        Ok(match self.as_object()?.get(key) {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(Node {
+                path: self.key_path(key),
+                value,
+            }),
+        })
+    }
+
+    /// Rejects keys not in `allowed` (the first one, in key order).
+    pub(super) fn check_keys(&self, allowed: &[&str]) -> Result<(), ConfigError> {
+        match self
+            .as_object()?
+            .keys()
+            .find(|k| !allowed.contains(&k.as_str()))
+        {
+            Some(k) => Err(ConfigError::invalid(&self.key_path(k), "unknown key")),
+            None => Ok(()),
+        }
+    }
+
+    /// The object `key`, type checked; no key check.
+    pub(super) fn object(&self, key: &str) -> Result<Option<Node<'a>>, ConfigError> {
+        match self.child(key)? {
+            Some(node) => {
+                node.as_object()?;
+                Ok(Some(node))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The object `key`, type checked, whose keys must all be in `allowed`.
+    pub(super) fn section(
+        &self,
+        key: &str,
+        allowed: &[&str],
+    ) -> Result<Option<Node<'a>>, ConfigError> {
+        let node = self.object(key)?;
+        if let Some(node) = &node {
+            node.check_keys(allowed)?;
+        }
+        Ok(node)
+    }
+
+    pub(super) fn get_bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
+        self.child(key)?
+            .map(|n| n.value.as_bool().ok_or_else(|| n.type_error("a boolean")))
+            .transpose()
+    }
+
+    pub(super) fn get_f64(&self, key: &str) -> Result<Option<f64>, ConfigError> {
+        self.child(key)?
+            .map(|n| n.value.as_f64().ok_or_else(|| n.type_error("a number")))
+            .transpose()
+    }
+
+    /// An integer; fractions are floored, out-of-range values saturate.
+    pub(super) fn get_int(&self, key: &str) -> Result<Option<i64>, ConfigError> {
+        self.child(key)?
+            .map(|n| match n.value {
+                Value::Number(num) => Ok(num
+                    .as_i64()
+                    .or_else(|| num.as_u64().map(|_| i64::MAX))
+                    .unwrap_or_else(|| num.as_f64().unwrap_or(0.0).floor() as i64)),
+                _ => Err(n.type_error("an integer")),
+            })
+            .transpose()
+    }
+
+    pub(super) fn get_string(&self, key: &str) -> Result<Option<String>, ConfigError> {
+        self.child(key)?.map(|n| n.string()).transpose()
+    }
+
+    /// A string, `None` when it is empty or blank.
+    pub(super) fn get_nonblank(&self, key: &str) -> Result<Option<String>, ConfigError> {
+        Ok(self.get_string(key)?.filter(|s| !s.trim().is_empty()))
+    }
+
+    pub(super) fn string(&self) -> Result<String, ConfigError> {
+        self.value
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| self.type_error("a string"))
+    }
+
+    pub(super) fn choice<T: Copy>(&self, choices: &[(&str, T)]) -> Result<T, ConfigError> {
+        let expected = || {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+            format!("one of {}", names.join(", "))
+        };
+        let s = self
+            .value
+            .as_str()
+            .ok_or_else(|| self.type_error(&expected()))?;
+        choices
+            .iter()
+            .find(|(name, _)| *name == s)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| self.type_error(&expected()))
+    }
+
+    pub(super) fn get_choice<T: Copy>(
+        &self,
+        key: &str,
+        choices: &[(&str, T)],
+    ) -> Result<Option<T>, ConfigError> {
+        self.child(key)?.map(|n| n.choice(choices)).transpose()
+    }
+
+    /// The elements of the array `key`, each with its `[i]` path.
+    pub(super) fn get_array(&self, key: &str) -> Result<Option<Vec<Node<'a>>>, ConfigError> {
+        let Some(node) = self.child(key)? else {
+            return Ok(None);
+        };
+        let items = node
+            .value
+            .as_array()
+            .ok_or_else(|| node.type_error("an array"))?;
+        Ok(Some(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, value)| Node {
+                    path: format!("{}[{i}]", node.path),
+                    value,
+                })
+                .collect(),
+        ))
+    }
+
+    pub(super) fn get_string_array(&self, key: &str) -> Result<Option<Vec<String>>, ConfigError> {
+        self.get_array(key)?
+            .map(|items| items.iter().map(Node::string).collect())
+            .transpose()
+    }
+
+    pub(super) fn get_string_map(
+        &self,
+        key: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, ConfigError> {
+        let Some(node) = self.object(key)? else {
+            return Ok(None);
+        };
+        let mut map = BTreeMap::new();
+        for (k, value) in node.as_object()? {
+            let entry = Node {
+                path: node.key_path(k),
+                value,
+            };
+            map.insert(k.clone(), entry.string()?);
+        }
+        Ok(Some(map))
+    }
+}
+
+/// How a value appears in an error message: scalars as JSON (long strings shortened),
+/// containers by kind.
+pub(super) fn describe(value: &Value) -> String {
+    const MAX_CHARS: usize = 40;
+    match value {
+        Value::String(s) if s.chars().count() > MAX_CHARS => {
+            let short: String = s.chars().take(MAX_CHARS).collect();
+            format!("{}…", Value::String(short))
+        }
+        Value::Array(_) => "an array".to_string(),
+        Value::Object(_) => "an object".to_string(),
+        other => other.to_string(),
+    }
+}

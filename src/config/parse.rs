@@ -1,0 +1,293 @@
+//! Parsing: the config's `memorySearch` layers, `memory` and `compaction` sections, read
+//! with their types checked and unknown keys refused, before any default is applied.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::error::ConfigError;
+use super::node::{describe, Node};
+use super::settings::*;
+
+const PROVIDERS: &[(&str, ProviderKind)] = &[
+    ("auto", ProviderKind::Auto),
+    ("none", ProviderKind::None),
+    ("local", ProviderKind::Local),
+    ("openai", ProviderKind::OpenAi),
+    ("gemini", ProviderKind::Gemini),
+    ("voyage", ProviderKind::Voyage),
+    ("mistral", ProviderKind::Mistral),
+];
+
+const FALLBACKS: &[(&str, Option<ProviderKind>)] = &[
+    ("none", None),
+    ("openai", Some(ProviderKind::OpenAi)),
+    ("gemini", Some(ProviderKind::Gemini)),
+    ("local", Some(ProviderKind::Local)),
+    ("voyage", Some(ProviderKind::Voyage)),
+    ("mistral", Some(ProviderKind::Mistral)),
+];
+
+const SOURCES: &[(&str, Source)] = &[("memory", Source::Memory), ("sessions", Source::Sessions)];
+
+const FUSIONS: &[(&str, Fusion)] = &[
+    ("weighted", Fusion::Weighted),
+    ("rrf", Fusion::Rrf),
+    ("minmax", Fusion::MinMax),
+];
+
+const BACKENDS: &[(&str, Backend)] = &[("builtin", Backend::Builtin), ("qmd", Backend::Qmd)];
+
+const CITATIONS: &[(&str, Citations)] = &[
+    ("auto", Citations::Auto),
+    ("on", Citations::On),
+    ("off", Citations::Off),
+];
+
+/// One `memorySearch` object as written: `None` / empty = not set at this level.
+#[derive(Debug, Default)]
+pub(super) struct Layer {
+    pub(super) enabled: Option<bool>,
+    pub(super) provider: Option<ProviderKind>,
+    pub(super) model: Option<String>,
+    pub(super) fallback: Option<Option<ProviderKind>>,
+    pub(super) sources: Option<Vec<Source>>,
+    pub(super) extra_paths: Vec<String>,
+    pub(super) local_model_path: Option<String>,
+    pub(super) local_model_cache_dir: Option<String>,
+    pub(super) remote_base_url: Option<String>,
+    pub(super) remote_api_key: Option<String>,
+    pub(super) remote_headers: BTreeMap<String, String>,
+    pub(super) batch_enabled: Option<bool>,
+    pub(super) batch_wait: Option<bool>,
+    pub(super) batch_concurrency: Option<i64>,
+    pub(super) batch_poll_interval_ms: Option<i64>,
+    pub(super) batch_timeout_minutes: Option<i64>,
+    pub(super) store_path: Option<String>,
+    pub(super) vector_enabled: Option<bool>,
+    pub(super) chunk_tokens: Option<i64>,
+    pub(super) chunk_overlap: Option<i64>,
+    pub(super) sync_on_session_start: Option<bool>,
+    pub(super) sync_on_search: Option<bool>,
+    pub(super) sync_watch: Option<bool>,
+    pub(super) sync_watch_debounce_ms: Option<i64>,
+    pub(super) sync_interval_minutes: Option<i64>,
+    pub(super) sync_delta_bytes: Option<i64>,
+    pub(super) sync_delta_messages: Option<i64>,
+    pub(super) max_results: Option<i64>,
+    pub(super) min_score: Option<f64>,
+    pub(super) hybrid_enabled: Option<bool>,
+    pub(super) vector_weight: Option<f64>,
+    pub(super) text_weight: Option<f64>,
+    pub(super) candidate_multiplier: Option<i64>,
+    pub(super) fusion: Option<Fusion>,
+    pub(super) mmr_enabled: Option<bool>,
+    pub(super) mmr_lambda: Option<f64>,
+    pub(super) decay_enabled: Option<bool>,
+    pub(super) decay_half_life_days: Option<i64>,
+    pub(super) cache_enabled: Option<bool>,
+    pub(super) cache_max_entries: Option<i64>,
+    pub(super) session_memory: Option<bool>,
+}
+
+/// Everything read from the config before defaults and clamps are applied.
+#[derive(Debug, Default)]
+pub(super) struct Parsed {
+    pub(super) defaults: Layer,
+    pub(super) agent: Layer,
+    pub(super) workspace: Option<String>,
+    pub(super) backend: Option<Backend>,
+    pub(super) citations: Option<Citations>,
+    pub(super) qmd: Option<Value>,
+    pub(super) reserve_tokens_floor: Option<i64>,
+    pub(super) flush_enabled: Option<bool>,
+    pub(super) flush_soft_threshold_tokens: Option<i64>,
+    pub(super) flush_system_prompt: Option<String>,
+    pub(super) flush_prompt: Option<String>,
+}
+
+pub(super) fn parse(config: &Value, agent_id: &str) -> Result<Parsed, ConfigError> {
+    let root = Node {
+        path: String::new(),
+        value: config,
+    };
+    if !config.is_object() {
+        return Err(ConfigError::invalid(
+            "(top level)",
+            format!("expected an object, got {}", describe(config)),
+        ));
+    }
+    let mut parsed = Parsed::default();
+
+    if let Some(memory) = root.section("memory", &["backend", "citations", "qmd"])? {
+        parsed.backend = memory.get_choice("backend", BACKENDS)?;
+        parsed.citations = memory.get_choice("citations", CITATIONS)?;
+        parsed.qmd = memory.object("qmd")?.map(|n| n.value.clone());
+    }
+
+    let Some(agents) = root.object("agents")? else {
+        return Ok(parsed);
+    };
+    let mut default_workspace = None;
+    if let Some(defaults) = agents.object("defaults")? {
+        default_workspace = defaults.get_nonblank("workspace")?;
+        if let Some(ms) = defaults.child("memorySearch")? {
+            parsed.defaults = parse_layer(&ms)?;
+        }
+        if let Some(compaction) = defaults.object("compaction")? {
+            parsed.reserve_tokens_floor = compaction.get_int("reserveTokensFloor")?;
+            if let Some(flush) = compaction.object("memoryFlush")? {
+                parsed.flush_enabled = flush.get_bool("enabled")?;
+                parsed.flush_soft_threshold_tokens = flush.get_int("softThresholdTokens")?;
+                parsed.flush_system_prompt = flush.get_nonblank("systemPrompt")?;
+                parsed.flush_prompt = flush.get_nonblank("prompt")?;
+            }
+        }
+    }
+
+    // Every entry is validated, so a typo in one agent's block is reported whichever agent runs.
+    let mut found = false;
+    for entry in agents.get_array("list")?.unwrap_or_default() {
+        entry.as_object()?;
+        let id = entry.get_string("id")?;
+        let workspace = entry.get_nonblank("workspace")?;
+        let layer = match entry.child("memorySearch")? {
+            Some(ms) => parse_layer(&ms)?,
+            None => Layer::default(),
+        };
+        if !found && id.as_deref() == Some(agent_id) {
+            found = true;
+            parsed.agent = layer;
+            parsed.workspace = workspace;
+        }
+    }
+    parsed.workspace = parsed.workspace.or(default_workspace);
+    Ok(parsed)
+}
+
+/// Parses one `memorySearch` object (strict: unknown keys are errors).
+fn parse_layer(ms: &Node) -> Result<Layer, ConfigError> {
+    ms.check_keys(&[
+        "enabled",
+        "provider",
+        "model",
+        "fallback",
+        "sources",
+        "extraPaths",
+        "experimental",
+        "local",
+        "remote",
+        "store",
+        "chunking",
+        "sync",
+        "query",
+        "cache",
+    ])?;
+    let mut l = Layer {
+        enabled: ms.get_bool("enabled")?,
+        provider: ms.get_choice("provider", PROVIDERS)?,
+        model: ms.get_nonblank("model")?,
+        fallback: ms.get_choice("fallback", FALLBACKS)?,
+        ..Layer::default()
+    };
+    if let Some(items) = ms.get_array("sources")? {
+        l.sources = Some(
+            items
+                .iter()
+                .map(|n| n.choice(SOURCES))
+                .collect::<Result<_, _>>()?,
+        );
+    }
+    l.extra_paths = ms.get_string_array("extraPaths")?.unwrap_or_default();
+    if let Some(exp) = ms.section("experimental", &["sessionMemory"])? {
+        l.session_memory = exp.get_bool("sessionMemory")?;
+    }
+    if let Some(local) = ms.section("local", &["modelPath", "modelCacheDir"])? {
+        l.local_model_path = local.get_nonblank("modelPath")?;
+        l.local_model_cache_dir = local.get_nonblank("modelCacheDir")?;
+    }
+    if let Some(remote) = ms.section("remote", &["baseUrl", "apiKey", "headers", "batch"])? {
+        l.remote_base_url = remote.get_nonblank("baseUrl")?;
+        l.remote_api_key = remote.get_nonblank("apiKey")?;
+        l.remote_headers = remote.get_string_map("headers")?.unwrap_or_default();
+        let batch_keys = [
+            "enabled",
+            "wait",
+            "concurrency",
+            "pollIntervalMs",
+            "timeoutMinutes",
+        ];
+        if let Some(batch) = remote.section("batch", &batch_keys)? {
+            l.batch_enabled = batch.get_bool("enabled")?;
+            l.batch_wait = batch.get_bool("wait")?;
+            l.batch_concurrency = batch.get_int("concurrency")?;
+            l.batch_poll_interval_ms = batch.get_int("pollIntervalMs")?;
+            l.batch_timeout_minutes = batch.get_int("timeoutMinutes")?;
+        }
+    }
+    if let Some(store) = ms.section("store", &["driver", "path", "vector"])? {
+        // `driver` exists in OpenClaw's schema with the single value "sqlite"; ignored.
+        store.get_choice("driver", &[("sqlite", ())])?;
+        l.store_path = store.get_nonblank("path")?;
+        if let Some(vector) = store.section("vector", &["enabled", "extensionPath"])? {
+            l.vector_enabled = vector.get_bool("enabled")?;
+            vector.get_string("extensionPath")?; // sqlite-vec only; ignored
+        }
+    }
+    if let Some(chunking) = ms.section("chunking", &["tokens", "overlap"])? {
+        l.chunk_tokens = chunking.get_int("tokens")?;
+        l.chunk_overlap = chunking.get_int("overlap")?;
+    }
+    let sync_keys = [
+        "onSessionStart",
+        "onSearch",
+        "watch",
+        "watchDebounceMs",
+        "intervalMinutes",
+        "sessions",
+    ];
+    if let Some(sync) = ms.section("sync", &sync_keys)? {
+        l.sync_on_session_start = sync.get_bool("onSessionStart")?;
+        l.sync_on_search = sync.get_bool("onSearch")?;
+        l.sync_watch = sync.get_bool("watch")?;
+        l.sync_watch_debounce_ms = sync.get_int("watchDebounceMs")?;
+        l.sync_interval_minutes = sync.get_int("intervalMinutes")?;
+        if let Some(sessions) = sync.section("sessions", &["deltaBytes", "deltaMessages"])? {
+            l.sync_delta_bytes = sessions.get_int("deltaBytes")?;
+            l.sync_delta_messages = sessions.get_int("deltaMessages")?;
+        }
+    }
+    if let Some(query) = ms.section("query", &["maxResults", "minScore", "hybrid"])? {
+        l.max_results = query.get_int("maxResults")?;
+        l.min_score = query.get_f64("minScore")?;
+        let hybrid_keys = [
+            "enabled",
+            "vectorWeight",
+            "textWeight",
+            "candidateMultiplier",
+            "fusion",
+            "mmr",
+            "temporalDecay",
+        ];
+        if let Some(hybrid) = query.section("hybrid", &hybrid_keys)? {
+            l.hybrid_enabled = hybrid.get_bool("enabled")?;
+            l.vector_weight = hybrid.get_f64("vectorWeight")?;
+            l.text_weight = hybrid.get_f64("textWeight")?;
+            l.candidate_multiplier = hybrid.get_int("candidateMultiplier")?;
+            l.fusion = hybrid.get_choice("fusion", FUSIONS)?;
+            if let Some(mmr) = hybrid.section("mmr", &["enabled", "lambda"])? {
+                l.mmr_enabled = mmr.get_bool("enabled")?;
+                l.mmr_lambda = mmr.get_f64("lambda")?;
+            }
+            if let Some(decay) = hybrid.section("temporalDecay", &["enabled", "halfLifeDays"])? {
+                l.decay_enabled = decay.get_bool("enabled")?;
+                l.decay_half_life_days = decay.get_int("halfLifeDays")?;
+            }
+        }
+    }
+    if let Some(cache) = ms.section("cache", &["enabled", "maxEntries"])? {
+        l.cache_enabled = cache.get_bool("enabled")?;
+        l.cache_max_entries = cache.get_int("maxEntries")?;
+    }
+    Ok(l)
+}

@@ -1,0 +1,182 @@
+//! Resolution: `agent ?? defaults ?? builtin` for every leaf, then clamps, weight
+//! normalisation and path expansion.
+
+use std::path::{Path, PathBuf};
+
+use super::env::{expand_home, state_dir, Env};
+use super::parse::{Layer, Parsed};
+use super::settings::*;
+
+/// `agent ?? defaults` for one leaf.
+fn pick<T: Clone>(p: &Parsed, leaf: impl Fn(&Layer) -> &Option<T>) -> Option<T> {
+    leaf(&p.agent).clone().or_else(|| leaf(&p.defaults).clone())
+}
+
+/// An integer leaf, clamped to at least `min`.
+fn int_at_least(v: Option<i64>, builtin: i64, min: i64) -> u64 {
+    u64::try_from(v.unwrap_or(builtin).max(min)).unwrap_or(0)
+}
+
+fn to_usize(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+fn clamp01(v: f64) -> f64 {
+    v.clamp(0.0, 1.0)
+}
+
+pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
+    let state_dir = state_dir(env);
+
+    let session_memory = pick(p, |l| &l.session_memory).unwrap_or(false);
+    let mut sources: Vec<Source> = pick(p, |l| &l.sources)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| *s != Source::Sessions || session_memory)
+        .collect();
+    sources.sort();
+    sources.dedup();
+    if sources.is_empty() {
+        sources.push(Source::Memory);
+    }
+
+    let mut extra_paths: Vec<String> = Vec::new();
+    for path in p.defaults.extra_paths.iter().chain(&p.agent.extra_paths) {
+        let path = path.trim();
+        if !path.is_empty() && !extra_paths.iter().any(|seen| seen == path) {
+            extra_paths.push(path.to_string());
+        }
+    }
+
+    let mut headers = p.defaults.remote_headers.clone();
+    headers.extend(p.agent.remote_headers.clone());
+
+    let tokens = int_at_least(pick(p, |l| &l.chunk_tokens), 400, 1);
+    let overlap = int_at_least(pick(p, |l| &l.chunk_overlap), 80, 0).min(tokens - 1);
+
+    let vector_weight = clamp01(pick(p, |l| &l.vector_weight).unwrap_or(0.7));
+    let text_weight = clamp01(pick(p, |l| &l.text_weight).unwrap_or(0.3));
+    let sum = vector_weight + text_weight;
+    let (vector_weight, text_weight) = if sum > 0.0 {
+        (vector_weight / sum, text_weight / sum)
+    } else {
+        (0.7, 0.3)
+    };
+
+    let workspace = match &p.workspace {
+        Some(ws) => expand_home(ws, env),
+        None => env.home_dir().join(".openclaw").join("workspace"),
+    };
+
+    Settings {
+        agent_id: agent_id.to_string(),
+        workspace,
+        enabled: pick(p, |l| &l.enabled).unwrap_or(true),
+        provider: pick(p, |l| &l.provider).unwrap_or(ProviderKind::Auto),
+        model: pick(p, |l| &l.model),
+        fallback: pick(p, |l| &l.fallback).unwrap_or(None),
+        sources,
+        extra_paths,
+        local: LocalSettings {
+            model_path: pick(p, |l| &l.local_model_path),
+            model_cache_dir: pick(p, |l| &l.local_model_cache_dir),
+        },
+        remote: RemoteSettings {
+            base_url: pick(p, |l| &l.remote_base_url),
+            api_key: pick(p, |l| &l.remote_api_key),
+            headers,
+            batch: BatchSettings {
+                enabled: pick(p, |l| &l.batch_enabled).unwrap_or(false),
+                wait: pick(p, |l| &l.batch_wait).unwrap_or(true),
+                concurrency: to_usize(int_at_least(pick(p, |l| &l.batch_concurrency), 2, 1)),
+                poll_interval_ms: int_at_least(pick(p, |l| &l.batch_poll_interval_ms), 2000, 0),
+                timeout_minutes: int_at_least(pick(p, |l| &l.batch_timeout_minutes), 60, 1),
+            },
+        },
+        store: StoreSettings {
+            dir: store_dir(
+                pick(p, |l| &l.store_path).as_deref(),
+                agent_id,
+                &state_dir,
+                env,
+            ),
+            vector_enabled: pick(p, |l| &l.vector_enabled).unwrap_or(true),
+        },
+        chunking: ChunkingSettings {
+            tokens: to_usize(tokens),
+            overlap: to_usize(overlap),
+        },
+        sync: SyncSettings {
+            on_session_start: pick(p, |l| &l.sync_on_session_start).unwrap_or(true),
+            on_search: pick(p, |l| &l.sync_on_search).unwrap_or(true),
+            watch: pick(p, |l| &l.sync_watch).unwrap_or(true),
+            watch_debounce_ms: int_at_least(pick(p, |l| &l.sync_watch_debounce_ms), 1500, 0),
+            interval_minutes: int_at_least(pick(p, |l| &l.sync_interval_minutes), 0, 0),
+            sessions: SessionSyncSettings {
+                delta_bytes: int_at_least(pick(p, |l| &l.sync_delta_bytes), 100_000, 0),
+                delta_messages: int_at_least(pick(p, |l| &l.sync_delta_messages), 50, 0),
+            },
+        },
+        query: QuerySettings {
+            max_results: to_usize(int_at_least(pick(p, |l| &l.max_results), 6, 1)),
+            min_score: clamp01(pick(p, |l| &l.min_score).unwrap_or(0.35)),
+            hybrid: HybridSettings {
+                enabled: pick(p, |l| &l.hybrid_enabled).unwrap_or(true),
+                vector_weight,
+                text_weight,
+                candidate_multiplier: to_usize(
+                    int_at_least(pick(p, |l| &l.candidate_multiplier), 4, 1).min(20),
+                ),
+                fusion: pick(p, |l| &l.fusion).unwrap_or(Fusion::Weighted),
+                mmr: MmrSettings {
+                    enabled: pick(p, |l| &l.mmr_enabled).unwrap_or(false),
+                    lambda: clamp01(pick(p, |l| &l.mmr_lambda).unwrap_or(0.7)),
+                },
+                temporal_decay: TemporalDecaySettings {
+                    enabled: pick(p, |l| &l.decay_enabled).unwrap_or(false),
+                    half_life_days: int_at_least(pick(p, |l| &l.decay_half_life_days), 30, 1)
+                        as f64,
+                },
+            },
+        },
+        cache: CacheSettings {
+            enabled: pick(p, |l| &l.cache_enabled).unwrap_or(true),
+            max_entries: to_usize(int_at_least(pick(p, |l| &l.cache_max_entries), 50_000, 1)),
+        },
+        session_memory,
+        backend: p.backend.unwrap_or(Backend::Builtin),
+        qmd: p.qmd.clone(),
+        citations: p.citations.unwrap_or(Citations::Auto),
+        compaction: CompactionSettings {
+            reserve_tokens_floor: int_at_least(p.reserve_tokens_floor, 20_000, 0),
+            memory_flush: MemoryFlushSettings {
+                enabled: p.flush_enabled.unwrap_or(true),
+                soft_threshold_tokens: int_at_least(p.flush_soft_threshold_tokens, 4000, 0),
+                system_prompt: p.flush_system_prompt.clone(),
+                prompt: p.flush_prompt.clone(),
+            },
+        },
+        state_dir,
+    }
+}
+
+/// See [`StoreSettings::dir`].
+fn store_dir(raw: Option<&str>, agent_id: &str, state_dir: &Path, env: &Env) -> PathBuf {
+    let Some(raw) = raw else {
+        return state_dir.join("memory").join(agent_id);
+    };
+    let mut dir = expand_home(&raw.replace("{agentId}", agent_id), env);
+    if dir.is_relative() {
+        dir = state_dir.join(dir);
+    }
+    let is_db_file = dir
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("sqlite") || e.eq_ignore_ascii_case("db"));
+    if is_db_file {
+        if let Some(stem) = dir.file_stem().map(|s| s.to_os_string()) {
+            dir.set_file_name(stem);
+        }
+    }
+    dir
+}

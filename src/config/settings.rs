@@ -1,0 +1,389 @@
+//! The resolved memory settings of one agent, and the enums their keys take.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::env::Env;
+use super::parse::Parsed;
+use super::resolution::finalize;
+
+/// Embedding provider (`memorySearch.provider`, `memorySearch.fallback`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// Pick one (SPEC §7): local model if present, else OpenAI, else Gemini, else none.
+    Auto,
+    /// No embeddings: keyword-only search (memoria extension, `"none"`).
+    None,
+    /// EmbeddingGemma on candle.
+    Local,
+    /// OpenAI or an OpenAI-compatible endpoint.
+    OpenAi,
+    /// Google Gemini embeddings API.
+    Gemini,
+    /// Voyage AI (accepted; may be unsupported).
+    Voyage,
+    /// Mistral (accepted; may be unsupported).
+    Mistral,
+}
+
+impl ProviderKind {
+    /// The config spelling: `auto`, `none`, `local`, `openai`, `gemini`, `voyage`, `mistral`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Auto => "auto",
+            ProviderKind::None => "none",
+            ProviderKind::Local => "local",
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Voyage => "voyage",
+            ProviderKind::Mistral => "mistral",
+        }
+    }
+}
+
+/// The model a provider uses when `memorySearch.model` is unset (OpenClaw's defaults);
+/// `None` for `auto` and `none`.
+pub fn default_model(provider: ProviderKind) -> Option<&'static str> {
+    match provider {
+        ProviderKind::OpenAi => Some("text-embedding-3-small"),
+        ProviderKind::Gemini => Some("gemini-embedding-001"),
+        ProviderKind::Local => Some("embeddinggemma-300m"),
+        ProviderKind::Voyage => Some("voyage-4-large"),
+        ProviderKind::Mistral => Some("mistral-embed"),
+        ProviderKind::Auto | ProviderKind::None => None,
+    }
+}
+
+/// What gets indexed (`memorySearch.sources`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// `MEMORY.md`, `memory/**/*.md` and `extraPaths`.
+    Memory,
+    /// Session transcripts (experimental).
+    Sessions,
+}
+
+impl Source {
+    /// The config spelling: `memory` or `sessions`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Memory => "memory",
+            Source::Sessions => "sessions",
+        }
+    }
+}
+
+/// How keyword and vector scores are combined (`query.hybrid.fusion`, a memoria extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fusion {
+    /// `vectorWeight × vectorScore + textWeight × textScore` (the documented formula).
+    Weighted,
+    /// Reciprocal rank fusion.
+    Rrf,
+    /// Min/max-normalised scores, then the weighted sum.
+    MinMax,
+}
+
+/// Which engine serves memory search (`memory.backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// memoria's own index.
+    Builtin,
+    /// The QMD sidecar, with memoria as the fallback.
+    Qmd,
+}
+
+/// Whether snippets carry a `Source:` citation footer (`memory.citations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Citations {
+    /// On outside group/channel contexts.
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
+}
+
+impl Citations {
+    /// The config spelling: `auto`, `on`, `off`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Citations::Auto => "auto",
+            Citations::On => "on",
+            Citations::Off => "off",
+        }
+    }
+
+    /// Whether citations are shown: `on`, or `auto` outside group/channel chats.
+    pub fn shown(self, group_context: bool) -> bool {
+        match self {
+            Citations::On => true,
+            Citations::Auto => !group_context,
+            Citations::Off => false,
+        }
+    }
+}
+
+/// The resolved memory settings of one agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// The agent these settings are for.
+    pub agent_id: String,
+    /// The OpenClaw state directory ([`state_dir`](super::state_dir)).
+    pub state_dir: PathBuf,
+    /// The agent's workspace: its `workspace` ?? `agents.defaults.workspace` ??
+    /// `~/.openclaw/workspace`, `~` expanded (a relative path is left relative).
+    pub workspace: PathBuf,
+    /// `enabled`: false means no memory tools at all.
+    pub enabled: bool,
+    /// `provider` (unset = [`ProviderKind::Auto`]).
+    pub provider: ProviderKind,
+    /// `model` as configured; callers fall back to [`default_model`].
+    pub model: Option<String>,
+    /// `fallback`; `None` for `"none"` (the default).
+    pub fallback: Option<ProviderKind>,
+    /// Effective sources: sorted, deduplicated, never empty.
+    pub sources: Vec<Source>,
+    /// `extraPaths` as written (trimmed), defaults first, deduplicated.
+    pub extra_paths: Vec<String>,
+    /// `local.*`.
+    pub local: LocalSettings,
+    /// `remote.*`.
+    pub remote: RemoteSettings,
+    /// `store.*`.
+    pub store: StoreSettings,
+    /// `chunking.*`.
+    pub chunking: ChunkingSettings,
+    /// `sync.*`.
+    pub sync: SyncSettings,
+    /// `query.*`.
+    pub query: QuerySettings,
+    /// `cache.*`.
+    pub cache: CacheSettings,
+    /// `experimental.sessionMemory`.
+    pub session_memory: bool,
+    /// `memory.backend`.
+    pub backend: Backend,
+    /// `memory.qmd`, untouched.
+    pub qmd: Option<Value>,
+    /// `memory.citations`.
+    pub citations: Citations,
+    /// `agents.defaults.compaction.*`.
+    pub compaction: CompactionSettings,
+}
+
+/// `memorySearch.local`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalSettings {
+    /// `local.modelPath`: a model directory or `hf:owner/repo`.
+    pub model_path: Option<String>,
+    /// `local.modelCacheDir`.
+    pub model_cache_dir: Option<String>,
+}
+
+/// `memorySearch.remote`. Its `Debug` output hides the API key and header values.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RemoteSettings {
+    /// `remote.baseUrl`.
+    pub base_url: Option<String>,
+    /// `remote.apiKey`.
+    pub api_key: Option<String>,
+    /// `remote.headers`, defaults merged with the agent's (agent wins).
+    pub headers: BTreeMap<String, String>,
+    /// `remote.batch`.
+    pub batch: BatchSettings,
+}
+
+impl std::fmt::Debug for RemoteSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: BTreeMap<&str, &str> = self
+            .headers
+            .keys()
+            .map(|k| (k.as_str(), "<redacted>"))
+            .collect();
+        f.debug_struct("RemoteSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("headers", &headers)
+            .field("batch", &self.batch)
+            .finish()
+    }
+}
+
+/// `memorySearch.remote.batch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchSettings {
+    /// `enabled` (false).
+    pub enabled: bool,
+    /// `wait` (true).
+    pub wait: bool,
+    /// `concurrency` (2, at least 1).
+    pub concurrency: usize,
+    /// `pollIntervalMs` (2000).
+    pub poll_interval_ms: u64,
+    /// `timeoutMinutes` (60, at least 1).
+    pub timeout_minutes: u64,
+}
+
+/// `memorySearch.store`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSettings {
+    /// The agent's index directory. Unset: `<stateDir>/memory/<agentId>/`. Configured:
+    /// `{agentId}` and a leading `~` are expanded, a relative path is taken relative to the
+    /// state dir, and a final `*.sqlite` / `*.db` file name is replaced by a directory named
+    /// after its stem (`~/.openclaw/memory/{agentId}.sqlite` → `~/.openclaw/memory/main/`).
+    pub dir: PathBuf,
+    /// `store.vector.enabled` (true); false means exact in-process scan.
+    pub vector_enabled: bool,
+}
+
+/// `memorySearch.chunking`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkingSettings {
+    /// `tokens` (400, at least 1).
+    pub tokens: usize,
+    /// `overlap` (80, at most `tokens - 1`).
+    pub overlap: usize,
+}
+
+/// `memorySearch.sync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncSettings {
+    /// `onSessionStart` (true).
+    pub on_session_start: bool,
+    /// `onSearch` (true).
+    pub on_search: bool,
+    /// `watch` (true).
+    pub watch: bool,
+    /// `watchDebounceMs` (1500).
+    pub watch_debounce_ms: u64,
+    /// `intervalMinutes` (0 = off).
+    pub interval_minutes: u64,
+    /// `sessions.*`.
+    pub sessions: SessionSyncSettings,
+}
+
+/// `memorySearch.sync.sessions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionSyncSettings {
+    /// `deltaBytes` (100000).
+    pub delta_bytes: u64,
+    /// `deltaMessages` (50).
+    pub delta_messages: u64,
+}
+
+/// `memorySearch.query`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuerySettings {
+    /// `maxResults` (6, at least 1).
+    pub max_results: usize,
+    /// `minScore` (0.35, clamped to 0..=1).
+    pub min_score: f64,
+    /// `hybrid.*`.
+    pub hybrid: HybridSettings,
+}
+
+/// `memorySearch.query.hybrid`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HybridSettings {
+    /// `enabled` (true).
+    pub enabled: bool,
+    /// `vectorWeight`, normalised so that the two weights sum to 1 (0.7).
+    pub vector_weight: f64,
+    /// `textWeight`, normalised (0.3).
+    pub text_weight: f64,
+    /// `candidateMultiplier` (4, clamped to 1..=20).
+    pub candidate_multiplier: usize,
+    /// `fusion` (weighted).
+    pub fusion: Fusion,
+    /// `mmr.*`.
+    pub mmr: MmrSettings,
+    /// `temporalDecay.*`.
+    pub temporal_decay: TemporalDecaySettings,
+}
+
+/// `memorySearch.query.hybrid.mmr`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MmrSettings {
+    /// `enabled` (false).
+    pub enabled: bool,
+    /// `lambda` (0.7, clamped to 0..=1).
+    pub lambda: f64,
+}
+
+/// `memorySearch.query.hybrid.temporalDecay`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TemporalDecaySettings {
+    /// `enabled` (false).
+    pub enabled: bool,
+    /// `halfLifeDays` (30; whole days, at least 1).
+    pub half_life_days: f64,
+}
+
+/// `memorySearch.cache`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSettings {
+    /// `enabled` (true).
+    pub enabled: bool,
+    /// `maxEntries` (50000, at least 1).
+    pub max_entries: usize,
+}
+
+/// `agents.defaults.compaction`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionSettings {
+    /// `reserveTokensFloor` (20000).
+    pub reserve_tokens_floor: u64,
+    /// `memoryFlush.*`.
+    pub memory_flush: MemoryFlushSettings,
+}
+
+/// `agents.defaults.compaction.memoryFlush`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryFlushSettings {
+    /// `enabled` (true).
+    pub enabled: bool,
+    /// `softThresholdTokens` (4000).
+    pub soft_threshold_tokens: u64,
+    /// `systemPrompt` as configured; see [`DEFAULT_FLUSH_SYSTEM_PROMPT`].
+    pub system_prompt: Option<String>,
+    /// `prompt` as configured; see [`DEFAULT_FLUSH_PROMPT`].
+    pub prompt: Option<String>,
+}
+
+/// The flush system prompt shown in OpenClaw's memory docs.
+pub const DEFAULT_FLUSH_SYSTEM_PROMPT: &str =
+    "Session nearing compaction. Store durable memories now.";
+/// The flush user prompt shown in OpenClaw's memory docs (`YYYY-MM-DD` is substituted).
+pub const DEFAULT_FLUSH_PROMPT: &str =
+    "Write any lasting notes to memory/YYYY-MM-DD.md; reply with NO_REPLY if nothing to store.";
+
+impl MemoryFlushSettings {
+    /// The configured system prompt, else [`DEFAULT_FLUSH_SYSTEM_PROMPT`].
+    pub fn system_prompt_or_default(&self) -> &str {
+        self.system_prompt
+            .as_deref()
+            .unwrap_or(DEFAULT_FLUSH_SYSTEM_PROMPT)
+    }
+
+    /// The configured prompt, else [`DEFAULT_FLUSH_PROMPT`].
+    pub fn prompt_or_default(&self) -> &str {
+        self.prompt.as_deref().unwrap_or(DEFAULT_FLUSH_PROMPT)
+    }
+}
+
+impl Settings {
+    /// The settings of an empty config: every builtin default.
+    pub fn builtin(agent_id: &str, env: &Env) -> Settings {
+        finalize(&Parsed::default(), agent_id, env)
+    }
+
+    /// The model to embed with: `model`, else the provider's [`default_model`].
+    pub fn effective_model(&self) -> Option<&str> {
+        self.model
+            .as_deref()
+            .or_else(|| default_model(self.provider))
+    }
+}

@@ -1,0 +1,723 @@
+//! Table-driven tests of parsing and resolution, through the public entry points.
+
+use super::*;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+fn env() -> Env {
+    Env {
+        home: Some(PathBuf::from("/home/u")),
+        state_dir: None,
+        config_path: None,
+    }
+}
+
+fn parse5(text: &str) -> Value {
+    parse_config_text(text, Path::new("test.json5")).unwrap()
+}
+
+fn resolve_str(text: &str, agent: &str) -> Result<Settings, ConfigError> {
+    resolve(&parse5(text), agent, &env())
+}
+
+/// Settings for agent `main` with `ms` as `agents.defaults.memorySearch`.
+fn with_ms(ms: &str) -> Settings {
+    let text = format!("{{agents: {{defaults: {{memorySearch: {ms}}}}}}}");
+    resolve_str(&text, "main").unwrap_or_else(|e| panic!("{ms}: {e}"))
+}
+
+fn err(text: &str, agent: &str) -> String {
+    match resolve_str(text, agent) {
+        Ok(_) => panic!("expected an error for {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+type Getter = fn(&Settings) -> String;
+
+macro_rules! get {
+    ($($field:tt)+) => {{
+        let f: Getter = |s| format!("{:?}", s.$($field)+);
+        f
+    }};
+}
+
+/// One row per key: the builtin default, then each clamp or normalisation.
+#[test]
+fn keys_defaults_and_clamps() {
+    let rows: &[(&str, Getter, &str)] = &[
+        ("{}", get!(enabled), "true"),
+        ("{enabled: false}", get!(enabled), "false"),
+        ("{}", get!(provider), "Auto"),
+        ("{provider: 'auto'}", get!(provider), "Auto"),
+        ("{provider: 'none'}", get!(provider), "None"),
+        ("{provider: 'local'}", get!(provider), "Local"),
+        ("{provider: 'openai'}", get!(provider), "OpenAi"),
+        ("{provider: 'gemini'}", get!(provider), "Gemini"),
+        ("{provider: 'voyage'}", get!(provider), "Voyage"),
+        ("{provider: 'mistral'}", get!(provider), "Mistral"),
+        ("{}", get!(model), "None"),
+        ("{model: 'm1'}", get!(model), "Some(\"m1\")"),
+        ("{model: '  '}", get!(model), "None"),
+        ("{}", get!(fallback), "None"),
+        ("{fallback: 'none'}", get!(fallback), "None"),
+        ("{fallback: 'openai'}", get!(fallback), "Some(OpenAi)"),
+        ("{fallback: 'gemini'}", get!(fallback), "Some(Gemini)"),
+        ("{fallback: 'local'}", get!(fallback), "Some(Local)"),
+        ("{fallback: 'voyage'}", get!(fallback), "Some(Voyage)"),
+        ("{fallback: 'mistral'}", get!(fallback), "Some(Mistral)"),
+        ("{}", get!(sources), "[Memory]"),
+        ("{sources: []}", get!(sources), "[Memory]"),
+        ("{sources: ['sessions']}", get!(sources), "[Memory]"),
+        ("{sources: ['sessions', 'memory']}", get!(sources), "[Memory]"),
+        ("{sources: ['sessions', 'memory', 'memory'], experimental: {sessionMemory: true}}", get!(sources), "[Memory, Sessions]"),
+        ("{sources: ['sessions'], experimental: {sessionMemory: true}}", get!(sources), "[Sessions]"),
+        ("{experimental: {sessionMemory: true}}", get!(sources), "[Memory]"),
+        ("{}", get!(session_memory), "false"),
+        ("{experimental: {sessionMemory: true}}", get!(session_memory), "true"),
+        ("{}", get!(extra_paths), "[]"),
+        ("{extraPaths: [' ../a ', '', 'b', '../a']}", get!(extra_paths), "[\"../a\", \"b\"]"),
+        ("{}", get!(local), "LocalSettings { model_path: None, model_cache_dir: None }"),
+        ("{local: {modelPath: 'hf:o/r', modelCacheDir: '~/c'}}", get!(local), "LocalSettings { model_path: Some(\"hf:o/r\"), model_cache_dir: Some(\"~/c\") }"),
+        ("{}", get!(remote.base_url), "None"),
+        ("{remote: {baseUrl: 'https://x/v1/'}}", get!(remote.base_url), "Some(\"https://x/v1/\")"),
+        ("{}", get!(remote.api_key), "None"),
+        ("{remote: {apiKey: 'k'}}", get!(remote.api_key), "Some(\"k\")"),
+        ("{}", get!(remote.headers), "{}"),
+        ("{remote: {headers: {'X-A': '1'}}}", get!(remote.headers), "{\"X-A\": \"1\"}"),
+        ("{}", get!(remote.batch), "BatchSettings { enabled: false, wait: true, concurrency: 2, poll_interval_ms: 2000, timeout_minutes: 60 }"),
+        ("{remote: {batch: {enabled: true, wait: false, concurrency: 5, pollIntervalMs: 10, timeoutMinutes: 3}}}", get!(remote.batch), "BatchSettings { enabled: true, wait: false, concurrency: 5, poll_interval_ms: 10, timeout_minutes: 3 }"),
+        ("{remote: {batch: {concurrency: 0, pollIntervalMs: -5, timeoutMinutes: -1}}}", get!(remote.batch), "BatchSettings { enabled: false, wait: true, concurrency: 1, poll_interval_ms: 0, timeout_minutes: 1 }"),
+        ("{}", get!(store.vector_enabled), "true"),
+        ("{store: {vector: {enabled: false, extensionPath: '/x/vec0.so'}}}", get!(store.vector_enabled), "false"),
+        ("{store: {driver: 'sqlite'}}", get!(store.vector_enabled), "true"),
+        ("{}", get!(chunking), "ChunkingSettings { tokens: 400, overlap: 80 }"),
+        ("{chunking: {tokens: 200, overlap: 20}}", get!(chunking), "ChunkingSettings { tokens: 200, overlap: 20 }"),
+        ("{chunking: {tokens: 3.0}}", get!(chunking), "ChunkingSettings { tokens: 3, overlap: 2 }"),
+        ("{chunking: {tokens: 100.9}}", get!(chunking.tokens), "100"),
+        ("{chunking: {tokens: 0}}", get!(chunking), "ChunkingSettings { tokens: 1, overlap: 0 }"),
+        ("{chunking: {tokens: -7}}", get!(chunking), "ChunkingSettings { tokens: 1, overlap: 0 }"),
+        ("{chunking: {tokens: 50, overlap: 50}}", get!(chunking), "ChunkingSettings { tokens: 50, overlap: 49 }"),
+        ("{chunking: {overlap: -3}}", get!(chunking), "ChunkingSettings { tokens: 400, overlap: 0 }"),
+        ("{}", get!(sync.on_session_start), "true"),
+        ("{sync: {onSessionStart: false}}", get!(sync.on_session_start), "false"),
+        ("{}", get!(sync.on_search), "true"),
+        ("{sync: {onSearch: false}}", get!(sync.on_search), "false"),
+        ("{}", get!(sync.watch), "true"),
+        ("{sync: {watch: false}}", get!(sync.watch), "false"),
+        ("{}", get!(sync.watch_debounce_ms), "1500"),
+        ("{sync: {watchDebounceMs: 250}}", get!(sync.watch_debounce_ms), "250"),
+        ("{sync: {watchDebounceMs: -1}}", get!(sync.watch_debounce_ms), "0"),
+        ("{}", get!(sync.interval_minutes), "0"),
+        ("{sync: {intervalMinutes: 15}}", get!(sync.interval_minutes), "15"),
+        ("{}", get!(sync.sessions), "SessionSyncSettings { delta_bytes: 100000, delta_messages: 50 }"),
+        ("{sync: {sessions: {deltaBytes: 10, deltaMessages: -2}}}", get!(sync.sessions), "SessionSyncSettings { delta_bytes: 10, delta_messages: 0 }"),
+        ("{}", get!(query.max_results), "6"),
+        ("{query: {maxResults: 12}}", get!(query.max_results), "12"),
+        ("{query: {maxResults: 0}}", get!(query.max_results), "1"),
+        ("{query: {maxResults: -4}}", get!(query.max_results), "1"),
+        ("{}", get!(query.min_score), "0.35"),
+        ("{query: {minScore: 0.5}}", get!(query.min_score), "0.5"),
+        ("{query: {minScore: 1.5}}", get!(query.min_score), "1.0"),
+        ("{query: {minScore: -0.2}}", get!(query.min_score), "0.0"),
+        ("{}", get!(query.hybrid.enabled), "true"),
+        ("{query: {hybrid: {enabled: false}}}", get!(query.hybrid.enabled), "false"),
+        ("{}", get!(query.hybrid.vector_weight), "0.7"),
+        ("{}", get!(query.hybrid.text_weight), "0.3"),
+        ("{query: {hybrid: {vectorWeight: 0.5, textWeight: 0.5}}}", get!(query.hybrid.vector_weight), "0.5"),
+        ("{query: {hybrid: {vectorWeight: 1, textWeight: 1}}}", get!(query.hybrid.text_weight), "0.5"),
+        // f64 end to end, as JavaScript computes it: 0.3 / 0.4 is 0.7499999999999999 there too.
+        ("{query: {hybrid: {vectorWeight: 0.3, textWeight: 0.1}}}", get!(query.hybrid.vector_weight), "0.7499999999999999"),
+        ("{query: {hybrid: {vectorWeight: 0.3, textWeight: 0.1}}}", get!(query.hybrid.text_weight), "0.25"),
+        ("{query: {hybrid: {vectorWeight: 5, textWeight: -1}}}", get!(query.hybrid.vector_weight), "1.0"),
+        ("{query: {hybrid: {vectorWeight: 5, textWeight: -1}}}", get!(query.hybrid.text_weight), "0.0"),
+        ("{query: {hybrid: {vectorWeight: 0, textWeight: 0}}}", get!(query.hybrid.vector_weight), "0.7"),
+        ("{query: {hybrid: {vectorWeight: 0, textWeight: 0}}}", get!(query.hybrid.text_weight), "0.3"),
+        ("{query: {hybrid: {vectorWeight: 0}}}", get!(query.hybrid.text_weight), "1.0"),
+        ("{}", get!(query.hybrid.candidate_multiplier), "4"),
+        ("{query: {hybrid: {candidateMultiplier: 8}}}", get!(query.hybrid.candidate_multiplier), "8"),
+        ("{query: {hybrid: {candidateMultiplier: 2.9}}}", get!(query.hybrid.candidate_multiplier), "2"),
+        ("{query: {hybrid: {candidateMultiplier: 0}}}", get!(query.hybrid.candidate_multiplier), "1"),
+        ("{query: {hybrid: {candidateMultiplier: 0.5}}}", get!(query.hybrid.candidate_multiplier), "1"),
+        ("{query: {hybrid: {candidateMultiplier: 99}}}", get!(query.hybrid.candidate_multiplier), "20"),
+        ("{}", get!(query.hybrid.fusion), "Weighted"),
+        ("{query: {hybrid: {fusion: 'weighted'}}}", get!(query.hybrid.fusion), "Weighted"),
+        ("{query: {hybrid: {fusion: 'rrf'}}}", get!(query.hybrid.fusion), "Rrf"),
+        ("{query: {hybrid: {fusion: 'minmax'}}}", get!(query.hybrid.fusion), "MinMax"),
+        ("{}", get!(query.hybrid.mmr), "MmrSettings { enabled: false, lambda: 0.7 }"),
+        ("{query: {hybrid: {mmr: {enabled: true, lambda: 0.4}}}}", get!(query.hybrid.mmr), "MmrSettings { enabled: true, lambda: 0.4 }"),
+        ("{query: {hybrid: {mmr: {lambda: 2}}}}", get!(query.hybrid.mmr.lambda), "1.0"),
+        ("{query: {hybrid: {mmr: {lambda: -1}}}}", get!(query.hybrid.mmr.lambda), "0.0"),
+        ("{}", get!(query.hybrid.temporal_decay), "TemporalDecaySettings { enabled: false, half_life_days: 30.0 }"),
+        ("{query: {hybrid: {temporalDecay: {enabled: true, halfLifeDays: 7}}}}", get!(query.hybrid.temporal_decay), "TemporalDecaySettings { enabled: true, half_life_days: 7.0 }"),
+        ("{query: {hybrid: {temporalDecay: {halfLifeDays: 7.5}}}}", get!(query.hybrid.temporal_decay.half_life_days), "7.0"),
+        ("{query: {hybrid: {temporalDecay: {halfLifeDays: 0}}}}", get!(query.hybrid.temporal_decay.half_life_days), "1.0"),
+        ("{query: {hybrid: {temporalDecay: {halfLifeDays: -3}}}}", get!(query.hybrid.temporal_decay.half_life_days), "1.0"),
+        ("{}", get!(cache), "CacheSettings { enabled: true, max_entries: 50000 }"),
+        ("{cache: {enabled: false, maxEntries: 10}}", get!(cache), "CacheSettings { enabled: false, max_entries: 10 }"),
+        ("{cache: {maxEntries: 0}}", get!(cache.max_entries), "1"),
+        ("{enabled: null, query: {maxResults: null}}", get!(query.max_results), "6"),
+        ("{chunking: {tokens: 1e30}}", get!(chunking.tokens), "9223372036854775807"),
+    ];
+    for (ms, getter, want) in rows {
+        let got = getter(&with_ms(ms));
+        assert_eq!(&got, want, "memorySearch = {ms}");
+    }
+}
+
+/// `memory.*` and `agents.defaults.compaction.*`.
+#[test]
+fn memory_and_compaction_keys() {
+    let rows: &[(&str, Getter, &str)] = &[
+        ("{}", get!(backend), "Builtin"),
+        ("{memory: {backend: 'builtin'}}", get!(backend), "Builtin"),
+        ("{memory: {backend: 'qmd'}}", get!(backend), "Qmd"),
+        ("{}", get!(citations), "Auto"),
+        ("{memory: {citations: 'auto'}}", get!(citations), "Auto"),
+        ("{memory: {citations: 'on'}}", get!(citations), "On"),
+        ("{memory: {citations: 'off'}}", get!(citations), "Off"),
+        ("{}", get!(qmd), "None"),
+        ("{memory: {qmd: {command: 'qmd', limits: {timeoutMs: 4000}}}}", get!(qmd), "Some(Object {\"command\": String(\"qmd\"), \"limits\": Object {\"timeoutMs\": Number(4000)}})"),
+        ("{}", get!(compaction), "CompactionSettings { reserve_tokens_floor: 20000, memory_flush: MemoryFlushSettings { enabled: true, soft_threshold_tokens: 4000, system_prompt: None, prompt: None } }"),
+        ("{agents: {defaults: {compaction: {reserveTokensFloor: 1000, mode: 'safeguard', memoryFlush: {enabled: false, softThresholdTokens: 10, systemPrompt: 'S', prompt: 'P', other: 1}}}}}",
+         get!(compaction), "CompactionSettings { reserve_tokens_floor: 1000, memory_flush: MemoryFlushSettings { enabled: false, soft_threshold_tokens: 10, system_prompt: Some(\"S\"), prompt: Some(\"P\") } }"),
+        ("{agents: {defaults: {compaction: {reserveTokensFloor: -1}}}}", get!(compaction.reserve_tokens_floor), "0"),
+    ];
+    for (text, getter, want) in rows {
+        let got = getter(&resolve_str(text, "main").unwrap());
+        assert_eq!(&got, want, "config = {text}");
+    }
+    let flush = Settings::builtin("main", &env()).compaction.memory_flush;
+    assert_eq!(
+        flush.system_prompt_or_default(),
+        DEFAULT_FLUSH_SYSTEM_PROMPT
+    );
+    assert!(flush.prompt_or_default().contains("NO_REPLY"));
+}
+
+#[test]
+fn builtin_equals_empty_config() {
+    let empty = resolve(&json!({}), "main", &env()).unwrap();
+    let builtin = Settings::builtin("main", &env());
+    assert_eq!(empty, builtin);
+    assert_eq!(builtin.agent_id, "main");
+    assert_eq!(builtin.state_dir, PathBuf::from("/home/u/.openclaw"));
+    assert_eq!(
+        builtin.workspace,
+        PathBuf::from("/home/u/.openclaw/workspace")
+    );
+    assert_eq!(
+        builtin.store.dir,
+        PathBuf::from("/home/u/.openclaw/memory/main")
+    );
+    assert_eq!(builtin.effective_model(), None);
+}
+
+const MULTI: &str = r#"{
+    agents: {
+        defaults: {
+            workspace: "~/ws-default",
+            memorySearch: {
+                provider: "openai",
+                model: "text-embedding-3-small",
+                extraPaths: ["../team", "/srv/notes.md"],
+                remote: {
+                    baseUrl: "https://default/v1",
+                    apiKey: "k-default",
+                    headers: {"X-A": "a", "X-B": "b"},
+                    batch: {enabled: true, concurrency: 3},
+                },
+                query: {maxResults: 10, hybrid: {vectorWeight: 0.6, textWeight: 0.4}},
+            },
+        },
+        list: [
+            {id: "main"},
+            {
+                id: "work",
+                workspace: "/work/ws",
+                memorySearch: {
+                    provider: "gemini",
+                    extraPaths: ["/srv/notes.md", "docs"],
+                    remote: {apiKey: "k-work", headers: {"X-B": "B2", "X-C": "c"}, batch: {wait: false}},
+                    query: {hybrid: {textWeight: 0.6}},
+                },
+            },
+            {id: "work", memorySearch: {provider: "local"}},
+        ],
+    },
+}"#;
+
+#[test]
+fn per_agent_merge() {
+    let work = resolve_str(MULTI, "work").unwrap();
+    assert_eq!(work.provider, ProviderKind::Gemini, "leaf override");
+    assert_eq!(
+        work.model.as_deref(),
+        Some("text-embedding-3-small"),
+        "leaf inherited"
+    );
+    assert_eq!(
+        work.extra_paths,
+        ["../team", "/srv/notes.md", "docs"],
+        "concat + dedup"
+    );
+    assert_eq!(work.remote.base_url.as_deref(), Some("https://default/v1"));
+    assert_eq!(work.remote.api_key.as_deref(), Some("k-work"));
+    let headers: Vec<(&str, &str)> = work
+        .remote
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(headers, [("X-A", "a"), ("X-B", "B2"), ("X-C", "c")]);
+    assert!(work.remote.batch.enabled);
+    assert!(!work.remote.batch.wait);
+    assert_eq!(work.remote.batch.concurrency, 3);
+    assert_eq!(work.query.max_results, 10);
+    // vectorWeight 0.6 from defaults, textWeight 0.6 from the agent → 0.5 / 0.5.
+    assert_eq!(work.query.hybrid.vector_weight, 0.5);
+    assert_eq!(work.query.hybrid.text_weight, 0.5);
+    assert_eq!(work.workspace, PathBuf::from("/work/ws"));
+    assert_eq!(
+        work.store.dir,
+        PathBuf::from("/home/u/.openclaw/memory/work")
+    );
+
+    // An entry without memorySearch, and an agent not in the list, get the defaults.
+    for agent in ["main", "ghost"] {
+        let s = resolve_str(MULTI, agent).unwrap();
+        assert_eq!(s.provider, ProviderKind::OpenAi);
+        assert_eq!(s.extra_paths, ["../team", "/srv/notes.md"]);
+        assert_eq!(s.remote.api_key.as_deref(), Some("k-default"));
+        assert_eq!(s.remote.headers.len(), 2);
+        assert_eq!(s.workspace, PathBuf::from("/home/u/ws-default"));
+        assert_eq!(s.query.hybrid.vector_weight, 0.6);
+    }
+}
+
+#[test]
+fn agent_override_without_defaults() {
+    let text =
+        "{agents: {list: [{id: 'a', memorySearch: {enabled: false, chunking: {tokens: 10}}}]}}";
+    let a = resolve_str(text, "a").unwrap();
+    assert!(!a.enabled);
+    assert_eq!(a.chunking.tokens, 10);
+    assert_eq!(a.chunking.overlap, 9);
+    let b = resolve_str(text, "b").unwrap();
+    assert_eq!(b, Settings::builtin("b", &env()));
+}
+
+#[test]
+fn error_messages() {
+    let rows: &[(&str, &str)] = &[
+        (
+            "{agents: {defaults: {memorySearch: {query: {hybrid: {vectorWeight: 'high'}}}}}}",
+            "agents.defaults.memorySearch.query.hybrid.vectorWeight: expected a number, got \"high\"",
+        ),
+        (
+            "{agents: {list: [{id: 'a'}, {id: 'b', memorySearch: {chunking: {tokenz: 3}}}]}}",
+            "agents.list[1].memorySearch.chunking.tokenz: unknown key",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {chunking: {tokens: '3'}}}}}",
+            "agents.defaults.memorySearch.chunking.tokens: expected an integer, got \"3\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {providr: 'openai'}}}}",
+            "agents.defaults.memorySearch.providr: unknown key",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {provider: 'cohere'}}}}",
+            "agents.defaults.memorySearch.provider: expected one of \"auto\", \"none\", \"local\", \"openai\", \"gemini\", \"voyage\", \"mistral\", got \"cohere\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {fallback: 'auto'}}}}",
+            "agents.defaults.memorySearch.fallback: expected one of \"none\", \"openai\", \"gemini\", \"local\", \"voyage\", \"mistral\", got \"auto\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {enabled: 'yes'}}}}",
+            "agents.defaults.memorySearch.enabled: expected a boolean, got \"yes\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {enabled: 1}}}}",
+            "agents.defaults.memorySearch.enabled: expected a boolean, got 1",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {sources: ['memory', 'chats']}}}}",
+            "agents.defaults.memorySearch.sources[1]: expected one of \"memory\", \"sessions\", got \"chats\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {sources: 'memory'}}}}",
+            "agents.defaults.memorySearch.sources: expected an array, got \"memory\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {extraPaths: ['a', 5]}}}}",
+            "agents.defaults.memorySearch.extraPaths[1]: expected a string, got 5",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {remote: {headers: {'X-A': 1}}}}}}",
+            "agents.defaults.memorySearch.remote.headers.X-A: expected a string, got 1",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {remote: {batch: {size: 1}}}}}}",
+            "agents.defaults.memorySearch.remote.batch.size: unknown key",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {query: []}}}}",
+            "agents.defaults.memorySearch.query: expected an object, got an array",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: 'on'}}}",
+            "agents.defaults.memorySearch: expected an object, got \"on\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {store: {driver: 'lance'}}}}}",
+            "agents.defaults.memorySearch.store.driver: expected one of \"sqlite\", got \"lance\"",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {query: {hybrid: {fusion: 'zscore'}}}}}}",
+            "agents.defaults.memorySearch.query.hybrid.fusion: expected one of \"weighted\", \"rrf\", \"minmax\", got \"zscore\"",
+        ),
+        (
+            "{agents: {list: [{id: 'a', memorySearch: {query: {hybrid: {mmr: {lambda: true}}}}}]}}",
+            "agents.list[0].memorySearch.query.hybrid.mmr.lambda: expected a number, got true",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {model: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx', chunking: {tokens: 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'}}}}}",
+            "agents.defaults.memorySearch.chunking.tokens: expected an integer, got \"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\"…",
+        ),
+        ("{memory: {backend: 'sqlite'}}", "memory.backend: expected one of \"builtin\", \"qmd\", got \"sqlite\""),
+        ("{memory: {citations: true}}", "memory.citations: expected one of \"auto\", \"on\", \"off\", got true"),
+        ("{memory: {qmd: 'on'}}", "memory.qmd: expected an object, got \"on\""),
+        ("{memory: {engine: 'x'}}", "memory.engine: unknown key"),
+        ("{agents: {list: {}}}", "agents.list: expected an array, got an object"),
+        ("{agents: {list: [{id: 3}]}}", "agents.list[0].id: expected a string, got 3"),
+        ("{agents: {list: [{id: 'a', workspace: 3}]}}", "agents.list[0].workspace: expected a string, got 3"),
+        ("{agents: {defaults: {workspace: false}}}", "agents.defaults.workspace: expected a string, got false"),
+        (
+            "{agents: {defaults: {compaction: {reserveTokensFloor: '20k'}}}}",
+            "agents.defaults.compaction.reserveTokensFloor: expected an integer, got \"20k\"",
+        ),
+        (
+            "{agents: {defaults: {compaction: {memoryFlush: {prompt: 1}}}}}",
+            "agents.defaults.compaction.memoryFlush.prompt: expected a string, got 1",
+        ),
+        ("[1]", "(top level): expected an object, got an array"),
+    ];
+    for (text, want) in rows {
+        assert_eq!(&err(text, "a"), want, "config = {text}");
+    }
+}
+
+#[test]
+fn every_list_entry_is_validated() {
+    // The broken entry belongs to another agent: still an error.
+    let text = "{agents: {list: [{id: 'a'}, {id: 'b', memorySearch: {bogus: 1}}]}}";
+    assert_eq!(
+        err(text, "a"),
+        "agents.list[1].memorySearch.bogus: unknown key"
+    );
+}
+
+#[test]
+fn unrelated_sections_are_ignored() {
+    let text = r#"{
+        models: {providers: {openai: {apiKey: "sk"}}},
+        channels: {telegram: {enabled: true}},
+        gateway: {port: 18789},
+        plugins: {slots: {memory: "memory-core"}},
+        agents: {
+            defaults: {model: {primary: "x"}, sandbox: {mode: "off"}, memorySearch: {enabled: true}},
+            list: [{id: "main", name: "Main", tools: {deny: ["x"]}, default: true}],
+        },
+    }"#;
+    let s = resolve_str(text, "main").unwrap();
+    assert_eq!(s, Settings::builtin("main", &env()));
+}
+
+#[test]
+fn store_dir_rules() {
+    let rows: &[(Option<&str>, &str)] = &[
+        (None, "/home/u/.openclaw/memory/main"),
+        (
+            Some("~/.openclaw/memory/{agentId}.sqlite"),
+            "/home/u/.openclaw/memory/main",
+        ),
+        (Some("/data/idx/{agentId}.db"), "/data/idx/main"),
+        (Some("/data/idx/{agentId}.SQLITE"), "/data/idx/main"),
+        (Some("/data/{agentId}/index"), "/data/main/index"),
+        (Some("/data/idx/"), "/data/idx"),
+        (Some("idx/{agentId}"), "/home/u/.openclaw/idx/main"),
+        (
+            Some("memory/{agentId}.sqlite"),
+            "/home/u/.openclaw/memory/main",
+        ),
+        (Some("~"), "/home/u"),
+        (Some("  "), "/home/u/.openclaw/memory/main"),
+        (Some("/data/a.b/c.json"), "/data/a.b/c.json"),
+    ];
+    for (path, want) in rows {
+        let ms = match path {
+            Some(p) => format!("{{store: {{path: {}}}}}", Value::String(p.to_string())),
+            None => "{}".to_string(),
+        };
+        assert_eq!(
+            with_ms(&ms).store.dir,
+            PathBuf::from(want),
+            "store.path = {path:?}"
+        );
+    }
+    // The state dir comes from the environment.
+    let custom = Env {
+        state_dir: Some(PathBuf::from("/state")),
+        ..env()
+    };
+    let s = resolve(
+        &json!({"agents": {"defaults": {"memorySearch": {"store": {"path": "x.db"}}}}}),
+        "a",
+        &custom,
+    )
+    .unwrap();
+    assert_eq!(s.store.dir, PathBuf::from("/state/x"));
+    assert_eq!(
+        Settings::builtin("a", &custom).store.dir,
+        PathBuf::from("/state/memory/a")
+    );
+}
+
+#[test]
+fn env_paths() {
+    let e = env();
+    assert_eq!(state_dir(&e), PathBuf::from("/home/u/.openclaw"));
+    assert_eq!(
+        config_file(&e),
+        (PathBuf::from("/home/u/.openclaw/openclaw.json"), false)
+    );
+    let e2 = Env {
+        home: Some(PathBuf::from("/h")),
+        state_dir: Some(PathBuf::from("~/st")),
+        config_path: Some(PathBuf::from("~/cfg.json5")),
+    };
+    assert_eq!(state_dir(&e2), PathBuf::from("/h/st"));
+    assert_eq!(config_file(&e2), (PathBuf::from("/h/cfg.json5"), true));
+    let e3 = Env {
+        state_dir: Some(PathBuf::from("/s")),
+        ..env()
+    };
+    assert_eq!(config_file(&e3).0, PathBuf::from("/s/openclaw.json"));
+
+    let rows: &[(&str, &str)] = &[
+        ("~", "/home/u"),
+        ("~/x/y", "/home/u/x/y"),
+        ("~//x", "/home/u/x"),
+        (" ~/x ", "/home/u/x"),
+        ("~x", "~x"),
+        ("/abs", "/abs"),
+        ("rel/p", "rel/p"),
+    ];
+    for (input, want) in rows {
+        assert_eq!(expand_home(input, &e), PathBuf::from(want), "{input}");
+    }
+    let no_home = Env::default();
+    assert_eq!(expand_home("~/x", &no_home), PathBuf::from("./x"));
+    assert_eq!(state_dir(&no_home), PathBuf::from("./.openclaw"));
+}
+
+#[test]
+fn workspace_resolution() {
+    let rows: &[(&str, &str)] = &[
+        ("{}", "/home/u/.openclaw/workspace"),
+        ("{agents: {defaults: {workspace: '~/ws'}}}", "/home/u/ws"),
+        (
+            "{agents: {defaults: {workspace: '/d'}, list: [{id: 'main', workspace: '~/mine'}]}}",
+            "/home/u/mine",
+        ),
+        (
+            "{agents: {defaults: {workspace: '/d'}, list: [{id: 'other', workspace: '/o'}]}}",
+            "/d",
+        ),
+        (
+            "{agents: {list: [{id: 'main', workspace: ''}]}}",
+            "/home/u/.openclaw/workspace",
+        ),
+    ];
+    for (text, want) in rows {
+        assert_eq!(
+            resolve_str(text, "main").unwrap().workspace,
+            PathBuf::from(want),
+            "{text}"
+        );
+    }
+    // The workspace does not follow the state dir.
+    let custom = Env {
+        state_dir: Some(PathBuf::from("/state")),
+        ..env()
+    };
+    assert_eq!(
+        Settings::builtin("main", &custom).workspace,
+        PathBuf::from("/home/u/.openclaw/workspace")
+    );
+}
+
+#[test]
+fn json5_features() {
+    let text = r#"
+        // line comment
+        {
+          /* block
+             comment */
+          agents: {
+            defaults: {
+              memorySearch: {
+                provider: 'local',        // single quotes
+                chunking: {tokens: 0x100, overlap: +8,},   // hex, plus sign, trailing comma
+                query: {minScore: .5},    // leading decimal point
+              },
+            },
+          },
+        }
+    "#;
+    let s = resolve_str(text, "main").unwrap();
+    assert_eq!(s.provider, ProviderKind::Local);
+    assert_eq!(s.chunking.tokens, 256);
+    assert_eq!(s.chunking.overlap, 8);
+    assert_eq!(s.query.min_score, 0.5);
+    // A BOM and a blank file are accepted.
+    assert_eq!(parse5("\u{feff}{a: 1}"), json!({"a": 1}));
+    assert_eq!(parse5("  \n"), json!({}));
+    // NaN / Infinity cannot live in JSON: they arrive as null, i.e. unset.
+    assert_eq!(
+        with_ms("{query: {minScore: NaN, maxResults: Infinity}}")
+            .query
+            .max_results,
+        6
+    );
+}
+
+#[test]
+fn syntax_errors_name_file_and_position() {
+    let e = parse_config_text("{\n  a: 1\n  b: 2\n}", Path::new("/etc/oc.json")).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("/etc/oc.json: line 3, column 3: invalid JSON5: "),
+        "{msg}"
+    );
+    match e {
+        ConfigError::Syntax { line, column, .. } => {
+            assert_eq!((line, column), (Some(3), Some(3)));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn load_config_file_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let e = Env {
+        home: Some(dir.path().to_path_buf()),
+        state_dir: Some(state.clone()),
+        config_path: None,
+    };
+    // Missing default file → empty object.
+    assert_eq!(load_config_file(&e).unwrap(), json!({}));
+    assert_eq!(
+        load_settings(&e, "main").unwrap(),
+        Settings::builtin("main", &e)
+    );
+
+    // Missing explicit file → error naming it.
+    let missing = dir.path().join("nope.json5");
+    let explicit = Env {
+        config_path: Some(missing.clone()),
+        ..e.clone()
+    };
+    let err = load_config_file(&explicit).unwrap_err();
+    assert!(matches!(err, ConfigError::NotFound { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!("{}: config file not found", missing.display())
+    );
+
+    // Present default file.
+    std::fs::create_dir_all(&state).unwrap();
+    let file = state.join("openclaw.json");
+    std::fs::write(
+        &file,
+        "{agents: {defaults: {memorySearch: {provider: 'gemini'}}}}",
+    )
+    .unwrap();
+    assert_eq!(
+        load_settings(&e, "main").unwrap().provider,
+        ProviderKind::Gemini
+    );
+
+    // Resolution errors carry the file path.
+    std::fs::write(
+        &file,
+        "{agents: {defaults: {memorySearch: {chunking: {tokenz: 1}}}}}",
+    )
+    .unwrap();
+    assert_eq!(
+        load_settings(&e, "main").unwrap_err().to_string(),
+        format!(
+            "{}: agents.defaults.memorySearch.chunking.tokenz: unknown key",
+            file.display()
+        )
+    );
+
+    // Syntax errors too, with the position.
+    std::fs::write(&file, "{agents: {,}}").unwrap();
+    let msg = load_settings(&e, "main").unwrap_err().to_string();
+    assert!(
+        msg.starts_with(&format!(
+            "{}: line 1, column 11: invalid JSON5: ",
+            file.display()
+        )),
+        "{msg}"
+    );
+}
+
+#[test]
+fn in_file_wraps_only_invalid() {
+    let e = ConfigError::invalid("a.b", "unknown key").in_file("/c.json");
+    assert_eq!(e.to_string(), "/c.json: a.b: unknown key");
+    let nf = ConfigError::NotFound {
+        file: PathBuf::from("/x"),
+    }
+    .in_file("/y");
+    assert_eq!(nf.to_string(), "/x: config file not found");
+}
+
+#[test]
+fn default_models() {
+    let rows: &[(ProviderKind, Option<&str>)] = &[
+        (ProviderKind::OpenAi, Some("text-embedding-3-small")),
+        (ProviderKind::Gemini, Some("gemini-embedding-001")),
+        (ProviderKind::Local, Some("embeddinggemma-300m")),
+        (ProviderKind::Auto, None),
+        (ProviderKind::None, None),
+    ];
+    for &(p, want) in rows {
+        assert_eq!(default_model(p), want, "{}", p.as_str());
+    }
+    assert_eq!(
+        with_ms("{provider: 'gemini'}").effective_model(),
+        Some("gemini-embedding-001")
+    );
+    assert_eq!(
+        with_ms("{provider: 'gemini', model: 'm'}").effective_model(),
+        Some("m")
+    );
+}
+
+#[test]
+fn debug_redacts_secrets() {
+    let s = with_ms("{remote: {apiKey: 'sk-secret', headers: {Authorization: 'Bearer tok'}}}");
+    let dbg = format!("{s:?}");
+    assert!(
+        !dbg.contains("sk-secret") && !dbg.contains("Bearer tok"),
+        "{dbg}"
+    );
+    assert!(dbg.contains("Authorization"));
+}

@@ -1,0 +1,512 @@
+//! The vector index on disk: checksummed snapshots switched by one atomic rename.
+//!
+//! # Layout (`<gen>/vectors/`)
+//!
+//! ```text
+//! meta.json                 format, tag (catalog seq), kind, dims, params, snapshot name,
+//!                           and the length + sha256 of every file of that snapshot
+//! <snap>.ids.json           slot → chunk id, tombstoned slots, zero-vector slots
+//! <snap>.f32                exact: the matrix, little-endian rows in slot order
+//! <snap>.hnsw.graph/.data   HNSW: hnsw_rs `file_dump` (graph topology, vectors)
+//! ```
+//!
+//! [`VectorIndex::save`] writes a new snapshot's files under a fresh name, fsyncs them, then
+//! replaces `meta.json` by an atomic rename (fsyncing the directory), and only then deletes
+//! the files of older snapshots. A crash at any instant leaves either the old or the new
+//! `meta.json`, each naming complete files; a reader that loses a race with the cleanup
+//! re-reads `meta.json` and retries. (A directory cannot be renamed over a non-empty one
+//! on POSIX, so `meta.json` is the one file whose rename switches snapshots.)
+//!
+//! [`VectorIndex::load`] checks every file against its recorded length and sha256 before
+//! parsing. This matters for the graph: hnsw_rs's loader asserts, indexes without bounds
+//! checks and even calls `process::exit` on malformed input, so corrupt or partial files
+//! must be caught before they reach it; they become [`Error::Corrupt`] naming the file,
+//! and the caller rebuilds from the catalog.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hnsw_rs::api::AnnT;
+use hnsw_rs::hnswio::HnswIo;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::super::atomic::write_atomic;
+use super::graph::{GraphHolder, GraphStore, LoadedGraph, UnitCosine};
+use super::{invalid_path, slots_in, Kind, Slot, Store, VectorIndex, VectorParams};
+use crate::digest::{hex, sha256_hex};
+use crate::{Error, Result};
+
+/// Bumped when the files' layout or meaning changes; an old index then fails to load and
+/// is rebuilt from the catalog.
+const FORMAT_VERSION: u32 = 1;
+pub(super) const META: &str = "meta.json";
+
+impl VectorIndex {
+    /// Writes the index into `dir` (created if needed) as the state of catalog seq `tag`.
+    /// Atomic: a reader or a crash sees the previous complete save or this one.
+    pub fn save(&self, dir: &Path, tag: u64) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let snapshot = format!("s{tag:06}-{nanos:x}");
+        let mut files = Vec::new();
+
+        let (dead, zero, graph_points) = match &self.store {
+            Store::Exact { .. } => (Vec::new(), Vec::new(), 0),
+            Store::Graph(g) => (
+                slots_in(&g.state, Slot::Dead),
+                slots_in(&g.state, Slot::Zero),
+                g.points,
+            ),
+        };
+        let ids = IdsFile {
+            ids: &self.ids,
+            dead,
+            zero,
+        };
+        let name = format!("{snapshot}.ids.json");
+        let bytes = serde_json::to_vec(&ids).map_err(|e| invalid_path(&dir.join(&name), e))?;
+        files.push(write_file(dir, &name, &bytes)?);
+
+        match &self.store {
+            Store::Exact { rows } => {
+                let name = format!("{snapshot}.f32");
+                let path = dir.join(&name);
+                let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+                let mut out = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
+                for chunk in rows.chunks(1 << 16) {
+                    let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+                    out.write_all(&bytes).map_err(|e| Error::io(&path, e))?;
+                }
+                let (writer, sum) = out.finish();
+                let file = writer
+                    .into_inner()
+                    .map_err(|e| Error::io(&path, e.into_error()))?;
+                file.sync_all().map_err(|e| Error::io(&path, e))?;
+                files.push(FileSum {
+                    name,
+                    len: sum.0,
+                    sha256: sum.1,
+                });
+            }
+            Store::Graph(g) => {
+                // hnsw_rs panics (rather than erring) when it cannot create its files.
+                let dumped = panic::catch_unwind(AssertUnwindSafe(|| {
+                    g.graph.with(|graph| graph.file_dump(dir, &snapshot))
+                }));
+                let graph_path = dir.join(format!("{snapshot}.hnsw.graph"));
+                match dumped {
+                    Ok(Ok(basename)) if basename == snapshot => {}
+                    Ok(Ok(other)) => {
+                        return Err(invalid_path(
+                            &graph_path,
+                            format!("hnsw_rs wrote the graph as {other:?}"),
+                        ))
+                    }
+                    Ok(Err(e)) => return Err(invalid_path(&graph_path, e)),
+                    Err(_) => {
+                        return Err(invalid_path(&graph_path, "hnsw_rs panicked while saving"))
+                    }
+                }
+                for suffix in ["hnsw.graph", "hnsw.data"] {
+                    let name = format!("{snapshot}.{suffix}");
+                    let path = dir.join(&name);
+                    File::options()
+                        .write(true)
+                        .open(&path)
+                        .and_then(|f| f.sync_all())
+                        .map_err(|e| Error::io(&path, e))?;
+                    let (len, sha256) = hash_file(&path)?;
+                    files.push(FileSum { name, len, sha256 });
+                }
+            }
+        }
+
+        let meta = Meta {
+            format: FORMAT_VERSION,
+            tag,
+            kind: self.kind(),
+            dims: self.dims,
+            params: self.params.clone(),
+            snapshot: snapshot.clone(),
+            slots: self.ids.len(),
+            graph_points,
+            files,
+        };
+        let bytes = serde_json::to_vec_pretty(&meta).map_err(|e| invalid_path(dir, e))?;
+        write_atomic(&dir.join(META), &bytes)?;
+
+        // Older snapshots and debris of interrupted saves. Best effort: whatever stays is
+        // removed by the next save, and nothing reads files meta.json does not name.
+        if let Ok(entries) = fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name != META && !name.starts_with(&format!("{snapshot}.")) {
+                    let path = entry.path();
+                    let _ = if path.is_dir() {
+                        fs::remove_dir_all(&path)
+                    } else {
+                        fs::remove_file(&path)
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads the index saved in `dir` and the tag it was saved with; `None` if nothing was
+    /// ever saved there. Damaged or partial files are an error naming the file.
+    pub fn load(dir: &Path) -> Result<Option<(VectorIndex, u64)>> {
+        let meta_path = dir.join(META);
+        let mut attempt = 0;
+        loop {
+            let Some(meta) = read_meta(&meta_path)? else {
+                return Ok(None);
+            };
+            match load_snapshot(dir, &meta) {
+                Ok(index) => return Ok(Some((index, meta.tag))),
+                // A concurrent save switched snapshots and deleted this one's files.
+                Err(Error::Io { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound
+                        && attempt < 3
+                        && read_meta(&meta_path)?.map(|m| m.snapshot) != Some(meta.snapshot) =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Meta {
+    format: u32,
+    tag: u64,
+    kind: Kind,
+    dims: usize,
+    params: VectorParams,
+    snapshot: String,
+    /// Length of the slot table.
+    slots: usize,
+    /// Points in the HNSW graph, tombstones included (0 for exact).
+    graph_points: usize,
+    pub(super) files: Vec<FileSum>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct FileSum {
+    pub(super) name: String,
+    len: u64,
+    sha256: String,
+}
+
+#[derive(Serialize)]
+struct IdsFile<'a> {
+    ids: &'a [String],
+    dead: Vec<usize>,
+    zero: Vec<usize>,
+}
+
+#[derive(Deserialize)]
+struct IdsFileOwned {
+    ids: Vec<String>,
+    dead: Vec<usize>,
+    zero: Vec<usize>,
+}
+
+pub(super) fn read_meta(path: &Path) -> Result<Option<Meta>> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let meta: Meta = serde_json::from_slice(&bytes).map_err(|e| invalid_path(path, e))?;
+    if meta.format != FORMAT_VERSION {
+        return Err(invalid_path(
+            path,
+            format!(
+                "vector index format {} (this version reads {FORMAT_VERSION})",
+                meta.format
+            ),
+        ));
+    }
+    Ok(Some(meta))
+}
+
+fn load_snapshot(dir: &Path, meta: &Meta) -> Result<VectorIndex> {
+    let meta_path = dir.join(META);
+    let corrupt = |message: String| invalid_path(&meta_path, message);
+    if meta.dims == 0 {
+        return Err(corrupt("dims is 0".into()));
+    }
+    let expected: Vec<String> = match meta.kind {
+        Kind::Exact => vec!["ids.json", "f32"],
+        Kind::Hnsw => vec!["ids.json", "hnsw.graph", "hnsw.data"],
+    }
+    .into_iter()
+    .map(|suffix| format!("{}.{suffix}", meta.snapshot))
+    .collect();
+    let listed: Vec<&str> = meta.files.iter().map(|f| f.name.as_str()).collect();
+    if listed != expected.iter().map(String::as_str).collect::<Vec<_>>()
+        || meta.snapshot.contains(['/', '\\'])
+        || meta.snapshot.starts_with('.')
+    {
+        return Err(corrupt(format!("unexpected file list {listed:?}")));
+    }
+
+    let ids_path = dir.join(&meta.files[0].name);
+    let ids_bytes = read_checked(&ids_path, &meta.files[0])?;
+    let ids: IdsFileOwned =
+        serde_json::from_slice(&ids_bytes).map_err(|e| invalid_path(&ids_path, e))?;
+    drop(ids_bytes);
+    let bad_ids = |message: String| invalid_path(&ids_path, message);
+    if ids.ids.len() != meta.slots {
+        return Err(bad_ids(format!(
+            "{} slots, meta.json says {}",
+            ids.ids.len(),
+            meta.slots
+        )));
+    }
+    let params = meta.params.sanitized();
+
+    match meta.kind {
+        Kind::Exact => {
+            if !ids.dead.is_empty() || !ids.zero.is_empty() {
+                return Err(bad_ids("tombstones in an exact index".into()));
+            }
+            let rows_path = dir.join(&meta.files[1].name);
+            let bytes = read_checked(&rows_path, &meta.files[1])?;
+            if bytes.len() != meta.slots * meta.dims * 4 {
+                return Err(invalid_path(
+                    &rows_path,
+                    format!(
+                        "{} bytes, expected {} rows of {} floats",
+                        bytes.len(),
+                        meta.slots,
+                        meta.dims
+                    ),
+                ));
+            }
+            let rows: Vec<f32> = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            let zeros = rows
+                .chunks_exact(meta.dims)
+                .filter(|row| row.iter().all(|&x| x == 0.0))
+                .count();
+            let slot_of = slot_map(&ids.ids, |_| true).map_err(bad_ids)?;
+            Ok(VectorIndex {
+                dims: meta.dims,
+                params,
+                ids: ids.ids,
+                slot_of,
+                zeros,
+                store: Store::Exact { rows },
+            })
+        }
+        Kind::Hnsw => {
+            let mut state = vec![Slot::Live; meta.slots];
+            for (list, mark) in [(&ids.dead, Slot::Dead), (&ids.zero, Slot::Zero)] {
+                for &slot in list {
+                    match state.get_mut(slot) {
+                        Some(s) if *s == Slot::Live => *s = mark,
+                        _ => return Err(bad_ids(format!("bad tombstone/zero slot {slot}"))),
+                    }
+                }
+            }
+            let slot_of = slot_map(&ids.ids, |slot| state[slot] != Slot::Dead).map_err(bad_ids)?;
+            let graph_path = dir.join(&meta.files[1].name);
+            for sum in &meta.files[1..] {
+                verify_file(&dir.join(&sum.name), sum)?;
+            }
+            let loader = HnswIo::new(dir, &meta.snapshot);
+            // The files are exactly what hnsw_rs wrote (checked above), so this should not
+            // fail; catch_unwind turns its asserts into an error in case it still does.
+            let loaded = panic::catch_unwind(AssertUnwindSafe(|| {
+                LoadedGraph::try_new(loader, |loader| {
+                    loader.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine)
+                })
+            }));
+            let cell = match loaded {
+                Ok(Ok(cell)) => cell,
+                Ok(Err(e)) => return Err(invalid_path(&graph_path, format!("{e:#}"))),
+                Err(_) => return Err(invalid_path(&graph_path, "hnsw_rs could not read it")),
+            };
+            let graph = GraphHolder::Loaded(cell);
+            // Cross-check graph and slot table: every point is a live or dead slot of its
+            // own, every live non-zero slot is a point.
+            let points = graph.with(|g| -> std::result::Result<usize, String> {
+                let points = g.get_nb_point();
+                if points == 0 {
+                    return Err("empty graph".into());
+                }
+                let dims = g.get_point_indexation().get_data_dimension();
+                if dims != meta.dims {
+                    return Err(format!("{dims} dimensions, meta.json says {}", meta.dims));
+                }
+                let mut seen = vec![false; meta.slots];
+                for point in g.get_point_indexation() {
+                    let slot = point.get_origin_id();
+                    match (seen.get(slot), state.get(slot)) {
+                        (Some(false), Some(Slot::Live | Slot::Dead)) => seen[slot] = true,
+                        _ => return Err(format!("point with unexpected data id {slot}")),
+                    }
+                }
+                let live_points = state.iter().filter(|s| **s == Slot::Live).count();
+                let live_seen = (0..meta.slots)
+                    .filter(|&s| seen[s] && state[s] == Slot::Live)
+                    .count();
+                if live_seen != live_points {
+                    return Err(format!(
+                        "{live_seen} live points, the slot table has {live_points}"
+                    ));
+                }
+                Ok(points)
+            });
+            let points = points.map_err(|m| invalid_path(&graph_path, m))?;
+            if points != meta.graph_points {
+                return Err(invalid_path(
+                    &graph_path,
+                    format!("{points} points, meta.json says {}", meta.graph_points),
+                ));
+            }
+            let live_points = state.iter().filter(|s| **s == Slot::Live).count();
+            Ok(VectorIndex {
+                dims: meta.dims,
+                params,
+                ids: ids.ids,
+                slot_of,
+                zeros: ids.zero.len(),
+                store: Store::Graph(GraphStore {
+                    graph,
+                    state,
+                    points,
+                    dead: points - live_points,
+                }),
+            })
+        }
+    }
+}
+
+/// Live id → slot, rejecting empty or repeated live ids.
+fn slot_map(
+    ids: &[String],
+    live: impl Fn(usize) -> bool,
+) -> std::result::Result<HashMap<String, usize>, String> {
+    let mut map = HashMap::with_capacity(ids.len());
+    for (slot, id) in ids.iter().enumerate() {
+        if !live(slot) {
+            continue;
+        }
+        if id.is_empty() || map.insert(id.clone(), slot).is_some() {
+            return Err(format!("bad or repeated chunk id {id:?} at slot {slot}"));
+        }
+    }
+    Ok(map)
+}
+
+/// Writes `bytes` to `dir/name` and fsyncs it.
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<FileSum> {
+    let path = dir.join(name);
+    let mut file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+    file.write_all(bytes).map_err(|e| Error::io(&path, e))?;
+    file.sync_all().map_err(|e| Error::io(&path, e))?;
+    Ok(FileSum {
+        name: name.to_string(),
+        len: bytes.len() as u64,
+        sha256: sha256_hex(bytes),
+    })
+}
+
+/// Length and sha256 of a file.
+fn hash_file(path: &Path) -> Result<(u64, String)> {
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        len += n as u64;
+    }
+    Ok((len, hex(&hasher.finalize())))
+}
+
+/// Checks a file's length and checksum against `meta.json` without keeping its bytes.
+fn verify_file(path: &Path, sum: &FileSum) -> Result<()> {
+    check_len(path, sum)?;
+    let (len, sha256) = hash_file(path)?;
+    if len != sum.len || sha256 != sum.sha256 {
+        return Err(invalid_path(path, "checksum mismatch (damaged file)"));
+    }
+    Ok(())
+}
+
+/// Reads a whole file, checked against `meta.json`.
+fn read_checked(path: &Path, sum: &FileSum) -> Result<Vec<u8>> {
+    check_len(path, sum)?;
+    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 != sum.len || sha256_hex(&bytes) != sum.sha256 {
+        return Err(invalid_path(path, "checksum mismatch (damaged file)"));
+    }
+    Ok(bytes)
+}
+
+fn check_len(path: &Path, sum: &FileSum) -> Result<()> {
+    let len = fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
+    if len != sum.len {
+        return Err(invalid_path(
+            path,
+            format!(
+                "{len} bytes, expected {} (partial or damaged file)",
+                sum.len
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A writer that hashes and counts what passes through it.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    len: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    fn new(inner: W) -> Self {
+        HashingWriter {
+            inner,
+            hasher: Sha256::new(),
+            len: 0,
+        }
+    }
+
+    fn finish(self) -> (W, (u64, String)) {
+        (self.inner, (self.len, hex(&self.hasher.finalize())))
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}

@@ -1,0 +1,129 @@
+//! The read side of the agent directory: one generation's text and vector indexes, opened
+//! from the manifest and reopened when a writer swaps generations.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::catalog::{Catalog, ChunkKey, ChunkRecord};
+use super::text::TextIndex;
+use super::vector::VectorIndex;
+use super::{AgentDir, Manifest};
+use crate::{Error, Result};
+
+/// What a search reads: one generation's text index and vector index.
+pub(crate) struct GenerationView {
+    manifest: Manifest,
+    /// The text index, or why it cannot be opened (searches then fall back to vectors,
+    /// whose chunks come from the catalog; the next sync rebuilds the text index).
+    text: std::result::Result<TextIndex, Arc<Error>>,
+    vectors: Option<VectorIndex>,
+    catalog_path: PathBuf,
+}
+
+impl GenerationView {
+    /// Opens the generation the manifest names. A writer may swap generations between
+    /// reading the manifest and opening the index (the old generation is then gone), so a
+    /// text index that fails to open makes it read the manifest again, up to three times.
+    fn open(dir: &AgentDir, cached: Option<&Arc<GenerationView>>) -> Result<Arc<GenerationView>> {
+        let mut attempts = 0;
+        loop {
+            let manifest = dir.manifest()?.ok_or_else(|| Error::NoIndex {
+                dir: dir.root().to_path_buf(),
+            })?;
+            if let Some(view) = cached.filter(|v| v.manifest == manifest) {
+                return Ok(view.clone());
+            }
+            let gen_dir = dir.generation_dir(manifest.generation);
+            let text_dir = gen_dir.join("text");
+            let text = match TextIndex::open(&text_dir) {
+                Ok(text) => Ok(text),
+                Err(_) if attempts < 3 => {
+                    attempts += 1;
+                    continue;
+                }
+                Err(err) => {
+                    tracing::warn!("{err}; searching without the keyword index");
+                    Err(Arc::new(err))
+                }
+            };
+            let vectors = match VectorIndex::load(&gen_dir.join("vectors")) {
+                Ok(loaded) => loaded.map(|(index, _)| index),
+                Err(err) => {
+                    tracing::warn!("{err}; searching without vectors");
+                    None
+                }
+            };
+            return Ok(Arc::new(GenerationView {
+                manifest,
+                text,
+                vectors,
+                catalog_path: gen_dir.join("catalog.redb"),
+            }));
+        }
+    }
+
+    /// The manifest this view was opened from.
+    pub(crate) fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The vector index, when the generation has one that loads.
+    pub(crate) fn vectors(&self) -> Option<&VectorIndex> {
+        self.vectors.as_ref()
+    }
+
+    /// The text index, or the error that kept it from opening.
+    pub(crate) fn text(&self) -> Result<&TextIndex> {
+        self.text.as_ref().map_err(|err| Error::Shared(err.clone()))
+    }
+
+    /// Ranking keys of vector hits: from the text index, else from the catalog.
+    pub(crate) fn keys_by_ids(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
+        match &self.text {
+            Ok(text) => text.keys_by_ids(ids),
+            Err(_) => Ok(self
+                .catalog_chunks_by_ids(ids)?
+                .into_iter()
+                .map(|(id, chunk)| chunk.key(id))
+                .collect()),
+        }
+    }
+
+    /// Chunk records of the hits a search returns: from the text index, else from the
+    /// catalog.
+    pub(crate) fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
+        match &self.text {
+            Ok(text) => text.chunks_by_ids(ids),
+            Err(_) => self.catalog_chunks_by_ids(ids),
+        }
+    }
+
+    /// The one place a reader opens the catalog: only when the text index cannot be opened.
+    /// It is opened read-only per call on purpose: a reader holding it open would keep the
+    /// writer (the sync that rebuilds the text index) out.
+    fn catalog_chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
+        Catalog::open_read_only(&self.catalog_path)?.chunks_by_ids(ids)
+    }
+}
+
+/// The current generation's view, kept between searches and reopened when the manifest
+/// changes (another process, or this one, committed a sync).
+#[derive(Default)]
+pub(crate) struct Views {
+    cached: Mutex<Option<Arc<GenerationView>>>,
+}
+
+impl Views {
+    /// The view of the generation the manifest names now.
+    pub(crate) fn current(&self, dir: &AgentDir) -> Result<Arc<GenerationView>> {
+        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+        let view = GenerationView::open(dir, cached.as_ref())?;
+        *cached = Some(view.clone());
+        Ok(view)
+    }
+
+    /// Forgets the cached view (after this process committed a sync).
+    pub(crate) fn invalidate(&self) {
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}

@@ -1,0 +1,324 @@
+//! The search pipeline: one query through modes, fallbacks, candidate pools, tiers,
+//! temporal decay and MMR (SPEC §5), over one generation of the index.
+//!
+//! ```text
+//! query ─┬─► embed (query prompt) ─► vector index top-pool ─┐
+//!        └─► BM25 top-pool (text index) ────────────────────┼─► fuse ─► decay ─► minScore
+//!                                                           │     ─► MMR ─► tiers ─► read
+//!                                         mode + fallback ◄─┘          the returned chunks
+//! ```
+//!
+//! The two sides run at the same time. Which of them serves decides the [`Mode`]; a side
+//! that was configured but could not serve becomes the payload's [`Fallback`]. Ranking
+//! works on chunk keys only; the chunks' texts are read for the page returned (and, when
+//! MMR is on, for every candidate, since MMR compares texts).
+
+use std::collections::{HashMap, HashSet};
+
+use super::hybrid::{self, FusionParams, KeywordCandidate, VectorCandidate};
+use super::{candidate_pool, filter_ranked, keyword_hits, tier_size, tiered_top};
+use super::{Hit, Mode, Ranked, Served};
+use crate::config::Settings;
+use crate::embed::{EmbedKind, Embedder, ResolvedEmbedder};
+use crate::fallback::Fallback;
+use crate::index::analyzer::{self, AnalyzerMode};
+use crate::index::catalog::{ChunkKey, ChunkRecord};
+use crate::index::{GenerationView, Manifest};
+use crate::Result;
+
+/// Per-call search options; unset fields come from the configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchOptions {
+    /// Results to return (`query.maxResults` when unset).
+    pub max_results: Option<usize>,
+    /// Lowest score returned (`query.minScore` when unset), clamped to 0..1.
+    pub min_score: Option<f64>,
+    /// The caller is a group or channel chat (citations `auto` are then hidden).
+    pub group_context: bool,
+}
+
+/// Ranked hits and what served them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResponse {
+    /// Best first.
+    pub hits: Vec<Hit>,
+    /// The mode, provider, model and fallback behind the hits.
+    pub served: Served,
+}
+
+/// Why the index has no usable vectors, when its last sync failed to embed.
+pub(crate) fn embedding_failure(manifest: &Manifest) -> Option<String> {
+    let error = manifest.stats.embedding.as_ref()?.error.as_ref()?;
+    Some(format!("embedding the memory files failed: {error}"))
+}
+
+/// What serves searches before any query runs: the embedder's provider and model, hybrid
+/// when there is an embedder, and its fallback. With `manifest`, an index whose embedding
+/// failed is keyword-only with that failure as the fallback (what `status` reports).
+pub(crate) fn configured(embedder: &ResolvedEmbedder, manifest: Option<&Manifest>) -> Served {
+    let mut served = Served {
+        provider: embedder.provider.clone(),
+        model: embedder.model.clone(),
+        mode: if embedder.embedder.is_some() {
+            Mode::Hybrid
+        } else {
+            Mode::FtsOnly
+        },
+        fallback: embedder.fallback.clone(),
+    };
+    if let Some(reason) = manifest.and_then(embedding_failure) {
+        served.mode = Mode::FtsOnly;
+        served.fallback = Some(Fallback {
+            from: embedder.provider.clone(),
+            reason,
+        });
+    }
+    served
+}
+
+/// One search over one generation: the settings, the agent's embedder and the view.
+pub(crate) struct Searcher<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) embedder: &'a ResolvedEmbedder,
+    pub(crate) view: &'a GenerationView,
+}
+
+impl Searcher<'_> {
+    /// Searches for `query` (already trimmed, not empty).
+    pub(crate) fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
+        let state = self.embedder;
+        let view = self.view;
+        let mut served = configured(state, None);
+        let q = &self.settings.query;
+        let max_results = options.max_results.unwrap_or(q.max_results).max(1);
+        let min_score = options.min_score.unwrap_or(q.min_score).clamp(0.0, 1.0);
+        // Candidates for the widest tier the request needs (see `tiered_top`).
+        let multiplier = q.hybrid.candidate_multiplier;
+        let base = q.max_results.max(1);
+        let pool = candidate_pool(tier_size(max_results, base), multiplier);
+
+        // Vector side: embed the query, nearest chunks (SPEC §5.3); keyword side (§5.2).
+        // They are independent, so they run at the same time. With hybrid disabled the
+        // keyword side only runs when the vector side cannot serve.
+        let hybrid = q.hybrid.enabled;
+        let run_vector = || {
+            state
+                .embedder
+                .as_ref()
+                .map(|embedder| self.vector_candidates(embedder.as_ref(), query, pool))
+        };
+        let run_keyword = || view.text()?.search(query, pool);
+        let (vector_outcome, keyword) = if hybrid || state.embedder.is_none() {
+            let (v, k) = rayon::join(run_vector, run_keyword);
+            (v, Some(k))
+        } else {
+            (run_vector(), None)
+        };
+        let mut vector = None;
+        match vector_outcome {
+            Some(Ok(found)) => vector = found,
+            Some(Err(reason)) => {
+                served.fallback = Some(Fallback {
+                    from: state.provider.clone(),
+                    reason,
+                })
+            }
+            None => {}
+        }
+        let keyword = match keyword {
+            Some(keyword) => keyword,
+            None if vector.is_some() => Ok(Vec::new()),
+            None => run_keyword(),
+        };
+        let keyword = keyword.map(|hits| {
+            hits.into_iter()
+                .map(|h| KeywordCandidate {
+                    key: h.key,
+                    bm25: f64::from(h.bm25),
+                })
+                .collect::<Vec<_>>()
+        });
+        let (keyword, vector) = match (keyword, vector) {
+            (Ok(keyword), Some(vector)) if hybrid => {
+                served.mode = Mode::Hybrid;
+                (Some(keyword), Some(vector))
+            }
+            (Err(err), Some(vector)) => {
+                served.mode = Mode::VectorOnly;
+                served.fallback = Some(Fallback {
+                    from: "fts".into(),
+                    reason: format!("keyword index unavailable: {err}"),
+                });
+                (None, Some(vector))
+            }
+            (Ok(_), Some(vector)) => {
+                served.mode = Mode::VectorOnly;
+                (None, Some(vector))
+            }
+            (keyword, None) => {
+                served.mode = Mode::FtsOnly;
+                (Some(keyword?), None)
+            }
+        };
+        let params = FusionParams {
+            vector_weight: q.hybrid.vector_weight,
+            text_weight: q.hybrid.text_weight,
+            fusion: q.hybrid.fusion,
+        };
+        // MMR compares candidates' texts, so it reads every candidate's chunk; otherwise only
+        // the returned chunks are read.
+        let mut chunks: HashMap<String, ChunkRecord> = HashMap::new();
+        if q.hybrid.mmr.enabled {
+            let ids: Vec<String> = keyword
+                .iter()
+                .flatten()
+                .map(|k| k.key.id.clone())
+                .chain(vector.iter().flatten().map(|v| v.key.id.clone()))
+                .collect();
+            chunks.extend(view.chunks_by_ids(&ids)?);
+        }
+        let decay = self.decay_factors(
+            keyword
+                .iter()
+                .flatten()
+                .map(|k| &k.key)
+                .chain(vector.iter().flatten().map(|v| &v.key)),
+        );
+        let rank = |pool: usize| -> Vec<Ranked> {
+            let head = |len: usize| len.min(pool);
+            let hits = match (&keyword, &vector) {
+                (Some(k), Some(v)) => hybrid::fuse(
+                    k[..head(k.len())].to_vec(),
+                    v[..head(v.len())].to_vec(),
+                    &params,
+                ),
+                (None, Some(v)) => hybrid::vector_hits(v[..head(v.len())].to_vec()),
+                (Some(k), None) => keyword_hits(k[..head(k.len())].to_vec()),
+                (None, None) => Vec::new(),
+            };
+            self.post_process(hits, min_score, &decay, &chunks)
+        };
+        let ranked = tiered_top(
+            max_results,
+            base,
+            |size| candidate_pool(size, multiplier),
+            rank,
+            |hit: &Ranked| hit.key.id.clone(),
+        );
+        let missing: Vec<String> = ranked
+            .iter()
+            .filter(|r| !chunks.contains_key(&r.key.id))
+            .map(|r| r.key.id.clone())
+            .collect();
+        chunks.extend(view.chunks_by_ids(&missing)?);
+        // The text index of a view never reloads, so every ranked id is found. Only in the
+        // catalog fallback can a sync remove a chunk in between; its file no longer has it,
+        // so it is dropped.
+        let hits = ranked
+            .into_iter()
+            .filter_map(|r| {
+                let chunk = chunks.remove(&r.key.id)?;
+                Some(Hit::new(r, chunk))
+            })
+            .collect();
+        Ok(SearchResponse { hits, served })
+    }
+
+    /// Vector candidates, `Ok(None)` when the index has no vectors to search, or the reason
+    /// the vector side failed (reported as a fallback).
+    fn vector_candidates(
+        &self,
+        embedder: &dyn Embedder,
+        query: &str,
+        pool: usize,
+    ) -> std::result::Result<Option<Vec<VectorCandidate>>, String> {
+        if let Some(reason) = embedding_failure(self.view.manifest()) {
+            return Err(reason);
+        }
+        let Some(vectors) = self.view.vectors() else {
+            return Err("no vector index yet: run `memoria index`".into());
+        };
+        let embedded = embedder
+            .embed(&[query], EmbedKind::Query)
+            .map_err(|e| format!("embedding the query failed: {e}"))?;
+        let Some(query_vector) = embedded.into_iter().next().map(|e| e.vector) else {
+            return Err("the embedder returned no vector".into());
+        };
+        if query_vector.iter().all(|v| *v == 0.0) {
+            return Ok(None); // a zero query vector skips the vector side (SPEC §5.3)
+        }
+        let nearest = vectors.search(&query_vector, pool);
+        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+        let keys = self
+            .view
+            .keys_by_ids(&ids)
+            .map_err(|e| format!("reading vector candidates: {e}"))?;
+        let mut by_id: HashMap<String, ChunkKey> =
+            keys.into_iter().map(|k| (k.id.clone(), k)).collect();
+        Ok(Some(
+            nearest
+                .into_iter()
+                .filter_map(|(id, cosine)| {
+                    by_id.remove(&id).map(|key| VectorCandidate {
+                        key,
+                        cosine: f64::from(cosine),
+                    })
+                })
+                .collect(),
+        ))
+    }
+
+    /// The temporal decay factor of each candidate's file (SPEC §5.7), computed once per
+    /// search (one stat per file, however many chunks and tiers); empty when decay is off.
+    fn decay_factors<'k>(&self, keys: impl Iterator<Item = &'k ChunkKey>) -> HashMap<String, f64> {
+        let decay = &self.settings.query.hybrid.temporal_decay;
+        let mut factors = HashMap::new();
+        if !decay.enabled {
+            return factors;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        for key in keys {
+            if factors.contains_key(&key.path) {
+                continue;
+            }
+            let mtime = std::fs::metadata(self.settings.workspace.join(&key.path))
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs() as i64);
+            let factor = hybrid::decay_factor(&key.path, mtime, now, decay.half_life_days);
+            factors.insert(key.path.clone(), factor);
+        }
+        factors
+    }
+
+    /// Temporal decay (`decay`, by path), minScore (with the keyword relaxation), MMR (over
+    /// `chunks`' texts).
+    fn post_process(
+        &self,
+        mut hits: Vec<Ranked>,
+        min_score: f64,
+        decay: &HashMap<String, f64>,
+        chunks: &HashMap<String, ChunkRecord>,
+    ) -> Vec<Ranked> {
+        let hybrid = &self.settings.query.hybrid;
+        for hit in &mut hits {
+            if let Some(factor) = decay.get(&hit.key.path) {
+                hit.score *= factor;
+            }
+        }
+        let mut hits = filter_ranked(hits, min_score, hybrid.text_weight, usize::MAX);
+        if hybrid.mmr.enabled {
+            let terms = |hit: &Ranked| -> HashSet<String> {
+                let text = chunks.get(&hit.key.id).map_or("", |c| c.text.as_str());
+                analyzer::terms(text, AnalyzerMode::Query)
+                    .into_iter()
+                    .collect()
+            };
+            hits = hybrid::mmr(hits, hybrid.mmr.lambda, terms);
+        }
+        hits
+    }
+}

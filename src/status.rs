@@ -1,0 +1,44 @@
+//! What `status` reports about one agent's memory.
+
+use serde::Serialize;
+
+use crate::fallback::Fallback;
+use crate::index::Identity;
+
+/// What `status` reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The agent whose memory this is.
+    pub agent_id: String,
+    /// The agent directory.
+    pub agent_dir: String,
+    /// The workspace indexed.
+    pub workspace: String,
+    /// The index generation searches read (none before the first sync).
+    pub generation: Option<u64>,
+    /// The index identity under the current settings and embedder.
+    pub identity: Identity,
+    /// Memory files indexed.
+    pub files: usize,
+    /// Chunks indexed.
+    pub chunks: u64,
+    /// Bytes of memory files indexed.
+    pub bytes: u64,
+    /// Chunks with a vector (absent for a keyword-only index).
+    pub vectors: Option<u64>,
+    /// The mode searches are served in (`hybrid`, `fts-only`).
+    pub mode: String,
+    /// The embedding provider (`none` when keyword-only).
+    pub provider: String,
+    /// The embedding model, when there is one.
+    pub model: Option<String>,
+    /// What was configured but cannot serve, and why.
+    pub fallback: Option<Fallback>,
+    /// True when the workspace changed since the last sync.
+    pub dirty: bool,
+    /// Unix seconds of the last completed sync.
+    pub synced_at: Option<u64>,
+    /// What the last sync skipped or could not do, and what is missing.
+    pub warnings: Vec<String>,
+}
