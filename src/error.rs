@@ -17,6 +17,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The agent directory is an existing folder memoria did not create.
+    #[error(
+        "{dir} is not empty and is not a memoria agent directory (it has {found:?} but no \
+         manifest.json): memoria will not index into it or delete anything in it; choose \
+         another store.path or agent id, or an empty directory"
+    )]
+    NotAgentDir {
+        /// The directory.
+        dir: PathBuf,
+        /// One of the entries found in it.
+        found: String,
+    },
     /// Another process holds the agent directory's writer lock.
     #[error("index busy: another memoria process is writing {dir} (try again when it finishes)")]
     IndexBusy {

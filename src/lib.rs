@@ -51,7 +51,7 @@ mod sync;
 mod tools;
 mod workspace;
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use config::Settings;
 use embed::ResolvedEmbedder;
@@ -92,6 +92,9 @@ pub struct Memory {
     choice: EmbedderChoice,
     embedder: OnceLock<ResolvedEmbedder>,
     views: Views,
+    /// Why the last sync this process tried failed, until one succeeds: searches then
+    /// answer from the last committed generation and say so.
+    sync_error: Mutex<Option<String>>,
 }
 
 impl Memory {
@@ -106,6 +109,7 @@ impl Memory {
         if !settings.enabled {
             return Err(Error::Disabled);
         }
+        config::validate_agent_id(&settings.agent_id)?;
         let dir = AgentDir::open(&settings.store.dir)?;
         Ok(Memory {
             settings,
@@ -113,6 +117,7 @@ impl Memory {
             choice,
             embedder: OnceLock::new(),
             views: Views::default(),
+            sync_error: Mutex::new(None),
         })
     }
 
@@ -200,9 +205,19 @@ impl Memory {
             force,
             embed: plan.as_ref(),
         };
-        let report = sync::sync(&self.dir, lock, &request, progress)?;
+        let result = sync::sync(&self.dir, lock, &request, progress);
+        *self.sync_error.lock().unwrap_or_else(|e| e.into_inner()) =
+            result.as_ref().err().map(ToString::to_string);
+        let report = result?;
         self.views.invalidate();
         Ok(report)
+    }
+
+    fn sync_error(&self) -> Option<String> {
+        self.sync_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// True when the index is missing, has another identity, or predates workspace changes.
@@ -239,6 +254,13 @@ impl Memory {
                 tracing::warn!("index busy: searching the last committed index");
                 Ok(())
             }
+            // The agent directory cannot be written (a read-only mount, another owner):
+            // search what is there, and say why it is not fresh.
+            Err(err) if manifest.is_some() => {
+                tracing::warn!("cannot sync before search, searching the last index: {err}");
+                *self.sync_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.to_string());
+                Ok(())
+            }
             Err(err) => Err(err),
         }
     }
@@ -259,7 +281,23 @@ impl Memory {
             embedder: self.resolved(),
             view: &view,
         };
-        searcher.search(query, options)
+        let mut response = searcher.search(query, options)?;
+        if let Some(error) = self.sync_error() {
+            let stale = format!(
+                "the index could not be synced ({error}); these results come from the last \
+                 committed index"
+            );
+            match &mut response.served.fallback {
+                Some(fallback) => fallback.reason = format!("{}; {stale}", fallback.reason),
+                None => {
+                    response.served.fallback = Some(Fallback {
+                        from: "sync".into(),
+                        reason: stale,
+                    })
+                }
+            }
+        }
+        Ok(response)
     }
 
     /// The `memory_search` tool: never fails, errors become the SPEC §6 error payload.
@@ -279,24 +317,16 @@ impl Memory {
     pub fn memory_get(&self, path: &str, from: Option<i64>, lines: Option<i64>) -> GetPayload {
         let resolved =
             workspace::resolve_get_path(&self.settings.workspace, &self.settings.extra_paths, path);
-        let file = match resolved {
-            Ok(file) => file,
-            Err(denied) => return GetPayload::denied(path, denied.0),
-        };
-        match std::fs::read(&file) {
+        match resolved.and_then(|target| workspace::read_allowed(&target, path)) {
             Ok(bytes) => GetPayload {
                 path: path.to_string(),
-                text: tools::slice_lines(&workspace::decode_text(bytes).0, from, lines),
+                text: bytes.map_or_else(String::new, |bytes| {
+                    tools::slice_lines(&workspace::decode_text(bytes).0, from, lines)
+                }),
                 disabled: None,
                 error: None,
             },
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => GetPayload {
-                path: path.to_string(),
-                text: String::new(),
-                disabled: None,
-                error: None,
-            },
-            Err(err) => GetPayload::denied(path, format!("{path}: {err}")),
+            Err(denied) => GetPayload::denied(path, denied.0),
         }
     }
 
@@ -310,9 +340,22 @@ impl Memory {
             .as_ref()
             .map(|m| m.stats.clone())
             .unwrap_or_default();
-        let mut warnings = stats.warnings.clone();
+        let mut warnings = self.settings.warnings.clone();
+        warnings.extend(stats.warnings.iter().cloned());
         if manifest.is_none() {
             warnings.push("no index yet: run `memoria index`".into());
+        }
+        if let Some(error) = self.sync_error() {
+            warnings.push(format!("the last sync failed: {error}"));
+        } else if dirty && manifest.is_some() {
+            // Say now whether the next sync can run at all (a read-only index cannot).
+            match self.dir.lock_writer() {
+                Ok(_) | Err(Error::IndexBusy { .. }) => {}
+                Err(err) => warnings.push(format!(
+                    "the index cannot be synced ({err}): searches answer from the last \
+                     committed index"
+                )),
+            }
         }
         Ok(Status {
             agent_id: self.settings.agent_id.clone(),

@@ -1,5 +1,6 @@
 //! `memoria`: the command-line interface over the library façade [`memoria::Memory`].
 
+use std::io::IsTerminal;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -154,14 +155,27 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(2)
+            exit_code(&err)
         }
     }
+}
+
+/// Exit codes: 0 success, 1 error, 2 usage error (clap's), 3 index busy (another process
+/// is writing; nothing was done, try again later).
+fn exit_code(err: &anyhow::Error) -> ExitCode {
+    let busy = err.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<memoria::Error>(),
+            Some(memoria::Error::IndexBusy { .. })
+        )
+    });
+    ExitCode::from(if busy { 3 } else { 1 })
 }
 
 fn settings(cli: &Cli) -> Result<Settings> {

@@ -192,6 +192,18 @@ pub struct SyncRequest<'a> {
     pub embed: Option<&'a EmbedPlan<'a>>,
 }
 
+/// Opens an existing generation for writing: its catalog (every file record read, so damage
+/// shows now rather than halfway through the sync) and its text index, caught up.
+fn open_generation(gen_dir: &Path) -> Result<(Catalog, TextIndex, HashMap<String, FileRecord>)> {
+    if !gen_dir.is_dir() {
+        return Err(Error::corrupt(gen_dir, "the directory is missing"));
+    }
+    let catalog = Catalog::open_existing(&gen_dir.join("catalog.redb"))?;
+    let known = catalog.files()?.into_iter().collect();
+    let text = open_text_caught_up(&catalog, &gen_dir.join("text"))?;
+    Ok((catalog, text, known))
+}
+
 /// Syncs `dir` with the request's discovery. The caller holds the writer lock.
 pub fn sync(
     dir: &AgentDir,
@@ -217,28 +229,41 @@ pub fn sync(
     };
     let current = manifest.as_ref().map(|m| m.generation);
     dir.remove_leftovers(lock, current)?;
-    let rebuilt = force
+    let mut rebuilt = force
         || manifest
             .as_ref()
             .is_none_or(|m| m.format != FORMAT_VERSION || &m.identity != identity);
+    // The current generation, unless it must be rebuilt. Damage (a missing generation, an
+    // unreadable catalog) is healed, not repeated: the sync rebuilds into a new generation
+    // while searches keep answering from what is left of the old one until the swap.
+    let mut opened = None;
+    if let (false, Some(n)) = (rebuilt, current) {
+        match open_generation(&dir.generation_dir(n)) {
+            Ok(found) => opened = Some(found),
+            Err(err) => {
+                warnings.push(format!(
+                    "generation {n} is damaged ({err}); rebuilt it from the workspace"
+                ));
+                rebuilt = true;
+            }
+        }
+    }
     let generation = if rebuilt {
         dir.next_generation(current)
     } else {
         current.unwrap_or(1)
     };
     let gen_dir = dir.generation_dir(generation);
-    let (catalog, text) = if rebuilt {
-        fs::create_dir_all(&gen_dir).map_err(|e| Error::io(&gen_dir, e))?;
-        let catalog = Catalog::open(&gen_dir.join("catalog.redb"))?;
-        let text = TextIndex::create(&gen_dir.join("text"))?;
-        (catalog, text)
-    } else {
-        let catalog = Catalog::open(&gen_dir.join("catalog.redb"))?;
-        let text = open_text_caught_up(&catalog, &gen_dir.join("text"))?;
-        (catalog, text)
+    let (catalog, text, known) = match opened {
+        Some(found) => found,
+        None => {
+            fs::create_dir_all(&gen_dir).map_err(|e| Error::io(&gen_dir, e))?;
+            let catalog = Catalog::open(&gen_dir.join("catalog.redb"))?;
+            let text = TextIndex::create(&gen_dir.join("text"))?;
+            (catalog, text, HashMap::new())
+        }
     };
 
-    let known: HashMap<String, FileRecord> = catalog.files()?.into_iter().collect();
     let discovered: HashSet<&str> = discovery
         .files
         .iter()

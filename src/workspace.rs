@@ -65,15 +65,31 @@ pub fn discover(workspace: &Path, extra_paths: &[String]) -> Discovery {
         discovery: Discovery::default(),
         seen: HashSet::new(),
     };
+    if !workspace.is_dir() {
+        found.discovery.warnings.push(format!(
+            "workspace {}: not a directory (missing or mistyped?): nothing to index",
+            workspace.display()
+        ));
+        return found.discovery;
+    }
+    let symlink_skipped = |found: &mut Found, name: &str| {
+        found.discovery.warnings.push(format!(
+            "{name}: is a symlink; memoria does not follow symlinks in the workspace, skipped"
+        ))
+    };
     for name in ["MEMORY.md", "memory.md"] {
         let path = workspace.join(name);
         if is_regular_file(&path) {
             found.add_file(path);
+        } else if is_symlink(&path) {
+            symlink_skipped(&mut found, name);
         }
     }
     let memory_dir = workspace.join("memory");
     if is_real_dir(&memory_dir) {
         found.add_walked(&memory_dir);
+    } else if is_symlink(&memory_dir) {
+        symlink_skipped(&mut found, "memory/");
     }
     for extra in extra_paths {
         let path = absolute_in(workspace, Path::new(extra));
@@ -189,6 +205,10 @@ fn is_real_dir(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
 }
 
+fn is_symlink(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
 /// Recursively lists `*.md` regular files under `dir`, never following symlinks.
 fn walk_markdown(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -213,6 +233,11 @@ fn walk_markdown(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
                 }
             } else if file_type.is_file() && is_markdown(&path) {
                 out.push(path);
+            } else if file_type.is_symlink() && is_markdown(&path) {
+                warnings.push(format!(
+                    "{}: is a symlink; memoria does not follow symlinks in the workspace, skipped",
+                    path.display()
+                ));
             }
         }
     }
@@ -265,17 +290,26 @@ pub fn relative_path(base: &Path, target: &Path) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathDenied(pub String);
 
-/// The `memory_get` path policy (SPEC §6). Returns the absolute file to read, or why not.
+/// A file `memory_get` may read: where its root is, and the file below it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GetTarget {
+    /// The directory below which no component may be a symlink.
+    pub(crate) base: PathBuf,
+    /// The file (absolute, lexically normalised).
+    pub(crate) file: PathBuf,
+}
+
+/// The `memory_get` path policy (SPEC §6). Returns the file to read, or why not.
 ///
 /// Allowed: `MEMORY.md`, `memory.md`, `memory/**` inside the workspace and files inside the
 /// configured extra paths; the path must end in `.md`, must not escape its root with `..`,
 /// and no component below the root may be a symlink. The file itself need not exist
 /// (a missing allowed file reads as empty).
-pub fn resolve_get_path(
+pub(crate) fn resolve_get_path(
     workspace: &Path,
     extra_paths: &[String],
     requested: &str,
-) -> Result<PathBuf, PathDenied> {
+) -> Result<GetTarget, PathDenied> {
     let requested_trim = requested.trim();
     if requested_trim.is_empty() {
         return Err(PathDenied("path is required".into()));
@@ -304,7 +338,97 @@ pub fn resolve_get_path(
             return Err(PathDenied(format!("{requested}: not a regular file")));
         }
     }
-    Ok(target)
+    Ok(GetTarget {
+        base: root.base.clone(),
+        file: target,
+    })
+}
+
+/// Reads a file [`resolve_get_path`] allowed, `None` when it does not exist.
+///
+/// The checks above look at the path before it is opened, so on their own a file swapped
+/// for a symlink in between would be followed. On Unix the open itself therefore refuses
+/// links: the root's directory is opened, then every component below it with `openat` and
+/// `O_NOFOLLOW` (directories with `O_DIRECTORY`), and the opened handle must be a regular
+/// file. A symlink anywhere below the root, at any instant, makes the read fail with
+/// [`PathDenied`]; it never reads what the link points to.
+pub(crate) fn read_allowed(
+    target: &GetTarget,
+    requested: &str,
+) -> Result<Option<Vec<u8>>, PathDenied> {
+    let denied = |why: String| PathDenied(format!("{requested}: {why}"));
+    match open_no_follow(target) {
+        Ok(Some(mut file)) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| denied(e.to_string()))?;
+            Ok(Some(bytes))
+        }
+        Ok(None) => Ok(None),
+        Err(OpenRefused::Symlink) => Err(denied(
+            "a path component is a symlink; memory files are read only through real paths".into(),
+        )),
+        Err(OpenRefused::NotFile) => Err(denied("not a regular file".into())),
+        Err(OpenRefused::Io(err)) => Err(denied(err.to_string())),
+    }
+}
+
+enum OpenRefused {
+    Symlink,
+    NotFile,
+    Io(std::io::Error),
+}
+
+#[cfg(unix)]
+fn open_no_follow(target: &GetTarget) -> Result<Option<fs::File>, OpenRefused> {
+    use rustix::fs::{openat, Mode, OFlags, CWD};
+    use rustix::io::Errno;
+
+    let refused = |errno: Errno| match errno {
+        Errno::LOOP | Errno::NOTDIR => OpenRefused::Symlink,
+        other => OpenRefused::Io(other.into()),
+    };
+    let Ok(rest) = target.file.strip_prefix(&target.base) else {
+        return Err(OpenRefused::NotFile);
+    };
+    let parts: Vec<&std::ffi::OsStr> = rest.iter().collect();
+    let Some((name, dirs)) = parts.split_last() else {
+        return Err(OpenRefused::NotFile);
+    };
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir = match openat(CWD, &target.base, dir_flags, Mode::empty()) {
+        Ok(dir) => dir,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(errno) => return Err(OpenRefused::Io(errno.into())),
+    };
+    for part in dirs {
+        dir = match openat(&dir, *part, dir_flags | OFlags::NOFOLLOW, Mode::empty()) {
+            Ok(next) => next,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(errno) => return Err(refused(errno)),
+        };
+    }
+    let file_flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let file = match openat(&dir, *name, file_flags, Mode::empty()) {
+        Ok(fd) => fs::File::from(fd),
+        Err(Errno::NOENT) => return Ok(None),
+        Err(errno) => return Err(refused(errno)),
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => Ok(Some(file)),
+        Ok(_) => Err(OpenRefused::NotFile),
+        Err(err) => Err(OpenRefused::Io(err)),
+    }
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(target: &GetTarget) -> Result<Option<fs::File>, OpenRefused> {
+    check_no_symlinks(&target.base, &target.file).map_err(|_| OpenRefused::Symlink)?;
+    match fs::File::open(&target.file) {
+        Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => Ok(Some(file)),
+        Ok(_) => Err(OpenRefused::NotFile),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(OpenRefused::Io(err)),
+    }
 }
 
 /// A place `memory_get` may read from: one exact file, or everything under a directory.
@@ -415,7 +539,34 @@ mod tests {
                 "memory/projects/a.md",
             ]
         );
+        // `missing`, `../plain.txt`, and the skipped symlink memory/link.md.
+        assert_eq!(found.warnings.len(), 3, "{:?}", found.warnings);
+        assert!(found
+            .warnings
+            .iter()
+            .any(|w| w.contains("link.md: is a symlink")));
+    }
+
+    /// Every skip says so: a symlinked `memory/` or `MEMORY.md`, a missing workspace.
+    #[test]
+    fn skipped_roots_are_warnings() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        write(&tmp.path().join("elsewhere/memory/a.md"), "a");
+        write(&tmp.path().join("elsewhere/MEMORY.md"), "m");
+        fs::create_dir_all(&ws).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere/memory"), ws.join("memory")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere/MEMORY.md"), ws.join("MEMORY.md"))
+            .unwrap();
+        let found = discover(&ws, &[]);
+        assert!(found.files.is_empty());
         assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
+        assert!(found.warnings[0].starts_with("MEMORY.md: is a symlink"));
+        assert!(found.warnings[1].starts_with("memory/: is a symlink"));
+
+        let missing = discover(&tmp.path().join("no-such-ws"), &[]);
+        assert!(missing.files.is_empty());
+        assert!(missing.warnings[0].contains("no-such-ws: not a directory"));
     }
 
     #[test]
@@ -480,5 +631,50 @@ mod tests {
             let got = resolve_get_path(&ws, &extras, path);
             assert_eq!(got.is_ok(), allowed, "path {path:?}: {got:?}");
         }
+    }
+
+    /// A file flipped between a regular file and a symlink to an outside file while it is
+    /// read: no read ever returns the outside file (the open refuses links, it does not
+    /// rely on the check before it).
+    #[test]
+    fn get_never_reads_through_a_symlink_swapped_in_concurrently() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        write(&ws.join("memory/x.md"), "inside");
+        write(&tmp.path().join("secret.md"), "SECRET");
+        let stop = AtomicBool::new(false);
+        let (mut inside, mut outside, mut refused) = (0, 0, 0);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let (file, link, regular) = (
+                    ws.join("memory/x.md"),
+                    ws.join("memory/x.link"),
+                    ws.join("memory/x.file"),
+                );
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = fs::remove_file(&link);
+                    std::os::unix::fs::symlink(tmp.path().join("secret.md"), &link).unwrap();
+                    fs::rename(&link, &file).unwrap();
+                    fs::write(&regular, "inside").unwrap();
+                    fs::rename(&regular, &file).unwrap();
+                }
+            });
+            for _ in 0..5_000 {
+                let read = resolve_get_path(&ws, &[], "memory/x.md")
+                    .and_then(|target| read_allowed(&target, "memory/x.md"));
+                match read {
+                    Ok(Some(bytes)) if bytes == b"SECRET" => outside += 1,
+                    Ok(_) => inside += 1,
+                    Err(_) => refused += 1,
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(outside, 0, "{outside} reads returned the outside file");
+        assert!(
+            inside > 0 && refused > 0,
+            "inside {inside}, refused {refused}"
+        );
     }
 }

@@ -272,7 +272,7 @@ fn config_errors_name_the_key_path() {
     )
     .output()
     .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("agents.defaults.memorySearch.query.hybrid.vectorWeight: expected a number, got \"high\""),
@@ -403,4 +403,172 @@ fn killed_index_leaves_a_usable_directory() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("gen-"))
         .count();
     assert_eq!(gens, 1, "leftovers of the killed build are removed");
+}
+
+/// Exit codes: 1 for an error, 3 when another process holds the index (nothing done);
+/// warnings carry no colour codes when stderr is not a terminal.
+#[test]
+fn a_busy_index_exits_3_and_a_bad_agent_id_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let out = memoria(tmp.path(), &ws, &["index"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lock = fs::File::options()
+        .write(true)
+        .open(tmp.path().join("memory/main/LOCK"))
+        .unwrap();
+    lock.lock().unwrap();
+    let out = memoria(tmp.path(), &ws, &["index"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("index busy"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+    drop(lock);
+
+    // `--agent ../..` would name a directory two levels up: refused before anything runs.
+    let out = memoria(tmp.path(), &ws, &["--agent", "../..", "index"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("invalid agent id"), "{stderr}");
+}
+
+/// Copies a directory tree (files and directories only).
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Search and get work from an index this process cannot write (here: run as another
+/// user, `nobody`, when the tests run as root; as the owner with write permission removed
+/// otherwise), answering from the last committed generation and saying why it is not
+/// synced. `get` needs no agent directory at all.
+#[cfg(unix)]
+#[test]
+fn a_read_only_index_is_searched_and_says_why_it_is_stale() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let ws = tmp.path().join("ws");
+    copy_tree(&example_workspace(), &ws);
+    let state = tmp.path().join("state");
+    run(&state, &ws, &["index"]);
+
+    let as_root =
+        fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+    // The binary, where another user can run it.
+    let bin = tmp.path().join("memoria");
+    fs::copy(env!("CARGO_BIN_EXE_memoria"), &bin).unwrap();
+    let reader = |args: &[&str], state: &Path| -> Output {
+        let mut cmd = if as_root {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+            cmd.arg(&bin);
+            cmd
+        } else {
+            Command::new(&bin)
+        };
+        cmd.arg("--state-dir")
+            .arg(state)
+            .arg("--workspace")
+            .arg(&ws)
+            .args(["--provider", "none"])
+            .args(args)
+            .env_remove("OPENCLAW_CONFIG_PATH")
+            .env_remove("OPENCLAW_STATE_DIR")
+            .env("HOME", tmp.path())
+            .output()
+            .unwrap()
+    };
+    // Readable by everyone (tantivy writes some files 0600), writable by the owner only,
+    // and not even by the owner when the test cannot switch users.
+    let set_writable = |dir: &Path, writable: bool| {
+        for entry in walk(dir) {
+            let mode = if entry.is_dir() { 0o755 } else { 0o644 };
+            let mode = if writable || as_root {
+                mode
+            } else {
+                mode & 0o555
+            };
+            fs::set_permissions(&entry, fs::Permissions::from_mode(mode)).unwrap();
+        }
+    };
+    set_writable(&state, false);
+
+    let search = |state: &Path| -> Value {
+        let out = reader(&["search", "postgres cutover", "--json"], state);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let fresh = search(&state);
+    assert!(!paths(&fresh).is_empty(), "{fresh}");
+    assert!(fresh.get("unavailable").is_none(), "{fresh}");
+
+    // The workspace changes; the reader cannot sync, searches the last index, and says so.
+    fs::write(
+        ws.join("memory/2099-01-01.md"),
+        "A new note about the postgres cutover.\n",
+    )
+    .unwrap();
+    let stale = search(&state);
+    assert!(!paths(&stale).is_empty(), "{stale}");
+    assert_eq!(stale["fallback"]["from"], "sync", "{stale}");
+    assert!(
+        stale["fallback"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not be synced"),
+        "{stale}"
+    );
+    let out = reader(&["status", "--json"], &state);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["dirty"], true);
+    let warnings = status["warnings"].to_string();
+    assert!(warnings.contains("cannot be synced"), "{status}");
+
+    // `get` with a state directory that does not exist and cannot be created.
+    let locked = tmp.path().join("locked");
+    fs::create_dir_all(&locked).unwrap();
+    set_writable(&locked, false);
+    let out = reader(&["get", "MEMORY.md", "--json"], &locked.join("state"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!got["text"].as_str().unwrap().is_empty(), "{got}");
+    assert!(!locked.join("state").exists());
+    set_writable(&state, true);
+    set_writable(&locked, true);
+}
+
+/// Every path below `dir`, `dir` included.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    if dir.is_dir() {
+        for entry in fs::read_dir(dir).unwrap() {
+            out.extend(walk(&entry.unwrap().path()));
+        }
+    }
+    out
 }

@@ -439,3 +439,143 @@ fn embedding_does_not_make_the_text_index_look_stale() {
     assert_eq!((report.indexed, report.embedded), (0, 0));
     assert_eq!(modified(&text_dir), before);
 }
+
+/// Damage is healed, not repeated: a generation whose catalog is unreadable, or that is
+/// missing altogether, makes the next plain sync rebuild into a new generation.
+#[test]
+fn a_damaged_or_missing_generation_is_rebuilt_by_the_next_sync() {
+    for damage in ["garbage catalog", "missing catalog", "missing generation"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = settings(tmp.path());
+        s.provider = ProviderKind::None;
+        let memory = Memory::open(s.clone()).unwrap();
+        memory.sync(false, &|_| {}).unwrap();
+        let generation = memory.agent_dir().generation_dir(1);
+        match damage {
+            "garbage catalog" => fs::write(generation.join("catalog.redb"), b"not redb").unwrap(),
+            "missing catalog" => fs::remove_file(generation.join("catalog.redb")).unwrap(),
+            _ => fs::remove_dir_all(&generation).unwrap(),
+        }
+        let report = memory.sync(false, &|_| {}).unwrap();
+        assert!(report.rebuilt, "{damage}");
+        assert_eq!(report.generation, 2, "{damage}");
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("generation 1 is damaged")),
+            "{damage}: {:?}",
+            report.warnings
+        );
+        let response = memory
+            .search("vet vaccine for the cat", &SearchOptions::default())
+            .unwrap();
+        assert_eq!(
+            response.hits[0].chunk.path, "memory/2026-11-15.md",
+            "{damage}"
+        );
+        assert_eq!(response.served.fallback, None, "{damage}");
+        // Healed: the next sync is a plain incremental one.
+        assert!(!memory.sync(false, &|_| {}).unwrap().rebuilt, "{damage}");
+    }
+}
+
+/// A search whose sync fails answers from the last committed index and says so.
+#[test]
+fn a_search_that_cannot_sync_says_its_results_are_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.provider = ProviderKind::None;
+    let memory = Memory::open(s.clone()).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    // The workspace changes, and the manifest cannot be replaced (a directory stands where
+    // its temporary file goes): every sync fails at its last step.
+    fs::write(
+        s.workspace.join("memory/2026-11-18.md"),
+        "Vet called back.\n",
+    )
+    .unwrap();
+    let root = memory.agent_dir().root().to_path_buf();
+    fs::create_dir_all(root.join("manifest.json.tmp/blocker")).unwrap();
+    let response = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
+    let fallback = response.served.fallback.expect("a stale search says so");
+    assert_eq!(fallback.from, "sync");
+    assert!(
+        fallback.reason.contains("could not be synced"),
+        "{}",
+        fallback.reason
+    );
+    let status = memory.status().unwrap();
+    assert!(
+        status
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("the last sync failed")),
+        "{:?}",
+        status.warnings
+    );
+}
+
+/// Keyword search finds a word whichever way its accents were typed.
+#[test]
+fn decomposed_accents_match_precomposed_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings_with_memory_files(
+        tmp.path(),
+        &[
+            ("a.md", "Lunch at the cafe\u{301} on Rue Cler.\n"),
+            ("b.md", "Dinner with Frau Müller on Friday.\n"),
+        ],
+    );
+    s.provider = ProviderKind::None;
+    let memory = Memory::open(s).unwrap();
+    let options = SearchOptions {
+        min_score: Some(0.0),
+        ..SearchOptions::default()
+    };
+    for (query, path) in [
+        ("café", "memory/a.md"),
+        ("cafe\u{301}", "memory/a.md"),
+        ("Mu\u{308}ller", "memory/b.md"),
+        ("Müller", "memory/b.md"),
+    ] {
+        let hits = memory.search(query, &options).unwrap().hits;
+        assert_eq!(
+            hits.first().map(|h| h.chunk.path.as_str()),
+            Some(path),
+            "{query:?}"
+        );
+    }
+}
+
+/// Keyword-only search at the default settings is never empty when a query word is in
+/// memory, even when every hit scores under minScore (a word present in most notes).
+#[test]
+fn weak_keyword_hits_survive_the_default_min_score() {
+    let tmp = tempfile::tempdir().unwrap();
+    let long_note = "We talked about the garden, the roses and the tomatoes, the new fence, \
+                     the neighbours' dog, the weather for the weekend and the trip to the coast.\n"
+        .repeat(4);
+    let files: Vec<(String, String)> = (0..8)
+        .map(|i| {
+            (
+                format!("2026-11-0{}.md", i + 1),
+                format!("{long_note}Note {i}: penicillin stays on the allergy list.\n"),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let mut s = settings_with_memory_files(tmp.path(), &files);
+    s.provider = ProviderKind::None;
+    let memory = Memory::open(s).unwrap();
+    let response = memory
+        .search("penicillin", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::FtsOnly);
+    let best = response.hits.first().expect("keyword hits are returned");
+    assert!(best.score < 0.35, "not the relaxed path: scored {}", best.score);
+    assert!(best.chunk.text.contains("penicillin"));
+}

@@ -14,6 +14,14 @@ pub enum ConfigError {
         /// What is wrong, e.g. `unknown key` or `expected a number, got "high"`.
         message: String,
     },
+    /// An agent id that cannot name a directory safely.
+    #[error("invalid agent id {id:?}: {reason}")]
+    AgentId {
+        /// The id as given.
+        id: String,
+        /// What is wrong, and what is allowed.
+        reason: String,
+    },
     /// An error found in `file` (displays as `<file>: <inner error>`).
     #[error("{}: {error}", .file.display())]
     InFile {

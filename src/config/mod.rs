@@ -17,14 +17,18 @@
 //! An OpenClaw config has many other sections (models, channels, gateway, …): they are ignored,
 //! and so are the keys of `agents.defaults` / `agents.list[i]` / `compaction` that memoria does not
 //! read. Inside `memorySearch` (defaults and every `agents.list` entry, whichever agent is being
-//! resolved) and inside `memory`, an unknown key is an error. Every key memoria reads is type
-//! checked. Errors name the full key path, e.g.
+//! resolved) and inside `memory`, an unknown key (from a newer OpenClaw release, or a typo)
+//! is ignored and listed in [`Settings::warnings`], which `status` shows. Every key memoria
+//! reads is type checked, and a wrong type is an error. Errors name the full key path, e.g.
 //! `agents.defaults.memorySearch.query.hybrid.vectorWeight: expected a number, got "high"`;
 //! [`load_settings`] and [`ConfigError::in_file`] prefix the config file's path.
 //!
 //! # Values
 //! * `null` is the same as an absent key (like JavaScript's `??`). So are JSON5's `NaN` and
 //!   `Infinity`, which JSON cannot hold and therefore arrive as `null`.
+//! * `remote.apiKey` is a string or OpenClaw's SecretRef object (`{source: "env" | "file" |
+//!   "exec", provider?, id}`), kept as a [`Secret`]; an `env` one is looked up when the key
+//!   is used, never written anywhere.
 //! * An empty or all-blank string is treated as unset for the optional string keys (`model`,
 //!   `workspace`, `store.path`, `remote.baseUrl`, `remote.apiKey`, `local.*`, prompts).
 //!   `extraPaths` entries are trimmed and empty ones dropped.
@@ -89,6 +93,7 @@ pub fn parse_config_text(text: &str, file: &Path) -> Result<Value, ConfigError> 
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
+    check_nesting(text, file)?;
     json5::from_str::<Value>(text).map_err(|e| {
         let position = e.position();
         let message = match e.code() {
@@ -118,7 +123,12 @@ pub fn parse_config_text(text: &str, file: &Path) -> Result<Value, ConfigError> 
 /// resolving are prefixed with the file's path (`<file>: <key path>: <message>`).
 pub fn load_settings(env: &Env, agent_id: &str) -> Result<Settings, ConfigError> {
     let config = load_config_file(env)?;
-    resolve(&config, agent_id, env).map_err(|e| e.in_file(config_file(env).0))
+    let file = config_file(env).0;
+    let mut settings = resolve(&config, agent_id, env).map_err(|e| e.in_file(file.clone()))?;
+    for warning in &mut settings.warnings {
+        *warning = format!("{}: {warning}", file.display());
+    }
+    Ok(settings)
 }
 
 /// Resolves the memory settings of `agent_id` from a parsed OpenClaw config.
@@ -126,6 +136,119 @@ pub fn load_settings(env: &Env, agent_id: &str) -> Result<Settings, ConfigError>
 /// Pure: paths come from `env`, nothing is read from disk or the process environment.
 /// Errors are [`ConfigError::Invalid`] with the full key path.
 pub fn resolve(config: &Value, agent_id: &str, env: &Env) -> Result<Settings, ConfigError> {
+    validate_agent_id(agent_id)?;
     let parsed = parse::parse(config, agent_id)?;
     Ok(resolution::finalize(&parsed, agent_id, env))
+}
+
+/// Longest agent id accepted.
+pub const MAX_AGENT_ID_LEN: usize = 64;
+
+/// Checks that `id` can name the agent's directory (`<stateDir>/memory/<agentId>/`) and
+/// nothing else: 1 to [`MAX_AGENT_ID_LEN`] ASCII letters, digits, `-`, `_` or `.`, not
+/// starting with `.` (so no `..`, no separators, no hidden or parent directories).
+pub fn validate_agent_id(id: &str) -> Result<(), ConfigError> {
+    let fail = |reason: &str| {
+        Err(ConfigError::AgentId {
+            id: id.to_string(),
+            reason: format!(
+                "{reason}; an agent id is 1 to {MAX_AGENT_ID_LEN} ASCII letters, digits, \
+                 '-', '_' or '.', not starting with '.'"
+            ),
+        })
+    };
+    if id.is_empty() {
+        return fail("it is empty");
+    }
+    if id.len() > MAX_AGENT_ID_LEN {
+        return fail("it is too long");
+    }
+    if id.starts_with('.') {
+        return fail("it starts with '.'");
+    }
+    if let Some(c) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return fail(&format!("{c:?} is not allowed"));
+    }
+    Ok(())
+}
+
+/// Deepest nesting of objects and arrays a config may have. OpenClaw's own are under 10
+/// levels; the JSON5 parser recurses once per level, so a hostile file 30,000 levels deep
+/// would overflow the stack rather than fail.
+pub const MAX_CONFIG_DEPTH: usize = 128;
+
+/// Refuses JSON5 text nested deeper than [`MAX_CONFIG_DEPTH`], naming the line and column
+/// where the limit is crossed. Brackets inside strings and comments do not count.
+fn check_nesting(text: &str, file: &Path) -> Result<(), ConfigError> {
+    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        column += 1;
+        if c == '\n' {
+            line += 1;
+            column = 0;
+        }
+        if let Some(q) = quote {
+            match c {
+                '\\' => {
+                    if chars.next() == Some('\n') {
+                        line += 1;
+                        column = 0;
+                    } else {
+                        column += 1;
+                    }
+                }
+                c if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        line += 1;
+                        column = 0;
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut star = false;
+                for c in chars.by_ref() {
+                    column += 1;
+                    if c == '\n' {
+                        line += 1;
+                        column = 0;
+                    }
+                    if star && c == '/' {
+                        break;
+                    }
+                    star = c == '*';
+                }
+            }
+            '{' | '[' => {
+                depth += 1;
+                if depth > MAX_CONFIG_DEPTH {
+                    return Err(ConfigError::Syntax {
+                        file: file.to_path_buf(),
+                        line: Some(line),
+                        column: Some(column),
+                        message: format!(
+                            "objects and arrays nested deeper than {MAX_CONFIG_DEPTH} levels"
+                        ),
+                    });
+                }
+            }
+            '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }

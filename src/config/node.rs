@@ -1,17 +1,21 @@
 //! A typed walker over `serde_json::Value`: every read knows its full key path, so every
 //! error names it.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
 use super::error::ConfigError;
+use super::settings::Secret;
 
 /// A value and its key path, for path-precise errors.
 #[derive(Clone)]
 pub(super) struct Node<'a> {
     pub(super) path: String,
     pub(super) value: &'a Value,
+    /// Where unknown keys are reported (shared by every node of one parse).
+    pub(super) warnings: &'a RefCell<Vec<String>>,
 }
 
 impl<'a> Node<'a> {
@@ -43,20 +47,25 @@ impl<'a> Node<'a> {
             Some(value) => Some(Node {
                 path: self.key_path(key),
                 value,
+                warnings: self.warnings,
             }),
         })
     }
 
-    /// Rejects keys not in `allowed` (the first one, in key order).
+    /// Reports keys not in `allowed` as warnings: a key from a newer OpenClaw release (or a
+    /// typo) is ignored and named in `status`, never a reason to refuse the whole config.
     pub(super) fn check_keys(&self, allowed: &[&str]) -> Result<(), ConfigError> {
-        match self
+        let unknown = self
             .as_object()?
             .keys()
-            .find(|k| !allowed.contains(&k.as_str()))
-        {
-            Some(k) => Err(ConfigError::invalid(&self.key_path(k), "unknown key")),
-            None => Ok(()),
+            .filter(|k| !allowed.contains(&k.as_str()));
+        for key in unknown {
+            self.warnings.borrow_mut().push(format!(
+                "{}: unknown key, ignored (a newer OpenClaw setting, or a typo?)",
+                self.key_path(key)
+            ));
         }
+        Ok(())
     }
 
     /// The object `key`, type checked; no key check.
@@ -113,6 +122,35 @@ impl<'a> Node<'a> {
     }
 
     /// A string, `None` when it is empty or blank.
+    /// An API key: a string (blank = unset), or a SecretRef object `{source, provider?, id}`
+    /// with `source` one of `env`, `file`, `exec`.
+    pub(super) fn get_secret(&self, key: &str) -> Result<Option<Secret>, ConfigError> {
+        let Some(node) = self.child(key)? else {
+            return Ok(None);
+        };
+        if let Some(key) = node.value.as_str() {
+            return Ok((!key.trim().is_empty()).then(|| Secret::Literal(key.to_string())));
+        }
+        if !node.value.is_object() {
+            return Err(node.type_error("a string or a SecretRef object"));
+        }
+        node.check_keys(&["source", "provider", "id"])?;
+        let source = node
+            .get_choice(
+                "source",
+                &[("env", "env"), ("file", "file"), ("exec", "exec")],
+            )?
+            .ok_or_else(|| ConfigError::invalid(&node.key_path("source"), "missing"))?;
+        let id = node
+            .get_nonblank("id")?
+            .ok_or_else(|| ConfigError::invalid(&node.key_path("id"), "missing"))?;
+        Ok(Some(Secret::Ref {
+            source: source.to_string(),
+            provider: node.get_nonblank("provider")?,
+            id,
+        }))
+    }
+
     pub(super) fn get_nonblank(&self, key: &str) -> Result<Option<String>, ConfigError> {
         Ok(self.get_string(key)?.filter(|s| !s.trim().is_empty()))
     }
@@ -164,6 +202,7 @@ impl<'a> Node<'a> {
                 .map(|(i, value)| Node {
                     path: format!("{}[{i}]", node.path),
                     value,
+                    warnings: self.warnings,
                 })
                 .collect(),
         ))
@@ -187,6 +226,7 @@ impl<'a> Node<'a> {
             let entry = Node {
                 path: node.key_path(k),
                 value,
+                warnings: self.warnings,
             };
             map.insert(k.clone(), entry.string()?);
         }

@@ -1,6 +1,7 @@
 //! Parsing: the config's `memorySearch` layers, `memory` and `compaction` sections, read
 //! with their types checked and unknown keys refused, before any default is applied.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -56,7 +57,7 @@ pub(super) struct Layer {
     pub(super) local_model_path: Option<String>,
     pub(super) local_model_cache_dir: Option<String>,
     pub(super) remote_base_url: Option<String>,
-    pub(super) remote_api_key: Option<String>,
+    pub(super) remote_api_key: Option<Secret>,
     pub(super) remote_headers: BTreeMap<String, String>,
     pub(super) batch_enabled: Option<bool>,
     pub(super) batch_wait: Option<bool>,
@@ -104,12 +105,26 @@ pub(super) struct Parsed {
     pub(super) flush_soft_threshold_tokens: Option<i64>,
     pub(super) flush_system_prompt: Option<String>,
     pub(super) flush_prompt: Option<String>,
+    /// Unknown keys, ignored.
+    pub(super) warnings: Vec<String>,
 }
 
 pub(super) fn parse(config: &Value, agent_id: &str) -> Result<Parsed, ConfigError> {
+    let warnings = RefCell::new(Vec::new());
+    let mut parsed = parse_with(config, agent_id, &warnings)?;
+    parsed.warnings = warnings.into_inner();
+    Ok(parsed)
+}
+
+fn parse_with(
+    config: &Value,
+    agent_id: &str,
+    warnings: &RefCell<Vec<String>>,
+) -> Result<Parsed, ConfigError> {
     let root = Node {
         path: String::new(),
         value: config,
+        warnings,
     };
     if !config.is_object() {
         return Err(ConfigError::invalid(
@@ -165,7 +180,7 @@ pub(super) fn parse(config: &Value, agent_id: &str) -> Result<Parsed, ConfigErro
     Ok(parsed)
 }
 
-/// Parses one `memorySearch` object (strict: unknown keys are errors).
+/// Parses one `memorySearch` object (types strict; unknown keys are warnings).
 fn parse_layer(ms: &Node) -> Result<Layer, ConfigError> {
     ms.check_keys(&[
         "enabled",
@@ -208,7 +223,7 @@ fn parse_layer(ms: &Node) -> Result<Layer, ConfigError> {
     }
     if let Some(remote) = ms.section("remote", &["baseUrl", "apiKey", "headers", "batch"])? {
         l.remote_base_url = remote.get_nonblank("baseUrl")?;
-        l.remote_api_key = remote.get_nonblank("apiKey")?;
+        l.remote_api_key = remote.get_secret("apiKey")?;
         l.remote_headers = remote.get_string_map("headers")?.unwrap_or_default();
         let batch_keys = [
             "enabled",

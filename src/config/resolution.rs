@@ -70,6 +70,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 
     Settings {
         agent_id: agent_id.to_string(),
+        warnings: p.warnings.clone(),
         workspace,
         enabled: pick(p, |l| &l.enabled).unwrap_or(true),
         provider: pick(p, |l| &l.provider).unwrap_or(ProviderKind::Auto),

@@ -131,6 +131,8 @@ impl Citations {
 pub struct Settings {
     /// The agent these settings are for.
     pub agent_id: String,
+    /// What the config holds that memoria ignores (unknown keys), shown by `status`.
+    pub warnings: Vec<String>,
     /// The OpenClaw state directory ([`state_dir`](super::state_dir)).
     pub state_dir: PathBuf,
     /// The agent's workspace: its `workspace` ?? `agents.defaults.workspace` ??
@@ -183,13 +185,61 @@ pub struct LocalSettings {
     pub model_cache_dir: Option<String>,
 }
 
+/// An API key as the config gives it: the key itself, or OpenClaw's SecretRef object
+/// (`{source: "env", provider: "default", id: "OPENAI_API_KEY"}`) naming where to find it.
+/// `Debug` never shows a literal key.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Secret {
+    /// The key, written in the config.
+    Literal(String),
+    /// A SecretRef.
+    Ref {
+        /// `env`, `file` or `exec`.
+        source: String,
+        /// The secret provider's name, when given.
+        provider: Option<String>,
+        /// What to look up: for `env`, the environment variable.
+        id: String,
+    },
+}
+
+impl Secret {
+    /// The key: a literal one, or an `env` SecretRef looked up with `var`. `None` when the
+    /// variable is unset or empty, or for the `file` and `exec` sources (not supported).
+    pub fn resolve(&self, var: impl Fn(&str) -> Option<String>) -> Option<String> {
+        match self {
+            Secret::Literal(key) => Some(key.clone()),
+            Secret::Ref { source, id, .. } if source == "env" => var(id).filter(|v| !v.is_empty()),
+            Secret::Ref { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Secret::Literal(_) => f.write_str("Literal(<redacted>)"),
+            Secret::Ref {
+                source,
+                provider,
+                id,
+            } => f
+                .debug_struct("Ref")
+                .field("source", source)
+                .field("provider", provider)
+                .field("id", id)
+                .finish(),
+        }
+    }
+}
+
 /// `memorySearch.remote`. Its `Debug` output hides the API key and header values.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RemoteSettings {
     /// `remote.baseUrl`.
     pub base_url: Option<String>,
-    /// `remote.apiKey`.
-    pub api_key: Option<String>,
+    /// `remote.apiKey`: the key, or a SecretRef naming where it is.
+    pub api_key: Option<Secret>,
     /// `remote.headers`, defaults merged with the agent's (agent wins).
     pub headers: BTreeMap<String, String>,
     /// `remote.batch`.
@@ -205,7 +255,7 @@ impl std::fmt::Debug for RemoteSettings {
             .collect();
         f.debug_struct("RemoteSettings")
             .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key", &self.api_key)
             .field("headers", &headers)
             .field("batch", &self.batch)
             .finish()

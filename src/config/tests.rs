@@ -82,7 +82,7 @@ fn keys_defaults_and_clamps() {
         ("{}", get!(remote.base_url), "None"),
         ("{remote: {baseUrl: 'https://x/v1/'}}", get!(remote.base_url), "Some(\"https://x/v1/\")"),
         ("{}", get!(remote.api_key), "None"),
-        ("{remote: {apiKey: 'k'}}", get!(remote.api_key), "Some(\"k\")"),
+        ("{remote: {apiKey: 'k'}}", get!(remote.api_key), "Some(Literal(<redacted>))"),
         ("{}", get!(remote.headers), "{}"),
         ("{remote: {headers: {'X-A': '1'}}}", get!(remote.headers), "{\"X-A\": \"1\"}"),
         ("{}", get!(remote.batch), "BatchSettings { enabled: false, wait: true, concurrency: 2, poll_interval_ms: 2000, timeout_minutes: 60 }"),
@@ -262,7 +262,7 @@ fn per_agent_merge() {
         "concat + dedup"
     );
     assert_eq!(work.remote.base_url.as_deref(), Some("https://default/v1"));
-    assert_eq!(work.remote.api_key.as_deref(), Some("k-work"));
+    assert_eq!(work.remote.api_key, Some(Secret::Literal("k-work".into())));
     let headers: Vec<(&str, &str)> = work
         .remote
         .headers
@@ -288,7 +288,7 @@ fn per_agent_merge() {
         let s = resolve_str(MULTI, agent).unwrap();
         assert_eq!(s.provider, ProviderKind::OpenAi);
         assert_eq!(s.extra_paths, ["../team", "/srv/notes.md"]);
-        assert_eq!(s.remote.api_key.as_deref(), Some("k-default"));
+        assert_eq!(s.remote.api_key, Some(Secret::Literal("k-default".into())));
         assert_eq!(s.remote.headers.len(), 2);
         assert_eq!(s.workspace, PathBuf::from("/home/u/ws-default"));
         assert_eq!(s.query.hybrid.vector_weight, 0.6);
@@ -315,16 +315,8 @@ fn error_messages() {
             "agents.defaults.memorySearch.query.hybrid.vectorWeight: expected a number, got \"high\"",
         ),
         (
-            "{agents: {list: [{id: 'a'}, {id: 'b', memorySearch: {chunking: {tokenz: 3}}}]}}",
-            "agents.list[1].memorySearch.chunking.tokenz: unknown key",
-        ),
-        (
             "{agents: {defaults: {memorySearch: {chunking: {tokens: '3'}}}}}",
             "agents.defaults.memorySearch.chunking.tokens: expected an integer, got \"3\"",
-        ),
-        (
-            "{agents: {defaults: {memorySearch: {providr: 'openai'}}}}",
-            "agents.defaults.memorySearch.providr: unknown key",
         ),
         (
             "{agents: {defaults: {memorySearch: {provider: 'cohere'}}}}",
@@ -359,10 +351,6 @@ fn error_messages() {
             "agents.defaults.memorySearch.remote.headers.X-A: expected a string, got 1",
         ),
         (
-            "{agents: {defaults: {memorySearch: {remote: {batch: {size: 1}}}}}}",
-            "agents.defaults.memorySearch.remote.batch.size: unknown key",
-        ),
-        (
             "{agents: {defaults: {memorySearch: {query: []}}}}",
             "agents.defaults.memorySearch.query: expected an object, got an array",
         ),
@@ -389,7 +377,6 @@ fn error_messages() {
         ("{memory: {backend: 'sqlite'}}", "memory.backend: expected one of \"builtin\", \"qmd\", got \"sqlite\""),
         ("{memory: {citations: true}}", "memory.citations: expected one of \"auto\", \"on\", \"off\", got true"),
         ("{memory: {qmd: 'on'}}", "memory.qmd: expected an object, got \"on\""),
-        ("{memory: {engine: 'x'}}", "memory.engine: unknown key"),
         ("{agents: {list: {}}}", "agents.list: expected an array, got an object"),
         ("{agents: {list: [{id: 3}]}}", "agents.list[0].id: expected a string, got 3"),
         ("{agents: {list: [{id: 'a', workspace: 3}]}}", "agents.list[0].workspace: expected a string, got 3"),
@@ -412,11 +399,99 @@ fn error_messages() {
 #[test]
 fn every_list_entry_is_validated() {
     // The broken entry belongs to another agent: still an error.
-    let text = "{agents: {list: [{id: 'a'}, {id: 'b', memorySearch: {bogus: 1}}]}}";
+    let text = "{agents: {list: [{id: 'a'}, {id: 'b', memorySearch: {chunking: {tokens: 'x'}}}]}}";
     assert_eq!(
         err(text, "a"),
-        "agents.list[1].memorySearch.bogus: unknown key"
+        "agents.list[1].memorySearch.chunking.tokens: expected an integer, got \"x\""
     );
+}
+
+/// Keys memoria does not know (a newer OpenClaw release, or a typo) are ignored and named
+/// in the settings' warnings (shown by `status`), never a reason to refuse the config.
+#[test]
+fn unknown_keys_are_warnings() {
+    let rows: &[(&str, &str)] = &[
+        (
+            "{agents: {list: [{id: 'a'}, {id: 'b', memorySearch: {chunking: {tokenz: 3}}}]}}",
+            "agents.list[1].memorySearch.chunking.tokenz",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {providr: 'openai'}}}}",
+            "agents.defaults.memorySearch.providr",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {remote: {batch: {size: 1}}}}}}",
+            "agents.defaults.memorySearch.remote.batch.size",
+        ),
+        ("{memory: {engine: 'x'}}", "memory.engine"),
+        (
+            "{agents: {defaults: {memorySearch: {remote: {apiKey: {source: 'env', id: 'K', scope: 1}}}}}}",
+            "agents.defaults.memorySearch.remote.apiKey.scope",
+        ),
+    ];
+    for (text, key) in rows {
+        let settings = resolve_str(text, "a").unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(
+            settings.warnings,
+            vec![format!(
+                "{key}: unknown key, ignored (a newer OpenClaw setting, or a typo?)"
+            )],
+            "config = {text}"
+        );
+    }
+    assert!(with_ms("{provider: 'none'}").warnings.is_empty());
+}
+
+/// `remote.apiKey` is a string or OpenClaw's SecretRef object, resolved from the environment.
+#[test]
+fn api_keys_accept_secret_refs() {
+    let s = with_ms("{remote: {apiKey: {source: 'env', provider: 'default', id: 'MY_KEY'}}}");
+    let key = s.remote.api_key.clone().unwrap();
+    assert_eq!(
+        key,
+        Secret::Ref {
+            source: "env".into(),
+            provider: Some("default".into()),
+            id: "MY_KEY".into()
+        }
+    );
+    let var = |name: &str| (name == "MY_KEY").then(|| "sk-from-env".to_string());
+    assert_eq!(key.resolve(var).as_deref(), Some("sk-from-env"));
+    assert_eq!(key.resolve(|_| None), None);
+    let file = with_ms("{remote: {apiKey: {source: 'file', id: '/run/key'}}}");
+    assert_eq!(file.remote.api_key.unwrap().resolve(var), None);
+    assert_eq!(
+        with_ms("{remote: {apiKey: 'sk'}}")
+            .remote
+            .api_key
+            .unwrap()
+            .resolve(var)
+            .as_deref(),
+        Some("sk")
+    );
+    let errors = [
+        (
+            "{remote: {apiKey: {id: 'K'}}}",
+            "remote.apiKey.source: missing",
+        ),
+        (
+            "{remote: {apiKey: {source: 'vault', id: 'K'}}}",
+            "remote.apiKey.source: expected one of",
+        ),
+        (
+            "{remote: {apiKey: {source: 'env'}}}",
+            "remote.apiKey.id: missing",
+        ),
+        (
+            "{remote: {apiKey: 42}}",
+            "remote.apiKey: expected a string or a SecretRef object, got 42",
+        ),
+    ];
+    for (ms, want) in errors {
+        let text = format!("{{agents: {{defaults: {{memorySearch: {ms}}}}}}}");
+        let got = err(&text, "main");
+        assert!(got.contains(want), "{ms}: {got}");
+    }
 }
 
 #[test]
@@ -652,16 +727,29 @@ fn load_config_file_cases() {
         ProviderKind::Gemini
     );
 
-    // Resolution errors carry the file path.
+    // Resolution errors and warnings carry the file path.
     std::fs::write(
         &file,
         "{agents: {defaults: {memorySearch: {chunking: {tokenz: 1}}}}}",
     )
     .unwrap();
     assert_eq!(
+        load_settings(&e, "main").unwrap().warnings,
+        vec![format!(
+            "{}: agents.defaults.memorySearch.chunking.tokenz: unknown key, ignored (a newer \
+             OpenClaw setting, or a typo?)",
+            file.display()
+        )]
+    );
+    std::fs::write(
+        &file,
+        "{agents: {defaults: {memorySearch: {chunking: {tokens: 'x'}}}}}",
+    )
+    .unwrap();
+    assert_eq!(
         load_settings(&e, "main").unwrap_err().to_string(),
         format!(
-            "{}: agents.defaults.memorySearch.chunking.tokenz: unknown key",
+            "{}: agents.defaults.memorySearch.chunking.tokens: expected an integer, got \"x\"",
             file.display()
         )
     );
@@ -720,4 +808,65 @@ fn debug_redacts_secrets() {
         "{dbg}"
     );
     assert!(dbg.contains("Authorization"));
+}
+
+#[test]
+fn agent_ids_that_could_escape_are_refused() {
+    for good in [
+        "main",
+        "work-2",
+        "a_b.c",
+        "A",
+        &"x".repeat(MAX_AGENT_ID_LEN),
+    ] {
+        assert!(validate_agent_id(good).is_ok(), "{good}");
+        assert!(resolve(&json!({}), good, &env()).is_ok(), "{good}");
+    }
+    let bad = [
+        ("", "empty"),
+        ("..", "starts with '.'"),
+        ("../..", "starts with '.'"),
+        (".hidden", "starts with '.'"),
+        ("a/b", "'/' is not allowed"),
+        ("a\\b", "'\\\\' is not allowed"),
+        ("a b", "' ' is not allowed"),
+        ("agent\u{e9}", "'\u{e9}' is not allowed"),
+        (&"x".repeat(MAX_AGENT_ID_LEN + 1), "too long"),
+    ];
+    for (id, why) in bad {
+        let err = resolve(&json!({}), id, &env()).unwrap_err().to_string();
+        assert!(
+            err.contains("invalid agent id") && err.contains(why),
+            "{id}: {err}"
+        );
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_naming_file_line_and_column() {
+    let deep = format!(
+        "{{agents: {}1{}}}",
+        "{a:".repeat(30_000),
+        "}".repeat(30_000)
+    );
+    let err = parse_config_text(&deep, Path::new("deep.json5"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("deep.json5") && err.contains("line 1, column"),
+        "{err}"
+    );
+    assert!(err.contains("nested deeper than 128"), "{err}");
+    let on_line_3 = format!("// {{{{{{\n'[[[': \"{{\\\"\",\n{}", "[".repeat(200));
+    let err = parse_config_text(&on_line_3, Path::new("c.json5"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 3, column 129"), "{err}");
+    // Brackets in strings and comments do not count; a config at the limit parses.
+    let at_limit = format!(
+        "/* {{{{ */ {}{{'{{[': 1}}{}",
+        "{a:".repeat(MAX_CONFIG_DEPTH - 1),
+        "}".repeat(MAX_CONFIG_DEPTH - 1)
+    );
+    assert!(parse_config_text(&at_limit, Path::new("ok.json5")).is_ok());
 }

@@ -11,6 +11,11 @@
 //!   characters when indexing, so a one-character query still matches). Without this a
 //!   whole CJK sentence would be one "word" and keyword search would find nothing.
 //!
+//! Text is brought to Unicode NFC first, so a word typed with combining accents (`cafe` +
+//! U+0301, as some keyboards and macOS file names produce) and its precomposed spelling
+//! (`café`) give the same terms; the check is a fast scan that copies nothing for text
+//! already in NFC, which is nearly all text.
+//!
 //! Indexing and querying differ only for CJK: a multi-character query run is searched by its
 //! bigrams alone (unigrams would flood the candidates with noise), a one-character run by
 //! the unigram.
@@ -18,6 +23,7 @@
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, TextAnalyzer, Token, TokenStream, Tokenizer,
 };
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 /// Name under which the index analyzer is registered in the tantivy index.
 pub const ANALYZER_NAME: &str = "memoria";
@@ -61,16 +67,20 @@ pub struct MemoriaTokenizer {
     spans: Vec<(usize, usize)>,
     chars: Vec<(usize, char)>,
     parts: Vec<(usize, usize)>,
+    /// The text in NFC, when it was not already.
+    normalized: String,
     token: Token,
 }
 
 impl MemoriaTokenizer {
+    /// A tokenizer for indexing or for queries.
     pub fn new(mode: AnalyzerMode) -> Self {
         MemoriaTokenizer {
             mode,
             spans: Vec::new(),
             chars: Vec::new(),
             parts: Vec::new(),
+            normalized: String::new(),
             token: Token::default(),
         }
     }
@@ -88,6 +98,13 @@ impl Tokenizer for MemoriaTokenizer {
     type TokenStream<'a> = MemoriaTokenStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> MemoriaTokenStream<'a> {
+        let text: &'a str = if is_nfc_quick(text.chars()) == IsNormalized::Yes {
+            text
+        } else {
+            self.normalized.clear();
+            self.normalized.extend(text.nfc());
+            &self.normalized
+        };
         self.spans.clear();
         self.chars.clear();
         self.chars.extend(text.char_indices());
@@ -275,6 +292,27 @@ mod tests {
     }
     fn query(text: &str) -> Vec<String> {
         terms(text, AnalyzerMode::Query)
+    }
+
+    /// Decomposed accents (NFD) and precomposed ones (NFC) give the same terms.
+    #[test]
+    fn decomposed_and_precomposed_text_give_the_same_terms() {
+        let rows: &[(&str, &str)] = &[
+            ("cafe\u{301}", "café"),
+            ("Mu\u{308}ller", "Müller"),
+            ("nai\u{308}ve cafe\u{301} au lait", "naïve café au lait"),
+            ("\u{1100}\u{1161}\u{11a8}", "\u{ac01}"), // Hangul jamo → syllable
+        ];
+        for (decomposed, precomposed) in rows {
+            for mode in [AnalyzerMode::Index, AnalyzerMode::Query] {
+                assert_eq!(
+                    terms(decomposed, mode),
+                    terms(precomposed, mode),
+                    "{decomposed:?} {mode:?}"
+                );
+            }
+        }
+        assert_eq!(terms("cafe\u{301}", AnalyzerMode::Query), vec!["cafe"]);
     }
 
     #[test]

@@ -134,6 +134,16 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// Opens the catalog of an existing generation for writing; a missing file is an error
+    /// (an empty catalog would make the sync think every file is new, and a text index
+    /// that still has them would disagree with it).
+    pub fn open_existing(path: &Path) -> Result<Catalog> {
+        if !path.is_file() {
+            return Err(Error::corrupt(path, "the catalog is missing"));
+        }
+        Catalog::open(path)
+    }
+
     /// Opens an existing catalog for reading only. Readers normally never open the catalog
     /// (the text index serves them); this is the fallback when the text index is unusable.
     /// It fails while a writer has the catalog open.

@@ -29,6 +29,7 @@ mod atomic;
 pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod text;
+mod tolerant_dir;
 pub(crate) mod vector;
 mod view;
 
@@ -43,11 +44,18 @@ use crate::{Error, Result};
 
 /// Bumped when the on-disk layout changes incompatibly (forces a rebuild).
 /// 3: the text index keeps each chunk's ranking key (id, path, start line) in fast fields.
-pub const FORMAT_VERSION: u32 = 3;
+/// 4: the analyzer brings text to Unicode NFC before tokenizing.
+pub const FORMAT_VERSION: u32 = 4;
 
 const MANIFEST: &str = "manifest.json";
 const LOCK: &str = "LOCK";
 const GEN_PREFIX: &str = "gen-";
+/// Written first into every directory memoria creates or adopts as an agent directory:
+/// clean-up only ever runs in a directory that has it.
+const MARKER: &str = ".memoria-agent-dir";
+/// The only temporary file memoria leaves in the agent directory itself (from
+/// [`atomic::write_atomic`] of the manifest).
+const MANIFEST_TMP: &str = "manifest.json.tmp";
 
 /// Everything that, when changed, invalidates the index (SPEC §4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +114,20 @@ pub struct Manifest {
     pub stats: SyncStats,
 }
 
+/// What the marker file says to someone who finds it.
+const MARKER_TEXT: &str = "This directory is a memoria agent directory: memoria creates and \
+deletes gen-<digits>/ and manifest.json.tmp here. Do not keep other files in it.\n";
+
+/// The generation number of a directory name `gen-<digits>` (as [`AgentDir::generation_dir`]
+/// writes it), or `None` for any other name.
+fn generation_number(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(GEN_PREFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// The agent directory.
 #[derive(Debug, Clone)]
 pub struct AgentDir {
@@ -118,20 +140,66 @@ pub struct WriterLock {
 }
 
 impl AgentDir {
-    /// Uses (and creates if needed) the directory `root`.
+    /// Uses the directory `root`. Nothing is created until the first write
+    /// ([`AgentDir::lock_writer`]), so reading (`memory_get`, a search of a read-only
+    /// index) needs no writable state directory.
+    ///
+    /// memoria deletes leftovers in its agent directory, so it never adopts a directory
+    /// that is not one: `root` must be missing, empty, or already an agent directory (it
+    /// has memoria's marker file, or a `manifest.json` from a memoria that wrote no
+    /// marker). Anything else — a `store.path` naming a folder of the user's — is
+    /// [`Error::NotAgentDir`], and nothing in it is touched.
     pub fn open(root: &Path) -> Result<AgentDir> {
-        fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
-        Ok(AgentDir {
+        let dir = AgentDir {
             root: root.to_path_buf(),
-        })
+        };
+        if root.exists() {
+            dir.check_ours()?;
+        }
+        Ok(dir)
     }
 
+    /// Refuses a directory that is neither empty nor an agent directory, and marks an
+    /// agent directory that has no marker yet (best effort: a read-only one stays as it is).
+    fn check_ours(&self) -> Result<()> {
+        let marker = self.root.join(MARKER);
+        if marker.exists() {
+            return Ok(());
+        }
+        if !self.root.join(MANIFEST).exists() {
+            let mut entries = fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
+            if let Some(entry) = entries.next() {
+                let entry = entry.map_err(|e| Error::io(&self.root, e))?;
+                return Err(Error::NotAgentDir {
+                    dir: self.root.clone(),
+                    found: entry.file_name().to_string_lossy().into_owned(),
+                });
+            }
+        }
+        let _ = fs::write(&marker, MARKER_TEXT);
+        Ok(())
+    }
+
+    /// Creates the directory if needed and makes sure it is ours and marked, before
+    /// anything is written or removed in it.
+    fn adopt(&self) -> Result<()> {
+        fs::create_dir_all(&self.root).map_err(|e| Error::io(&self.root, e))?;
+        self.check_ours()?;
+        let marker = self.root.join(MARKER);
+        if !marker.exists() {
+            fs::write(&marker, MARKER_TEXT).map_err(|e| Error::io(&marker, e))?;
+        }
+        Ok(())
+    }
+
+    /// The directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// Takes the writer lock without waiting.
+    /// Takes the writer lock without waiting (creating the directory on first use).
     pub fn lock_writer(&self) -> Result<WriterLock> {
+        self.adopt()?;
         let path = self.root.join(LOCK);
         let file = File::options()
             .create(true)
@@ -178,18 +246,25 @@ impl AgentDir {
         self.root.join(format!("{GEN_PREFIX}{n:06}"))
     }
 
-    /// Deletes every generation other than `keep` and stray temporary files: leftovers of
-    /// interrupted builds or of a swap that crashed before deleting the old generation.
+    /// Deletes every generation other than `keep` and the manifest's temporary file:
+    /// leftovers of interrupted builds or of a swap that crashed before deleting the old
+    /// generation. Only names memoria makes are touched: directories (not symlinks) named
+    /// `gen-` and digits, and `manifest.json.tmp`. Everything else stays, whatever its
+    /// name.
     pub fn remove_leftovers(&self, _lock: &WriterLock, keep: Option<u64>) -> Result<()> {
         let entries = fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
         for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
             let path = entry.path();
-            if let Some(n) = name.strip_prefix(GEN_PREFIX) {
-                if n.parse::<u64>().ok() != keep {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if let Some(n) = generation_number(name) {
+                if Some(n) != keep && kind.is_dir() {
                     fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
                 }
-            } else if name.ends_with(".tmp") {
+            } else if name == MANIFEST_TMP && kind.is_file() {
                 fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
             }
         }
@@ -253,7 +328,113 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, vec!["LOCK", "gen-000002", "manifest.json"]);
+        assert_eq!(
+            names,
+            vec![".memoria-agent-dir", "LOCK", "gen-000002", "manifest.json"]
+        );
+    }
+
+    #[test]
+    fn generation_names_table() {
+        let rows: &[(&str, Option<u64>)] = &[
+            ("gen-000001", Some(1)),
+            ("gen-42", Some(42)),
+            ("gen-", None),
+            ("gen-photos", None),
+            ("gen-2024-photos", None),
+            ("gen-000001x", None),
+            ("gen- 1", None),
+            ("gen-+1", None),
+            ("Gen-000001", None),
+            ("xgen-000001", None),
+        ];
+        for (name, want) in rows {
+            assert_eq!(generation_number(name), *want, "{name}");
+        }
+    }
+
+    /// A directory full of names that look like memoria's: clean-up removes only its own.
+    #[test]
+    fn leftover_cleanup_never_touches_look_alikes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("precious.md"), "keep").unwrap();
+        let root = tmp.path().join("agent");
+        let dir = AgentDir::open(&root).unwrap();
+        let lock = dir.lock_writer().unwrap();
+        dir.write_manifest(&lock, &manifest(2)).unwrap();
+        let keep_files = [
+            "gen-photos/keep.md",
+            "gen-2024-photos/img.md",
+            "gen-000001x/a.md",
+            "gen-/b.md",
+            "notes.tmp",
+            "draft.tmp",
+            "gen-7.tmp",
+            "manifest.json.tmp.bak",
+        ];
+        for file in keep_files {
+            let path = root.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, "user data").unwrap();
+        }
+        fs::write(root.join("gen-000005"), "a file, not a generation").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, root.join("gen-000009")).unwrap();
+        for n in [1, 2, 3] {
+            fs::create_dir_all(dir.generation_dir(n).join("text")).unwrap();
+        }
+        fs::write(root.join(MANIFEST_TMP), "partial").unwrap();
+
+        dir.remove_leftovers(&lock, Some(2)).unwrap();
+
+        for file in keep_files {
+            assert!(root.join(file).exists(), "{file} was removed");
+        }
+        assert!(root.join("gen-000005").is_file());
+        assert!(outside.join("precious.md").exists());
+        #[cfg(unix)]
+        assert!(root.join("gen-000009").symlink_metadata().is_ok());
+        assert!(dir.generation_dir(2).exists());
+        assert!(!dir.generation_dir(1).exists() && !dir.generation_dir(3).exists());
+        assert!(!root.join(MANIFEST_TMP).exists());
+    }
+
+    #[test]
+    fn a_folder_that_is_not_an_agent_directory_is_refused_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir_all(tmp.path().join("gen-2024-photos")).unwrap();
+        fs::write(tmp.path().join("gen-2024-photos/img.md"), "photo").unwrap();
+        fs::write(tmp.path().join("draft.tmp"), "draft").unwrap();
+        let err = AgentDir::open(tmp.path()).unwrap_err();
+        assert!(matches!(err, Error::NotAgentDir { .. }), "{err}");
+        let message = err.to_string();
+        assert!(
+            message.contains(&tmp.path().display().to_string()),
+            "{message}"
+        );
+        let mut names: Vec<_> = fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["draft.tmp", "gen-2024-photos"]);
+
+        // Empty, or an agent directory an older memoria wrote (a manifest, no marker): adopted.
+        let empty = tempfile::tempdir().unwrap();
+        let adopted = AgentDir::open(empty.path()).unwrap();
+        drop(adopted.lock_writer().unwrap());
+        assert!(empty.path().join(MARKER).exists());
+        // Nothing is created before the first write.
+        let missing = empty.path().join("not-yet");
+        let dir = AgentDir::open(&missing).unwrap();
+        assert!(!missing.exists());
+        assert_eq!(dir.manifest().unwrap(), None);
+        let old = tempfile::tempdir().unwrap();
+        fs::write(old.path().join(MANIFEST), "{}").unwrap();
+        AgentDir::open(old.path()).unwrap();
+        AgentDir::open(old.path()).unwrap();
     }
 
     #[test]

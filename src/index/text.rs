@@ -27,6 +27,7 @@ use tantivy::{
 
 use super::analyzer::{analyzer, terms, AnalyzerMode, ANALYZER_NAME};
 use super::catalog::{ChunkKey, ChunkRecord};
+use super::tolerant_dir::TolerantDirectory;
 use crate::{Error, Result};
 
 /// Writer heap: large enough that a 50 MB workspace indexes in a few segments.
@@ -151,7 +152,8 @@ impl TextIndex {
 
     /// Opens the index in `dir`.
     pub fn open(dir: &Path) -> Result<TextIndex> {
-        let index = Index::open_in_dir(dir).map_err(|e| Error::text(dir, e))?;
+        let directory = TolerantDirectory::open(dir).map_err(|e| Error::text(dir, e))?;
+        let index = Index::open(directory).map_err(|e| Error::text(dir, e))?;
         Self::wrap(index, dir)
     }
 

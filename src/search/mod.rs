@@ -157,6 +157,42 @@ pub fn filter_ranked(
     kept
 }
 
+/// Share of the best keyword-only score a hit needs to survive when none reaches minScore.
+pub(crate) const KEYWORD_ONLY_RELAXATION: f64 = 0.5;
+
+/// Sorts, applies `minScore` and keeps `max_results`, for keyword-only (`fts-only`) search.
+///
+/// Keyword-only scores are BM25 mapped to `s / (1 + s)`, and on a small workspace a query
+/// word that occurs in one note scores about 0.2: below the default minScore (0.35), and
+/// below the hybrid relaxation floor (`min(minScore, textWeight)`, 0.3), which compares a
+/// weighted hybrid score. So here, when no hit reaches `min_score`, the hits scoring at
+/// least [`KEYWORD_ONLY_RELAXATION`] of the best one are kept instead: a word that is in
+/// memory always finds its chunk, the weak tail of a strong match is still cut, scores stay
+/// in 0..1 unchanged, and a hit at or above minScore is returned exactly as before.
+pub(crate) fn filter_keyword_only(
+    mut hits: Vec<Ranked>,
+    min_score: f64,
+    max_results: usize,
+) -> Vec<Ranked> {
+    hits.sort_by(rank_order);
+    let mut kept: Vec<Ranked> = hits
+        .iter()
+        .filter(|h| h.score >= min_score)
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        let floor = hits
+            .first()
+            .map_or(0.0, |best| best.score * KEYWORD_ONLY_RELAXATION);
+        kept = hits
+            .into_iter()
+            .filter(|h| h.text_score > 0.0 && h.score >= floor)
+            .collect();
+    }
+    kept.truncate(max_results);
+    kept
+}
+
 /// The page size whose candidate pool serves a request for `n` results: the configured
 /// `maxResults` (`base`) doubled until it covers `n`.
 pub fn tier_size(n: usize, base: usize) -> usize {
@@ -267,6 +303,40 @@ mod tests {
             assert!((text_score(bm25) - want).abs() < 1e-12, "bm25 {bm25}");
         }
         assert!(text_score(1e6) < 1.0);
+    }
+
+    #[test]
+    fn keyword_only_filter_table() {
+        let ids = |hits: Vec<Ranked>| hits.into_iter().map(|h| h.key.id).collect::<Vec<_>>();
+        // (name, hits (score = textScore), min_score, expected ids)
+        let cases = vec![
+            (
+                "one weak hit survives",
+                vec![hit("a.md", 1, 0.22, 0.22)],
+                0.35,
+                vec!["a.md:1"],
+            ),
+            (
+                "the weak tail of the relaxed page is cut at half the best",
+                vec![
+                    hit("a.md", 1, 0.30, 0.30),
+                    hit("b.md", 1, 0.16, 0.16),
+                    hit("c.md", 1, 0.14, 0.14),
+                ],
+                0.35,
+                vec!["a.md:1", "b.md:1"],
+            ),
+            (
+                "hits at or above minScore are returned as before",
+                vec![hit("a.md", 1, 0.6, 0.6), hit("b.md", 1, 0.2, 0.2)],
+                0.35,
+                vec!["a.md:1"],
+            ),
+            ("nothing in, nothing out", vec![], 0.35, vec![]),
+        ];
+        for (name, hits, min, want) in cases {
+            assert_eq!(ids(filter_keyword_only(hits, min, 10)), want, "{name}");
+        }
     }
 
     #[test]

@@ -16,7 +16,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::hybrid::{self, FusionParams, KeywordCandidate, VectorCandidate};
-use super::{candidate_pool, filter_ranked, keyword_hits, tier_size, tiered_top};
+use super::{
+    candidate_pool, filter_keyword_only, filter_ranked, keyword_hits, tier_size, tiered_top,
+};
 use super::{Hit, Mode, Ranked, Served};
 use crate::config::Settings;
 use crate::embed::{EmbedKind, Embedder, ResolvedEmbedder};
@@ -196,7 +198,8 @@ impl Searcher<'_> {
                 (Some(k), None) => keyword_hits(k[..head(k.len())].to_vec()),
                 (None, None) => Vec::new(),
             };
-            self.post_process(hits, min_score, &decay, &chunks)
+            let keyword_only = vector.is_none();
+            self.post_process(hits, min_score, keyword_only, &decay, &chunks)
         };
         let ranked = tiered_top(
             max_results,
@@ -294,12 +297,13 @@ impl Searcher<'_> {
         factors
     }
 
-    /// Temporal decay (`decay`, by path), minScore (with the keyword relaxation), MMR (over
-    /// `chunks`' texts).
+    /// Temporal decay (`decay`, by path), minScore (with the relaxation of the mode:
+    /// hybrid, or keyword-only), MMR (over `chunks`' texts).
     fn post_process(
         &self,
         mut hits: Vec<Ranked>,
         min_score: f64,
+        keyword_only: bool,
         decay: &HashMap<String, f64>,
         chunks: &HashMap<String, ChunkRecord>,
     ) -> Vec<Ranked> {
@@ -309,7 +313,11 @@ impl Searcher<'_> {
                 hit.score *= factor;
             }
         }
-        let mut hits = filter_ranked(hits, min_score, hybrid.text_weight, usize::MAX);
+        let mut hits = if keyword_only {
+            filter_keyword_only(hits, min_score, usize::MAX)
+        } else {
+            filter_ranked(hits, min_score, hybrid.text_weight, usize::MAX)
+        };
         if hybrid.mmr.enabled {
             let terms = |hit: &Ranked| -> HashSet<String> {
                 let text = chunks.get(&hit.key.id).map_or("", |c| c.text.as_str());
