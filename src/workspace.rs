@@ -226,8 +226,21 @@ fn walk_markdown(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
                 continue;
             };
             let path = entry.path();
+            let name = entry.file_name();
+            if name.to_str().is_none() {
+                // Two such names that differ only in their invalid bytes would share one
+                // lossy path: one would never be indexed, and a citation could not be read
+                // back. Skipped, and said.
+                if file_type.is_dir() || is_markdown(&path) {
+                    warnings.push(format!(
+                        "{}: the name is not valid UTF-8, so it cannot be cited exactly; \
+                         skipped (rename it to index it)",
+                        path.display()
+                    ));
+                }
+                continue;
+            }
             if file_type.is_dir() {
-                let name = entry.file_name();
                 if !IGNORED_DIRS.iter().any(|ignored| name == *ignored) {
                     stack.push(path);
                 }
@@ -545,6 +558,31 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("link.md: is a symlink")));
+    }
+
+    /// File names that are not UTF-8 are skipped with a warning naming each, never merged
+    /// into one lossy path.
+    #[test]
+    fn non_utf8_names_are_skipped_with_a_warning() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let memory = ws.join("memory");
+        write(&memory.join("ok.md"), "fine");
+        for name in [&b"a\xff.md"[..], b"a\xfe.md", b"dir\xff"] {
+            let path = memory.join(OsStr::from_bytes(name));
+            if name.ends_with(b".md") {
+                write(&path, "x");
+            } else {
+                write(&path.join("inner.md"), "y");
+            }
+        }
+        let found = discover(&ws, &[]);
+        let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(paths, vec!["memory/ok.md"]);
+        assert_eq!(found.warnings.len(), 3, "{:?}", found.warnings);
+        assert!(found.warnings.iter().all(|w| w.contains("not valid UTF-8")));
     }
 
     /// Every skip says so: a symlinked `memory/` or `MEMORY.md`, a missing workspace.

@@ -178,3 +178,35 @@ fn matryoshka_dims_on_real_model() {
     assert!(cosine(&a[0].vector, &b[0].vector[..256]) > 0.99999);
     assert_ne!(m.fingerprint(), full.fingerprint());
 }
+
+/// Texts that are empty or have surrounding whitespace embed as sentence-transformers
+/// embeds them (it does not strip): token counts equal, cosine ≥ 0.99999. Reference:
+/// `tests/data/st-whitespace.json`, written by `tests/data/st-whitespace.py`.
+#[test]
+fn whitespace_and_empty_texts_match_sentence_transformers() {
+    let Some(model) = model() else { return };
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/st-whitespace.json");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for case in reference["cases"].as_array().unwrap() {
+        let kind = match case["kind"].as_str().unwrap() {
+            "query" => EmbedKind::Query,
+            _ => EmbedKind::Document,
+        };
+        let text = case["text"].as_str().unwrap();
+        let want: Vec<f32> = case["embedding"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        let got = model.embed(&[text], kind).unwrap().remove(0);
+        assert_eq!(
+            got.tokens as u64,
+            case["tokens"].as_u64().unwrap(),
+            "{kind:?} {text:?}"
+        );
+        let cos = cosine(&got.vector, &want);
+        assert!(cos >= 0.99999, "{kind:?} {text:?}: cosine {cos}");
+    }
+}

@@ -94,11 +94,6 @@ impl std::fmt::Debug for GemmaEmbedder {
     }
 }
 
-/// Python's `str.strip()` whitespace (sentence-transformers strips every input).
-fn is_py_space(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '\u{1c}'..='\u{1f}')
-}
-
 impl GemmaEmbedder {
     /// Loads a sentence-transformers EmbeddingGemma directory onto `device`.
     pub fn load(dir: impl AsRef<Path>, device: &Device, options: GemmaOptions) -> Result<Self> {
@@ -286,6 +281,10 @@ impl GemmaEmbedder {
         hash_part(&mut hasher, "document_prompt", document_prompt.as_bytes());
         hash_part(&mut hasher, "dims", dims.to_string().as_bytes());
         hash_part(&mut hasher, "max_tokens", max_tokens.to_string().as_bytes());
+        // How inputs are formed; changed when memoria stopped stripping them, so vectors
+        // cached under the old fingerprint are not reused for texts that now embed
+        // differently.
+        hash_part(&mut hasher, "input", b"prompt+text, unstripped");
         let fingerprint = format!("embeddinggemma:{dims}:{}", hex(&hasher.finalize()));
 
         Ok(GemmaEmbedder {
@@ -337,7 +336,9 @@ impl GemmaEmbedder {
         let prompt = self.prompt(kind);
         let inputs: Vec<String> = texts
             .iter()
-            .map(|t| format!("{prompt}{t}").trim_matches(is_py_space).to_string())
+            // Prompt and text as they are: sentence-transformers strips neither (an empty
+            // document is the prompt with its trailing space, 9 tokens).
+            .map(|t| format!("{prompt}{t}"))
             .collect();
         let encs = self
             .tokenizer

@@ -427,6 +427,40 @@ impl TextWriter {
         Ok(())
     }
 
+    /// Merges every segment into one when deleted chunks make up more than
+    /// `max_deleted_share` of the committed index. tantivy keeps a deleted chunk in its
+    /// segment's statistics (document frequencies, average length) until the segment is
+    /// merged, so edits would otherwise skew BM25 a little more with every sync; the merge
+    /// drops them and keeps the commit payload (the catalog seq). Returns whether it merged.
+    pub fn purge_deletes(&mut self, max_deleted_share: f64) -> Result<bool> {
+        let err = |e: tantivy::TantivyError| Error::text(&self.dir, e);
+        let reader = self.writer.index().reader().map_err(err)?;
+        let searcher = reader.searcher();
+        let (mut deleted, mut total) = (0u64, 0u64);
+        for segment in searcher.segment_readers() {
+            deleted += u64::from(segment.num_deleted_docs());
+            total += u64::from(segment.max_doc());
+        }
+        if deleted == 0 || (deleted as f64) <= max_deleted_share * total as f64 {
+            return Ok(false);
+        }
+        // A background merge may replace segments between listing and merging them: list
+        // again and retry. The merge only tidies statistics, so failing it fails nothing.
+        for _ in 0..3 {
+            let ids: Vec<SegmentId> = self.writer.index().searchable_segment_ids().map_err(err)?;
+            match self.writer.merge(&ids).wait() {
+                Ok(_) => return Ok(true),
+                Err(tantivy::TantivyError::InvalidArgument(_)) => continue,
+                Err(e) => return Err(err(e)),
+            }
+        }
+        tracing::warn!(
+            "{}: deleted chunks not merged away (segments kept changing)",
+            self.dir.display()
+        );
+        Ok(false)
+    }
+
     /// Waits for background merges so no thread outlives the writer lock.
     pub fn finish(self) -> Result<()> {
         self.writer

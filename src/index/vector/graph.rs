@@ -1,18 +1,19 @@
-//! Why not one of hnsw_rs's distances: `DistDot` asserts `dot <= 1` and panics on vectors
+//! The HNSW side of the vector index: the hnsw_rs graph (built here, or reloaded from a
+//! snapshot and kept with its loader), and top-k search over it with tombstones skipped.
+//!
+//! The graph walks with [`UnitCosine`]. Why not one of hnsw_rs's distances: `DistDot` asserts `dot <= 1` and panics on vectors
 //! whose norm is a hair above 1; `DistCosine` is safe but computes three scalar `f64` sums
 //! per call (~10x a vectorised dot product): a 20k-vector graph took 284 s to build (M 16,
 //! ef_construction 200; 83 s with this distance) and searched at the exact scan's speed
 //! (p50 3.7 ms at ef_search 64 against 0.95 ms with this distance; exact: 4.9 ms). Every
 //! vector the graph sees is normalised here, so [`UnitCosine`] is `1 - dot`, clamped to `[0, 2]`:
 //! the same ordering and scores as `DistCosine`, no assertion, no panic.
-//!
 
-use hnsw_rs::anndists::dist::distances::Distance;
 use hnsw_rs::hnsw::Hnsw;
 use hnsw_rs::hnswio::HnswIo;
 
 use super::exact::{Hit, TopK};
-use super::{Slot, VectorIndex};
+use super::{Slot, UnitCosine, VectorIndex};
 use crate::simd::dot;
 
 /// `hnsw_rs` layers; its maximum (`NB_LAYER_MAX`). A graph reloaded from disk always has
@@ -33,19 +34,6 @@ pub(super) struct GraphStore {
 }
 
 pub(super) type Graph<'a> = Hnsw<'a, f32, UnitCosine>;
-
-/// Cosine distance between unit vectors: `1 - a·b`, clamped to `[0, 2]` so rounding can
-/// never produce the negative distance hnsw_rs asserts against. Only ever given vectors
-/// normalised by `normalize` (non-zero, finite).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct UnitCosine;
-
-impl Distance<f32> for UnitCosine {
-    #[inline]
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - dot(a, b)).clamp(0.0, 2.0)
-    }
-}
 
 // Why a self-referential cell: `HnswIo::load_hnsw*` returns `Hnsw<'b, ..>` with `'b` tied
 // to a borrow of the `HnswIo` (hnsw_rs issue #19), because a graph reloaded with mmap

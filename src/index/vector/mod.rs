@@ -28,14 +28,15 @@ mod tests;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use hnsw_rs::anndists::dist::distances::Distance;
 use hnsw_rs::hnsw::Hnsw;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::simd::l2_normalize as normalize;
+use crate::simd::{dot, l2_normalize as normalize};
 use crate::{Error, Result};
 use exact::exact_top_k;
-use graph::{Graph, GraphHolder, GraphStore, UnitCosine, BUILD_BATCH, MAX_LAYERS};
+use graph::{Graph, GraphHolder, GraphStore, BUILD_BATCH, MAX_LAYERS};
 
 /// Tuning of the vector index. The defaults come from `benches/vector.rs` (100k clustered
 /// 768-d vectors, 2 shared cores): the exact scan's p50 is 1.6 ms at 10k vectors but 3.7 ms
@@ -86,6 +87,23 @@ impl VectorParams {
                 VectorParams::default().max_tombstone_fraction
             },
         }
+    }
+}
+
+/// Cosine distance between unit vectors: `1 - a·b`, clamped to `[0, 2]` so rounding can
+/// never produce the negative distance hnsw_rs asserts against. Only ever given vectors
+/// normalised by `normalize` (non-zero, finite).
+///
+/// Its path, `memoria::index::vector::UnitCosine`, is part of the on-disk format: hnsw_rs
+/// records the distance's type name in every graph dump and refuses to load a dump whose
+/// name differs, so moving this type would make every saved graph rebuild once.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UnitCosine;
+
+impl Distance<f32> for UnitCosine {
+    #[inline]
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        (1.0 - dot(a, b)).clamp(0.0, 2.0)
     }
 }
 

@@ -36,8 +36,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::super::atomic::write_atomic;
-use super::graph::{GraphHolder, GraphStore, LoadedGraph, UnitCosine};
-use super::{invalid_path, slots_in, Kind, Slot, Store, VectorIndex, VectorParams};
+use super::graph::{GraphHolder, GraphStore, LoadedGraph};
+use super::{invalid_path, slots_in, Kind, Slot, Store, UnitCosine, VectorIndex, VectorParams};
 use crate::digest::{hex, sha256_hex};
 use crate::{Error, Result};
 

@@ -389,3 +389,13 @@ fn representation_follows_size() {
     }
     assert!(index.needs_rebuild(), "below half the threshold");
 }
+
+/// hnsw_rs stores the distance's type name in every dump and refuses another on load: the
+/// name is part of the on-disk format (moving the type made every saved graph rebuild).
+#[test]
+fn the_distance_type_name_is_stable() {
+    assert_eq!(
+        std::any::type_name::<UnitCosine>(),
+        "memoria::index::vector::UnitCosine"
+    );
+}
