@@ -28,6 +28,11 @@ use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 /// Name under which the index analyzer is registered in the tantivy index.
 pub const ANALYZER_NAME: &str = "memoria";
 
+/// A compound with more camelCase parts than this, averaging fewer than
+/// [`MIN_PART_CHARS`] characters, is random text, not an identifier (see `emit_compound`).
+const MAX_CAMEL_PARTS: usize = 8;
+const MIN_PART_CHARS: usize = 4;
+
 /// Tokens longer than this (in bytes) are skipped: base64 blobs and the like are noise.
 const MAX_TOKEN_BYTES: usize = 128;
 
@@ -251,6 +256,18 @@ fn emit_compound(
         }
     };
     push(out, start, end);
+    // Random text (base64, keys) splits into many short camelCase parts; indexing its
+    // pieces and parts would flood the term dictionary with one-off terms (indexing ran
+    // ~15× slower than prose). It is indexed whole only, so an exact key is still found.
+    let mut camel = 0;
+    for &(s, e) in pieces {
+        parts.clear();
+        camel_parts(chars, s, e, parts);
+        camel += parts.len();
+    }
+    if camel > MAX_CAMEL_PARTS && (end - start) < MIN_PART_CHARS * camel {
+        return;
+    }
     for &(s, e) in pieces {
         if pieces.len() > 1 {
             push(out, s, e);
@@ -292,6 +309,19 @@ mod tests {
     }
     fn query(text: &str) -> Vec<String> {
         terms(text, AnalyzerMode::Query)
+    }
+
+    /// Random text is indexed whole only; real identifiers still split into parts.
+    #[test]
+    fn random_text_is_not_split_into_parts() {
+        let key = "kQ7pZr2XbN9mTv4LcW8yHd3FgJ6sRe1AuYo5BiMx";
+        assert_eq!(idx(key), vec![key.to_lowercase()]);
+        let path = "aGVsbG8gV29y/bGQhIFRoaXMgaXMg";
+        assert_eq!(idx(path), vec![path.to_lowercase()]);
+        let long = "memorySearchQueryHybridVectorWeightTextWeightMaximum";
+        let terms = idx(long);
+        assert_eq!(terms.len(), 10, "{terms:?}"); // whole + 9 parts
+        assert!(terms.contains(&"hybrid".to_string()));
     }
 
     /// Decomposed accents (NFD) and precomposed ones (NFC) give the same terms.
