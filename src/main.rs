@@ -485,8 +485,13 @@ fn index(memory: Memory, force: bool) -> Result<ExitCode> {
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
+    let skipped = match report.warnings.len() {
+        0 => String::new(),
+        1 => ", 1 warning (above; `memoria status` lists it)".to_string(),
+        n => format!(", {n} warnings (above; `memoria status` lists them)"),
+    };
     println!(
-        "indexed {} files ({} changed, {} removed), {} chunks in {:.2}s{} → {}",
+        "indexed {} files ({} changed, {} removed), {} chunks in {:.2}s{}{skipped} → {}",
         report.files,
         report.indexed,
         report.removed,

@@ -572,3 +572,26 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A skipped root is a warning on `index` (with a count in the summary line) and in
+/// `status`: a symlinked `memory/` never means zero results without a reason.
+#[cfg(unix)]
+#[test]
+fn skips_are_reported_by_index_and_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    copy_tree(&example_workspace().join("memory"), &tmp.path().join("elsewhere"));
+    fs::create_dir_all(&ws).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("elsewhere"), ws.join("memory")).unwrap();
+    let state = tmp.path().join("state");
+    let out = run(&state, &ws, &["index"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("memory/: is a symlink"), "{stderr}");
+    assert!(stdout.contains(", 1 warning"), "{stdout}");
+    let status = json(&state, &ws, &["status", "--json"]);
+    assert!(
+        status["warnings"].to_string().contains("memory/: is a symlink"),
+        "{status}"
+    );
+}
