@@ -275,7 +275,19 @@ impl Memory {
             });
         }
         self.sync_if_dirty()?;
-        let view = self.views.current(&self.dir)?;
+        let mut view = self.views.current(&self.dir)?;
+        if view.text().is_err() && self.settings.sync.on_search {
+            // A damaged keyword index is rebuilt from the catalog by any sync: heal it now
+            // (when no other process is writing) rather than serving without it until
+            // someone runs `memoria index`.
+            if let Ok(lock) = self.dir.lock_writer() {
+                let discovery = self.discover();
+                if let Err(err) = self.sync_locked(&lock, &discovery, false, &|_| {}) {
+                    tracing::warn!("rebuilding the keyword index failed: {err}");
+                }
+                view = self.views.current(&self.dir)?;
+            }
+        }
         let searcher = Searcher {
             settings: &self.settings,
             embedder: self.resolved(),

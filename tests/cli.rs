@@ -580,7 +580,10 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 fn skips_are_reported_by_index_and_status() {
     let tmp = tempfile::tempdir().unwrap();
     let ws = tmp.path().join("ws");
-    copy_tree(&example_workspace().join("memory"), &tmp.path().join("elsewhere"));
+    copy_tree(
+        &example_workspace().join("memory"),
+        &tmp.path().join("elsewhere"),
+    );
     fs::create_dir_all(&ws).unwrap();
     std::os::unix::fs::symlink(tmp.path().join("elsewhere"), ws.join("memory")).unwrap();
     let state = tmp.path().join("state");
@@ -591,7 +594,9 @@ fn skips_are_reported_by_index_and_status() {
     assert!(stdout.contains(", 1 warning"), "{stdout}");
     let status = json(&state, &ws, &["status", "--json"]);
     assert!(
-        status["warnings"].to_string().contains("memory/: is a symlink"),
+        status["warnings"]
+            .to_string()
+            .contains("memory/: is a symlink"),
         "{status}"
     );
 }

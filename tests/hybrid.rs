@@ -672,3 +672,25 @@ fn bm25_scores_do_not_drift_after_many_incremental_syncs() {
     println!("largest score difference from a fresh build after 200 syncs: {worst:.2e}");
     assert!(worst <= 1e-3, "BM25 drifted by {worst:.2e}");
 }
+
+/// A keyword index that was deleted or damaged under an unchanged workspace is rebuilt
+/// from the catalog by the next search (which then serves from it), not left broken.
+#[test]
+fn a_search_heals_a_missing_keyword_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.provider = ProviderKind::None;
+    let memory = Memory::open(s.clone()).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    for entry in fs::read_dir(&text_dir).unwrap() {
+        fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    let memory = Memory::open(s).unwrap();
+    let response = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(response.served.mode, Mode::FtsOnly);
+    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
+    assert!(text_dir.join("meta.json").exists());
+}
