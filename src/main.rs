@@ -160,10 +160,24 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", describe(&err));
             exit_code(&err)
         }
     }
+}
+
+/// The error and its causes, each said once: memoria's errors already show their cause in
+/// their own text (`<file>: <io error>`), and the chain would repeat it.
+fn describe(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// Exit codes: 0 success, 1 error, 2 usage error (clap's), 3 index busy (another process

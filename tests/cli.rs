@@ -600,3 +600,18 @@ fn skips_are_reported_by_index_and_status() {
         "{status}"
     );
 }
+
+/// An error says its cause once (the library's errors already include it; the chain
+/// would repeat it).
+#[test]
+fn errors_say_their_cause_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("not-a-dir");
+    fs::write(&file, "").unwrap();
+    let out = memoria(&file, &example_workspace(), &["index"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.matches("Not a directory").count(), 1, "{stderr}");
+}
