@@ -214,6 +214,7 @@ fn list(paths: &[PathBuf]) -> String {
 }
 
 /// Files `pull` downloads (the sentence-transformers layout).
+#[cfg(feature = "download")]
 const PULL_FILES: &[&str] = &[
     "model.safetensors",
     "config.json",
@@ -232,7 +233,8 @@ const PULL_FILES: &[&str] = &[
 
 /// Downloads `repo` into the Hugging Face cache with progress bars and returns the snapshot
 /// directory. Uses `$HF_TOKEN` (google/embeddinggemma-300m is gated: accept the Gemma licence
-/// on huggingface.co first).
+/// on huggingface.co first). Needs the `download` feature (on by default).
+#[cfg(feature = "download")]
 pub fn pull(repo: &str) -> Result<PathBuf, PullError> {
     let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
     let api = hf_hub::api::sync::ApiBuilder::new()

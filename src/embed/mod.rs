@@ -25,8 +25,10 @@ mod weights;
 use std::path::PathBuf;
 
 pub use gemma::{GemmaEmbedder, GemmaOptions, DEFAULT_DOCUMENT_PROMPT, DEFAULT_QUERY_PROMPT};
+#[cfg(feature = "download")]
+pub use locate::pull;
 pub use locate::{
-    pull, resolve_model, ModelLocation, ModelNotFound, ModelSearch, PullError, DEFAULT_REPO,
+    resolve_model, ModelLocation, ModelNotFound, ModelSearch, PullError, DEFAULT_REPO,
     REQUIRED_FILES,
 };
 pub use provider::EmbedderChoice;
