@@ -71,6 +71,9 @@ pub enum Error {
     /// is reported by every search of that generation).
     #[error(transparent)]
     Shared(std::sync::Arc<Error>),
+    /// [`Memory::start_live`](crate::Memory::start_live) while a live sync runs.
+    #[error("a live sync already runs for this memory")]
+    AlreadyLive,
     /// `memorySearch.enabled` is false.
     #[error("memory search is disabled (agents.defaults.memorySearch.enabled = false)")]
     Disabled,

@@ -320,7 +320,7 @@ pub fn eval_beir(
     let options = SearchOptions {
         max_results: Some(30),
         min_score: Some(0.0),
-        group_context: false,
+        ..SearchOptions::default()
     };
     let (mut ndcg, mut r10, mut r6, mut mrr) = (0.0, 0.0, 0.0, 0.0);
     let mut counted = 0usize;

@@ -44,14 +44,17 @@ mod error;
 pub mod eval;
 mod fallback;
 mod index;
+mod live;
 mod search;
+mod session;
 mod simd;
 mod status;
 mod sync;
 mod tools;
 mod workspace;
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use config::Settings;
 use embed::ResolvedEmbedder;
@@ -67,7 +70,8 @@ pub use error::{Error, Result};
 pub use fallback::Fallback;
 pub use index::catalog::ChunkRecord;
 pub use index::{Identity, FORMAT_VERSION};
-pub use search::{Hit, Mode, SearchOptions, SearchResponse, Served};
+pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
+pub use search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, Served};
 pub use status::Status;
 pub use sync::{SyncProgress, SyncReport};
 pub use tools::{GetPayload, SearchPayload, SearchResult};
@@ -83,9 +87,16 @@ pub mod internals {
 
 /// One agent's memory: configuration, workspace and agent directory.
 ///
-/// `Memory` is `Send + Sync`: share it between threads behind an `Arc`. Searches run
-/// concurrently; [`Memory::sync`] takes the agent directory's writer lock, so one sync runs
-/// at a time across processes and a second fails with [`Error::IndexBusy`].
+/// **Threading.** `Memory` is `Send + Sync`: share it between threads behind an `Arc`.
+/// - Searches, `memory_get` and `status` run concurrently and never wait for a sync.
+/// - [`Memory::sync`] takes the agent directory's writer lock, so one sync runs at a time
+///   across processes and a second fails at once with [`Error::IndexBusy`].
+/// - The first call that needs the embedder loads it (seconds for the local model); calls
+///   that need it meanwhile wait for that one load. Every `Memory` of a process that uses
+///   the same local model directory shares one loaded copy.
+/// - Without a live sync, a search first syncs a changed workspace itself (as the CLI
+///   does, `sync.onSearch`). With one ([`Memory::start_live`]), syncs run on the live
+///   sync's thread and a search answers at once from the last committed index.
 pub struct Memory {
     settings: Settings,
     dir: AgentDir,
@@ -95,6 +106,8 @@ pub struct Memory {
     /// Why the last sync this process tried failed, until one succeeds: searches then
     /// answer from the last committed generation and say so.
     sync_error: Mutex<Option<String>>,
+    /// The live sync, while one runs ([`Memory::start_live`]).
+    live: Mutex<Option<Arc<live::Link>>>,
 }
 
 impl Memory {
@@ -118,6 +131,7 @@ impl Memory {
             embedder: OnceLock::new(),
             views: Views::default(),
             sync_error: Mutex::new(None),
+            live: Mutex::new(None),
         })
     }
 
@@ -170,7 +184,11 @@ impl Memory {
     }
 
     fn discover(&self) -> Discovery {
-        workspace::discover(&self.settings.workspace, &self.settings.extra_paths)
+        workspace::discover(
+            &self.settings.workspace,
+            &self.settings.extra_paths,
+            self.settings.sessions_dir().as_deref(),
+        )
     }
 
     /// Brings the index up to date with the workspace (a full rebuild into a new generation
@@ -179,14 +197,17 @@ impl Memory {
     pub fn sync(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         let lock = self.dir.lock_writer()?;
         let discovery = self.discover();
-        self.sync_locked(&lock, &discovery, force, progress)
+        self.sync_locked(&lock, &discovery, force, false, progress)
     }
 
+    /// `background`: an automatic sync (on search, watcher, interval), which defers a
+    /// growing session transcript until it reaches `sync.sessions.*`.
     fn sync_locked(
         &self,
         lock: &index::WriterLock,
         discovery: &Discovery,
         force: bool,
+        background: bool,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<SyncReport> {
         let identity = self.identity();
@@ -204,6 +225,7 @@ impl Memory {
             },
             force,
             embed: plan.as_ref(),
+            session_deltas: background.then_some(self.settings.sync.sessions),
         };
         let result = sync::sync(&self.dir, lock, &request, progress);
         *self.sync_error.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -242,7 +264,7 @@ impl Memory {
             return Ok(());
         }
         match self.dir.lock_writer() {
-            Ok(lock) => match self.sync_locked(&lock, &discovery, false, &|_| {}) {
+            Ok(lock) => match self.sync_locked(&lock, &discovery, false, true, &|_| {}) {
                 Ok(_) => Ok(()),
                 Err(err) if manifest.is_some() => {
                     tracing::warn!("sync before search failed, searching the last index: {err}");
@@ -265,6 +287,84 @@ impl Memory {
         }
     }
 
+    /// Starts keeping this memory fresh in the background (see [`LiveSync`] and the
+    /// `live` module docs): a sync now when `sync.onSessionStart` (or no index exists), on
+    /// file-system events debounced by `sync.watchDebounceMs` when `sync.watch`, every
+    /// `sync.intervalMinutes`, and when a search finds the workspace changed while not
+    /// watching. It also loads the embedder at once, so that the first search finds it
+    /// loaded. `on_event` hears every sync, failure and watcher change (on the live sync's
+    /// thread). Fails with [`Error::AlreadyLive`] if a live sync already runs.
+    pub fn start_live(
+        self: &Arc<Self>,
+        on_event: impl Fn(&LiveEvent) + Send + 'static,
+    ) -> Result<LiveSync> {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if live
+            .as_ref()
+            .is_some_and(|link| Arc::strong_count(link) > 1)
+        {
+            return Err(Error::AlreadyLive);
+        }
+        let (link, handle) = live::start(self.clone(), Box::new(on_event));
+        *live = Some(link);
+        Ok(handle)
+    }
+
+    fn live_link(&self) -> Option<Arc<live::Link>> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        // The worker holds the other reference while it runs.
+        live.as_ref()
+            .filter(|link| Arc::strong_count(link) > 1)
+            .cloned()
+    }
+
+    /// The live sync's check: syncs (in the background sense: transcripts below their
+    /// deltas wait) when the workspace changed; `None` when it had not.
+    fn sync_if_changed(&self) -> Result<Option<SyncReport>> {
+        let manifest = self.dir.manifest().ok().flatten();
+        let discovery = self.discover();
+        if !self.is_dirty(manifest.as_ref(), &discovery) {
+            return Ok(None);
+        }
+        let lock = self.dir.lock_writer()?;
+        self.sync_locked(&lock, &discovery, false, true, &|_| {})
+            .map(Some)
+    }
+
+    /// What one freshness check (listing + stat of the workspace) costs now.
+    fn measure_check(&self) -> Duration {
+        let started = Instant::now();
+        let discovery = self.discover();
+        let _ = sync::workspace_digest(&discovery);
+        started.elapsed()
+    }
+
+    /// Opens the current generation for searching (after a sync committed).
+    fn warm_view(&self) {
+        if let Err(err) = self.views.current(&self.dir) {
+            tracing::warn!("opening the new index generation: {err}");
+        }
+    }
+
+    /// Before a search: keep the index fresh without making the search wait.
+    fn freshen(&self) -> Result<()> {
+        let Some(link) = self.live_link() else {
+            return self.sync_if_dirty();
+        };
+        let has_index = || self.dir.manifest().ok().flatten().is_some();
+        if !has_index() {
+            // Nothing to answer from yet: wait for the live sync's first index.
+            link.request_sync();
+            link.wait_until(live::first_index_wait(), has_index);
+        } else if !link.watching() && self.settings.sync.on_search {
+            let manifest = self.dir.manifest().ok().flatten();
+            if self.is_dirty(manifest.as_ref(), &self.discover()) {
+                link.request_sync();
+            }
+        }
+        Ok(())
+    }
+
     /// Searches memory: the ranked hits and what served them (SPEC §5).
     pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
         let query = query.trim();
@@ -272,9 +372,21 @@ impl Memory {
             return Ok(SearchResponse {
                 hits: Vec::new(),
                 served: configured(self.resolved(), None),
+                warning: Some("the query is empty".into()),
             });
         }
-        self.sync_if_dirty()?;
+        if options.corpus == Corpus::Sessions && self.settings.sessions_dir().is_none() {
+            return Ok(SearchResponse {
+                hits: Vec::new(),
+                served: configured(self.resolved(), None),
+                warning: Some(
+                    "session transcripts are not indexed: set experimental.sessionMemory = true \
+                     and add \"sessions\" to memorySearch.sources"
+                        .into(),
+                ),
+            });
+        }
+        self.freshen()?;
         let mut view = self.views.current(&self.dir)?;
         if view.text().is_err() && self.settings.sync.on_search {
             // A damaged keyword index is rebuilt from the catalog by any sync: heal it now
@@ -282,7 +394,7 @@ impl Memory {
             // someone runs `memoria index`.
             if let Ok(lock) = self.dir.lock_writer() {
                 let discovery = self.discover();
-                if let Err(err) = self.sync_locked(&lock, &discovery, false, &|_| {}) {
+                if let Err(err) = self.sync_locked(&lock, &discovery, false, true, &|_| {}) {
                     tracing::warn!("rebuilding the keyword index failed: {err}");
                 }
                 view = self.views.current(&self.dir)?;
@@ -315,12 +427,9 @@ impl Memory {
     /// The `memory_search` tool: never fails, errors become the SPEC §6 error payload.
     pub fn memory_search(&self, query: &str, options: &SearchOptions) -> SearchPayload {
         match self.search(query, options) {
-            Ok(response) => tools::search_payload(
-                &response.hits,
-                &response.served,
-                self.settings.citations,
-                options.group_context,
-            ),
+            Ok(response) => {
+                tools::search_payload(&response, self.settings.citations, options.group_context)
+            }
             Err(err) => SearchPayload::unavailable(err.to_string()),
         }
     }
@@ -385,6 +494,7 @@ impl Memory {
             fallback: served.fallback,
             dirty,
             synced_at: manifest.map(|m| m.stats.synced_at),
+            live: self.live_link().map(|link| link.status()),
             warnings,
         })
     }

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::fallback::Fallback;
 use crate::index::Identity;
+use crate::live::LiveStatus;
 
 /// What `status` reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,6 +40,9 @@ pub struct Status {
     pub dirty: bool,
     /// Unix seconds of the last completed sync.
     pub synced_at: Option<u64>,
+    /// The live sync of this process (watcher state, last sync, last error); `None` when
+    /// none runs here (`memoria watch` and `memoria mcp` run one).
+    pub live: Option<LiveStatus>,
     /// What the last sync skipped or could not do, and what is missing.
     pub warnings: Vec<String>,
 }

@@ -13,8 +13,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
-use crate::chunk::{chunk_markdown, ChunkParams};
-use crate::config::Settings;
+use crate::chunk::{chunk_markdown, Chunk, ChunkParams};
+use crate::config::{SessionSyncSettings, Settings};
 use crate::digest::sha256_hex;
 use crate::embed::{EmbedKind, Embedder};
 use crate::index::cache::{cache_key, EmbeddingCache};
@@ -24,7 +24,8 @@ use crate::index::vector::{VectorIndex, VectorParams};
 use crate::index::{
     AgentDir, EmbeddingStats, Identity, Manifest, SyncStats, WriterLock, FORMAT_VERSION,
 };
-use crate::workspace::{decode_text, Discovery, MemoryFile};
+use crate::session;
+use crate::workspace::{decode_text, Discovery, MemoryFile, SourceKind};
 use crate::{Error, Result};
 
 /// Bytes of file content read per committed batch: bounds memory and sets how much work a
@@ -130,6 +131,9 @@ pub struct SyncReport {
     pub cached: usize,
     /// Why embedding stopped, if it failed (the keyword index is up to date regardless).
     pub embed_error: Option<String>,
+    /// Session transcripts whose new messages are still below `sync.sessions.deltaBytes`
+    /// and `deltaMessages`: left for a later sync (SPEC §8).
+    pub deferred: usize,
     /// Files skipped or decoded lossily, and why.
     pub warnings: Vec<String>,
 }
@@ -194,6 +198,9 @@ pub struct SyncRequest<'a> {
     pub force: bool,
     /// How to embed chunks; `None` for a keyword-only index.
     pub embed: Option<&'a EmbedPlan<'a>>,
+    /// Background syncs re-index a growing transcript only once its new bytes or lines
+    /// reach these thresholds; `None` (an explicit sync) indexes every change.
+    pub session_deltas: Option<SessionSyncSettings>,
 }
 
 /// Opens an existing generation for writing: its catalog (every file record read, so damage
@@ -221,6 +228,7 @@ pub fn sync(
         params,
         force,
         embed,
+        session_deltas,
     } = *request;
     let started = Instant::now();
     let mut warnings = discovery.warnings.clone();
@@ -283,13 +291,22 @@ pub fn sync(
     // The same stats make the workspace digest recorded in the manifest.
     let mut to_read = Vec::new();
     let mut stats = Vec::with_capacity(discovery.files.len());
+    let mut deferred = 0;
     for file in &discovery.files {
         match stat(file) {
             Ok(stat) => {
-                let unchanged = known
-                    .get(&file.rel_path)
-                    .is_some_and(|r| r.size == stat.size && r.mtime_ns == stat.mtime_ns);
-                if !unchanged {
+                let record = known.get(&file.rel_path);
+                let unchanged =
+                    record.is_some_and(|r| r.size == stat.size && r.mtime_ns == stat.mtime_ns);
+                let below_delta = match (session_deltas, record) {
+                    (Some(deltas), Some(record)) if file.source == SourceKind::Sessions => {
+                        below_session_delta(file, record.size, &stat, deltas)
+                    }
+                    _ => false,
+                };
+                if below_delta && !unchanged {
+                    deferred += 1;
+                } else if !unchanged {
                     to_read.push((file, stat.clone()));
                 }
                 stats.push(Some(stat));
@@ -315,6 +332,7 @@ pub fn sync(
         embedded: 0,
         cached: 0,
         embed_error: None,
+        deferred,
         warnings: Vec::new(),
     };
     let old_chunks = |path: &str| known.get(path).map(|r| r.chunk_ids.clone());
@@ -343,7 +361,10 @@ pub fn sync(
         };
         for outcome in outcomes {
             match outcome {
-                Ok(Outcome::Changed(upsert)) => batch.upserts.push(upsert),
+                Ok(Outcome::Changed(upsert, file_warnings)) => {
+                    warnings.extend(file_warnings);
+                    batch.upserts.push(upsert);
+                }
                 Ok(Outcome::Touched { path, record }) => batch.touches.push((path, record)),
                 Err(err) => warnings.push(err.to_string()),
             }
@@ -630,9 +651,57 @@ fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> 
     Ok(text)
 }
 
+/// True when a transcript that only grew since it was indexed has fewer new bytes than
+/// `deltaBytes` and fewer new lines than `deltaMessages`. A transcript that shrank (was
+/// rewritten) or cannot be read is never deferred.
+fn below_session_delta(
+    file: &MemoryFile,
+    indexed_size: u64,
+    stat: &FileStat,
+    deltas: SessionSyncSettings,
+) -> bool {
+    if stat.size < indexed_size {
+        return false;
+    }
+    let new_bytes = stat.size - indexed_size;
+    if new_bytes >= deltas.delta_bytes {
+        return false;
+    }
+    let new_lines = (|| -> std::io::Result<u64> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = fs::File::open(&file.abs_path)?;
+        f.seek(SeekFrom::Start(indexed_size))?;
+        let mut tail = Vec::with_capacity(new_bytes as usize);
+        f.take(new_bytes).read_to_end(&mut tail)?;
+        Ok(session::count_lines(&tail))
+    })();
+    new_lines.is_ok_and(|lines| lines < deltas.delta_messages)
+}
+
 enum Outcome {
-    Changed(Upsert),
-    Touched { path: String, record: FileRecord },
+    /// A changed file's new chunks, and what was wrong in it (malformed transcript lines).
+    Changed(Upsert, Vec<String>),
+    Touched {
+        path: String,
+        record: FileRecord,
+    },
+}
+
+/// A file's text as chunks with the file's own line ranges: Markdown as it is, and a
+/// transcript as its `User:` / `Assistant:` lines, cited by JSONL line.
+fn chunk_file(file: &MemoryFile, text: &str, params: ChunkParams) -> (Vec<Chunk>, Vec<String>) {
+    match file.source {
+        SourceKind::Memory => (chunk_markdown(text, params), Vec::new()),
+        SourceKind::Sessions => {
+            let transcript = session::transcript(text, &file.rel_path);
+            let mut chunks = chunk_markdown(&transcript.text, params);
+            for chunk in &mut chunks {
+                (chunk.start_line, chunk.end_line) =
+                    transcript.source_range(chunk.start_line, chunk.end_line);
+            }
+            (chunks, transcript.warnings)
+        }
+    }
 }
 
 fn process_file(
@@ -656,7 +725,8 @@ fn process_file(
         });
     }
     let (text, lossy) = decode_text(bytes);
-    let chunks: Vec<(String, ChunkRecord)> = chunk_markdown(&text, params)
+    let (chunks, warnings) = chunk_file(file, &text, params);
+    let chunks: Vec<(String, ChunkRecord)> = chunks
         .into_iter()
         .enumerate()
         .map(|(ordinal, chunk)| {
@@ -687,9 +757,10 @@ fn process_file(
         chunk_ids: chunks.iter().map(|(id, _)| id.clone()).collect(),
         lossy,
     };
-    Ok(Outcome::Changed(Upsert {
+    let upsert = Upsert {
         path: file.rel_path.clone(),
         record,
         chunks,
-    }))
+    };
+    Ok(Outcome::Changed(upsert, warnings))
 }

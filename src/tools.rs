@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::config::Citations;
 use crate::fallback::Fallback;
-use crate::search::{Hit, Served};
+use crate::search::SearchResponse;
 
 /// Characters (UTF-16 code units, as OpenClaw counts) of chunk text shown as the snippet.
 pub const SNIPPET_CHARS: usize = 700;
@@ -60,6 +60,10 @@ pub struct SearchPayload {
     /// What failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the results are empty or partial when they cannot say it themselves (for
+    /// example `corpus: "sessions"` while session memory is off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 fn is_error_payload_model(model: &Option<Option<String>>) -> bool {
@@ -79,17 +83,22 @@ impl SearchPayload {
             disabled: Some(true),
             unavailable: Some(true),
             error: Some(error.into()),
+            warning: None,
         }
     }
 }
 
 /// Builds the `memory_search` payload from ranked hits.
 pub fn search_payload(
-    hits: &[Hit],
-    served: &Served,
+    response: &SearchResponse,
     citations: Citations,
     group_context: bool,
 ) -> SearchPayload {
+    let SearchResponse {
+        hits,
+        served,
+        warning,
+    } = response;
     let cite = citations.shown(group_context);
     let results = hits
         .iter()
@@ -122,6 +131,7 @@ pub fn search_payload(
         disabled: None,
         unavailable: None,
         error: None,
+        warning: warning.clone(),
     }
 }
 
@@ -192,7 +202,7 @@ pub fn slice_lines(text: &str, from: Option<i64>, lines: Option<i64>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::Mode;
+    use crate::search::{Hit, Mode, Served};
 
     #[test]
     fn slice_table() {
@@ -251,8 +261,12 @@ mod tests {
             mode: Mode::FtsOnly,
             fallback: None,
         };
-        let json =
-            serde_json::to_value(search_payload(&[hit], &served, Citations::On, false)).unwrap();
+        let response = SearchResponse {
+            hits: vec![hit],
+            served,
+            warning: None,
+        };
+        let json = serde_json::to_value(search_payload(&response, Citations::On, false)).unwrap();
         assert_eq!(
             json,
             serde_json::json!({

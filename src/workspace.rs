@@ -27,8 +27,7 @@ pub const IGNORED_DIRS: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SourceKind {
     Memory,
-    /// Session transcripts (planned: issue 11).
-    #[allow(dead_code)]
+    /// Session transcripts (`sessions/<file>.jsonl`).
     Sessions,
 }
 
@@ -58,8 +57,59 @@ pub struct Discovery {
     pub warnings: Vec<String>,
 }
 
-/// Lists the memory files of `workspace` (sorted by `rel_path`).
-pub fn discover(workspace: &Path, extra_paths: &[String]) -> Discovery {
+/// Lists the memory files of `workspace`, plus the transcripts in `sessions` when session
+/// memory is on (sorted by `rel_path`).
+pub fn discover(workspace: &Path, extra_paths: &[String], sessions: Option<&Path>) -> Discovery {
+    let mut discovery = discover_memory(workspace, extra_paths);
+    if let Some(dir) = sessions {
+        discover_sessions(dir, &mut discovery);
+        discovery.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    }
+    discovery
+}
+
+/// The agent's transcripts, `<dir>/*.jsonl` (not recursive: OpenClaw writes them flat),
+/// cited as `sessions/<file>.jsonl`. A missing directory is normal (no session yet).
+fn discover_sessions(dir: &Path, discovery: &mut Discovery) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return,
+        Err(err) => {
+            discovery.warnings.push(format!(
+                "sessions {}: cannot list directory: {err}",
+                dir.display()
+            ));
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|ext| ext != "jsonl") {
+            continue;
+        }
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            discovery.warnings.push(format!(
+                "{}: the name is not valid UTF-8, skipped",
+                path.display()
+            ));
+            continue;
+        };
+        match entry.file_type() {
+            Ok(t) if t.is_file() => discovery.files.push(MemoryFile {
+                abs_path: path,
+                rel_path: format!("sessions/{name}"),
+                source: SourceKind::Sessions,
+            }),
+            Ok(t) if t.is_symlink() => discovery.warnings.push(format!(
+                "{}: is a symlink; memoria does not follow symlinks, skipped",
+                path.display()
+            )),
+            _ => {}
+        }
+    }
+}
+
+fn discover_memory(workspace: &Path, extra_paths: &[String]) -> Discovery {
     let mut found = Found {
         workspace,
         discovery: Discovery::default(),
@@ -539,7 +589,7 @@ mod tests {
             "memory/projects".to_string(), // duplicates memory/** → de-duplicated
             "../alias/projects".to_string(), // the same, through a symlinked ancestor
         ];
-        let found = discover(&ws, &extras);
+        let found = discover(&ws, &extras, None);
         let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
         assert_eq!(
             paths,
@@ -578,7 +628,7 @@ mod tests {
                 write(&path.join("inner.md"), "y");
             }
         }
-        let found = discover(&ws, &[]);
+        let found = discover(&ws, &[], None);
         let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
         assert_eq!(paths, vec!["memory/ok.md"]);
         assert_eq!(found.warnings.len(), 3, "{:?}", found.warnings);
@@ -596,13 +646,13 @@ mod tests {
         std::os::unix::fs::symlink(tmp.path().join("elsewhere/memory"), ws.join("memory")).unwrap();
         std::os::unix::fs::symlink(tmp.path().join("elsewhere/MEMORY.md"), ws.join("MEMORY.md"))
             .unwrap();
-        let found = discover(&ws, &[]);
+        let found = discover(&ws, &[], None);
         assert!(found.files.is_empty());
         assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
         assert!(found.warnings[0].starts_with("MEMORY.md: is a symlink"));
         assert!(found.warnings[1].starts_with("memory/: is a symlink"));
 
-        let missing = discover(&tmp.path().join("no-such-ws"), &[]);
+        let missing = discover(&tmp.path().join("no-such-ws"), &[], None);
         assert!(missing.files.is_empty());
         assert!(missing.warnings[0].contains("no-such-ws: not a directory"));
     }

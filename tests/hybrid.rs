@@ -404,7 +404,7 @@ fn first_results_do_not_change_when_more_are_asked_for() {
         let options = SearchOptions {
             max_results: Some(n),
             min_score: Some(0.0),
-            group_context: false,
+            ..SearchOptions::default()
         };
         memory
             .search("the cat and the postgres index", &options)

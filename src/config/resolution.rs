@@ -29,8 +29,16 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
     let state_dir = state_dir(env);
 
     let session_memory = pick(p, |l| &l.session_memory).unwrap_or(false);
-    let mut sources: Vec<Source> = pick(p, |l| &l.sources)
-        .unwrap_or_default()
+    let configured_sources = pick(p, |l| &l.sources).unwrap_or_default();
+    let mut warnings = p.warnings.clone();
+    if !session_memory && configured_sources.contains(&Source::Sessions) {
+        warnings.push(
+            "sources: \"sessions\" is ignored while experimental.sessionMemory is false: \
+             session transcripts are not indexed"
+                .into(),
+        );
+    }
+    let mut sources: Vec<Source> = configured_sources
         .into_iter()
         .filter(|s| *s != Source::Sessions || session_memory)
         .collect();
@@ -70,7 +78,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 
     Settings {
         agent_id: agent_id.to_string(),
-        warnings: p.warnings.clone(),
+        warnings,
         workspace,
         enabled: pick(p, |l| &l.enabled).unwrap_or(true),
         provider: pick(p, |l| &l.provider).unwrap_or(ProviderKind::Auto),

@@ -436,4 +436,15 @@ impl Settings {
             .as_deref()
             .or_else(|| default_model(self.provider))
     }
+
+    /// This agent's session transcripts, `<stateDir>/agents/<agentId>/sessions` (SPEC §8),
+    /// when `sources` has `"sessions"` and `experimental.sessionMemory` is on.
+    pub fn sessions_dir(&self) -> Option<std::path::PathBuf> {
+        self.sources.contains(&Source::Sessions).then(|| {
+            self.state_dir
+                .join("agents")
+                .join(&self.agent_id)
+                .join("sessions")
+        })
+    }
 }

@@ -170,8 +170,26 @@ pub fn default_device() -> Result<candle_core::Device> {
 }
 
 /// Loads the local EmbeddingGemma model from `dir` on [`default_device`].
+///
+/// A model already loaded in this process from the same directory (by another
+/// [`Memory`](crate::Memory): one per agent) is shared rather than loaded again; it is
+/// freed when the last user drops it. Concurrent first loads of one directory load once.
 pub fn load_local(dir: &std::path::Path) -> Result<std::sync::Arc<dyn Embedder>> {
+    use std::sync::{Arc, Mutex, Weak};
+    static LOADED: Mutex<Vec<(std::path::PathBuf, Weak<dyn Embedder>)>> = Mutex::new(Vec::new());
+    let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    loaded.retain(|(_, weak)| weak.strong_count() > 0);
+    if let Some(shared) = loaded
+        .iter()
+        .find(|(path, _)| *path == key)
+        .and_then(|(_, weak)| weak.upgrade())
+    {
+        return Ok(shared);
+    }
     let device = default_device()?;
-    let embedder = GemmaEmbedder::load(dir, &device, GemmaOptions::default())?;
-    Ok(std::sync::Arc::new(embedder))
+    let embedder: Arc<dyn Embedder> =
+        Arc::new(GemmaEmbedder::load(dir, &device, GemmaOptions::default())?);
+    loaded.push((key, Arc::downgrade(&embedder)));
+    Ok(embedder)
 }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
 };
@@ -218,8 +218,9 @@ impl TextIndex {
     }
 
     /// Top `limit` chunks by BM25 over the query's terms, OR semantics: a chunk matching any
-    /// term is a candidate, and more matching terms score higher.
-    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<TextHit>> {
+    /// term is a candidate, and more matching terms score higher. With `source`, only that
+    /// source's chunks (scores unchanged).
+    pub fn search(&self, query: &str, limit: usize, source: Option<&str>) -> Result<Vec<TextHit>> {
         let mut query_terms = terms(query, AnalyzerMode::Query);
         query_terms.sort();
         query_terms.dedup();
@@ -235,7 +236,19 @@ impl TextIndex {
                 (Occur::Should, query)
             })
             .collect();
-        let query = BooleanQuery::new(clauses);
+        let mut query: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+        if let Some(source) = source {
+            // A filter that adds nothing to the score.
+            let term = Term::from_field_text(self.fields.source, source);
+            let filter = ConstScoreQuery::new(
+                Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
+                0.0,
+            );
+            query = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, query),
+                (Occur::Must, Box::new(filter)),
+            ]));
+        }
         let searcher = self.reader.searcher();
         let top = searcher
             .search(&query, &TopDocs::with_limit(limit).order_by_score())
@@ -533,7 +546,7 @@ mod tests {
         writer.commit(2).unwrap();
         index.reload().unwrap();
 
-        let hits = index.search("postgres vaccine", 10).unwrap();
+        let hits = index.search("postgres vaccine", 10, None).unwrap();
         assert_eq!(hits.len(), 3);
         for hit in &hits {
             let (id, chunk) = docs.iter().find(|(id, _)| *id == hit.key.id).unwrap();
@@ -558,7 +571,7 @@ mod tests {
         writer.finish().unwrap();
         index.reload().unwrap();
         let ids: Vec<String> = index
-            .search("postgres", 10)
+            .search("postgres", 10, None)
             .unwrap()
             .into_iter()
             .map(|h| h.key.id)

@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 use crate::fallback::Fallback;
 pub(crate) use crate::index::catalog::ChunkKey;
 use crate::index::catalog::ChunkRecord;
-pub use pipeline::{SearchOptions, SearchResponse};
+pub use pipeline::{Corpus, SearchOptions, SearchResponse};
 
 /// What served a search: reported in every payload's header.
 #[derive(Debug, Clone, PartialEq)]

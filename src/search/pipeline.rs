@@ -28,6 +28,19 @@ use crate::index::catalog::{ChunkKey, ChunkRecord};
 use crate::index::{GenerationView, Manifest};
 use crate::Result;
 
+/// How many times the pool the vector side fetches when a search covers one corpus.
+const CORPUS_OVERFETCH: usize = 4;
+
+/// The source of a chunk from its path: transcripts are the only `.jsonl` paths
+/// (`sessions/<file>.jsonl`); every memory file is Markdown.
+pub(crate) fn source_of(path: &str) -> &'static str {
+    if path.ends_with(".jsonl") {
+        "sessions"
+    } else {
+        "memory"
+    }
+}
+
 /// Per-call search options; unset fields come from the configuration.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchOptions {
@@ -37,6 +50,41 @@ pub struct SearchOptions {
     pub min_score: Option<f64>,
     /// The caller is a group or channel chat (citations `auto` are then hidden).
     pub group_context: bool,
+    /// Which sources to search (`corpus`): every enabled one by default.
+    pub corpus: Corpus,
+}
+
+/// The `corpus` argument of `memory_search`: which sources a search covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Corpus {
+    /// Every enabled source (`all`, the default).
+    #[default]
+    All,
+    /// Memory files only.
+    Memory,
+    /// Session transcripts only.
+    Sessions,
+}
+
+impl Corpus {
+    /// Parses `memory`, `sessions` or `all`.
+    pub fn parse(name: &str) -> Option<Corpus> {
+        match name {
+            "all" => Some(Corpus::All),
+            "memory" => Some(Corpus::Memory),
+            "sessions" => Some(Corpus::Sessions),
+            _ => None,
+        }
+    }
+
+    /// The one source searched, or `None` for all of them.
+    pub(crate) fn source(self) -> Option<&'static str> {
+        match self {
+            Corpus::All => None,
+            Corpus::Memory => Some("memory"),
+            Corpus::Sessions => Some("sessions"),
+        }
+    }
 }
 
 /// Ranked hits and what served them.
@@ -46,6 +94,9 @@ pub struct SearchResponse {
     pub hits: Vec<Hit>,
     /// The mode, provider, model and fallback behind the hits.
     pub served: Served,
+    /// Why the answer is empty or partial when the hits alone cannot say (a corpus that is
+    /// not indexed); the payload's `warning`.
+    pub warning: Option<String>,
 }
 
 /// Why the index has no usable vectors, when its last sync failed to embed.
@@ -98,6 +149,7 @@ impl Searcher<'_> {
         let multiplier = q.hybrid.candidate_multiplier;
         let base = q.max_results.max(1);
         let pool = candidate_pool(tier_size(max_results, base), multiplier);
+        let source = options.corpus.source();
 
         // Vector side: embed the query, nearest chunks (SPEC §5.3); keyword side (§5.2).
         // They are independent, so they run at the same time. With hybrid disabled the
@@ -107,9 +159,9 @@ impl Searcher<'_> {
             state
                 .embedder
                 .as_ref()
-                .map(|embedder| self.vector_candidates(embedder.as_ref(), query, pool))
+                .map(|embedder| self.vector_candidates(embedder.as_ref(), query, pool, source))
         };
-        let run_keyword = || view.text()?.search(query, pool);
+        let run_keyword = || view.text()?.search(query, pool, source);
         let (vector_outcome, keyword) = if hybrid || state.embedder.is_none() {
             let (v, k) = rayon::join(run_vector, run_keyword);
             (v, Some(k))
@@ -224,7 +276,11 @@ impl Searcher<'_> {
                 Some(Hit::new(r, chunk))
             })
             .collect();
-        Ok(SearchResponse { hits, served })
+        Ok(SearchResponse {
+            hits,
+            served,
+            warning: None,
+        })
     }
 
     /// Vector candidates, `Ok(None)` when the index has no vectors to search, or the reason
@@ -234,6 +290,7 @@ impl Searcher<'_> {
         embedder: &dyn Embedder,
         query: &str,
         pool: usize,
+        source: Option<&str>,
     ) -> std::result::Result<Option<Vec<VectorCandidate>>, String> {
         if let Some(reason) = embedding_failure(self.view.manifest()) {
             return Err(reason);
@@ -250,25 +307,34 @@ impl Searcher<'_> {
         if query_vector.iter().all(|v| *v == 0.0) {
             return Ok(None); // a zero query vector skips the vector side (SPEC §5.3)
         }
-        let nearest = vectors.search(&query_vector, pool);
+        // The vector index does not know sources: a search of one corpus fetches a wider
+        // pool and keeps that corpus's chunks.
+        let fetch = match source {
+            Some(_) => pool.saturating_mul(CORPUS_OVERFETCH),
+            None => pool,
+        };
+        let nearest = vectors.search(&query_vector, fetch);
         let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
         let keys = self
             .view
             .keys_by_ids(&ids)
             .map_err(|e| format!("reading vector candidates: {e}"))?;
-        let mut by_id: HashMap<String, ChunkKey> =
-            keys.into_iter().map(|k| (k.id.clone(), k)).collect();
-        Ok(Some(
-            nearest
-                .into_iter()
-                .filter_map(|(id, cosine)| {
-                    by_id.remove(&id).map(|key| VectorCandidate {
-                        key,
-                        cosine: f64::from(cosine),
-                    })
+        let mut by_id: HashMap<String, ChunkKey> = keys
+            .into_iter()
+            .filter(|k| source.is_none_or(|s| source_of(&k.path) == s))
+            .map(|k| (k.id.clone(), k))
+            .collect();
+        let mut candidates: Vec<VectorCandidate> = nearest
+            .into_iter()
+            .filter_map(|(id, cosine)| {
+                by_id.remove(&id).map(|key| VectorCandidate {
+                    key,
+                    cosine: f64::from(cosine),
                 })
-                .collect(),
-        ))
+            })
+            .collect();
+        candidates.truncate(pool);
+        Ok(Some(candidates))
     }
 
     /// The temporal decay factor of each candidate's file (SPEC §5.7), computed once per

@@ -1,5 +1,7 @@
 //! `memoria`: the command-line interface over the library façade [`memoria::Memory`].
 
+mod mcp;
+
 use std::io::IsTerminal;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use memoria::config::{self, Env, ProviderKind, Settings};
 use memoria::SyncProgress;
 use memoria::{chunk_markdown, ChunkParams};
-use memoria::{eval, EmbedderChoice, Memory, SearchOptions};
+use memoria::{eval, Corpus, EmbedderChoice, LiveEvent, Memory, SearchOptions, WatcherState};
 
 /// Hybrid memory search for AI agents' Markdown memory (OpenClaw-compatible).
 #[derive(Parser)]
@@ -24,9 +26,9 @@ struct Cli {
     /// State directory (default: $OPENCLAW_STATE_DIR or ~/.openclaw).
     #[arg(long, global = true, value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    /// Agent id.
+    /// Agent id (`mcp` serves several: repeat it).
     #[arg(long, global = true, default_value = "main")]
-    agent: String,
+    agent: Vec<String>,
     /// OpenClaw config file (default: $OPENCLAW_CONFIG_PATH or <stateDir>/openclaw.json).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -68,6 +70,9 @@ enum Command {
         max_results: Option<usize>,
         #[arg(long)]
         min_score: Option<f64>,
+        /// Which sources to search: memory, sessions or all (default: every enabled one).
+        #[arg(long, value_enum, default_value = "all")]
+        corpus: CorpusArg,
         /// Print the memory_search tool payload verbatim.
         #[arg(long)]
         json: bool,
@@ -89,6 +94,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Keep the index fresh in the foreground: watch the workspace (and sessions) and print
+    /// one line per sync, until Ctrl-C or SIGTERM.
+    Watch,
+    /// Serve memory_search and memory_get over the Model Context Protocol (stdio), with a
+    /// warm model and a live sync per agent (repeat --agent to serve several).
+    Mcp,
     /// Show the chunks memoria makes of one Markdown file.
     Chunks {
         file: PathBuf,
@@ -143,6 +154,13 @@ enum ModelAction {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum CorpusArg {
+    All,
+    Memory,
+    Sessions,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum KindArg {
     Query,
     Document,
@@ -192,7 +210,20 @@ fn exit_code(err: &anyhow::Error) -> ExitCode {
     ExitCode::from(if busy { 3 } else { 1 })
 }
 
+/// The one agent of a command that serves one.
+fn single_agent(cli: &Cli) -> Result<&str> {
+    match cli.agent.as_slice() {
+        [agent] => Ok(agent),
+        // clap replaces the default with the first --agent, so this is two or more.
+        _ => bail!("only `memoria mcp` serves several agents: give one --agent"),
+    }
+}
+
 fn settings(cli: &Cli) -> Result<Settings> {
+    settings_for(cli, single_agent(cli)?)
+}
+
+fn settings_for(cli: &Cli, agent: &str) -> Result<Settings> {
     let mut env = Env::from_process();
     if let Some(dir) = &cli.state_dir {
         env.state_dir = Some(absolute(dir)?);
@@ -200,7 +231,7 @@ fn settings(cli: &Cli) -> Result<Settings> {
     if let Some(file) = &cli.config {
         env.config_path = Some(absolute(file)?);
     }
-    let mut settings = config::load_settings(&env, &cli.agent)?;
+    let mut settings = config::load_settings(&env, agent)?;
     if let Some(ws) = &cli.workspace {
         settings.workspace = absolute(ws)?;
     } else if settings.workspace.is_relative() {
@@ -223,8 +254,14 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    // `mcp` reads one config per agent it serves.
+    if let Command::Mcp = cli.command {
+        return mcp_command(&cli);
+    }
     let settings = settings(&cli)?;
     match &cli.command {
+        Command::Mcp => mcp_command(&cli),
+        Command::Watch => watch_command(open_memory(&cli, settings)?),
         Command::Index { force } => index(open_memory(&cli, settings)?, *force),
         Command::Model { action } => model_command(&cli, &settings, action),
         Command::Embed { kind, dim } => embed_command(&cli, &settings, *kind, *dim),
@@ -233,13 +270,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             queries,
             max_results,
             min_score,
+            corpus,
             json,
         } => {
             let memory = open_memory(&cli, settings)?;
             let options = SearchOptions {
                 max_results: *max_results,
                 min_score: *min_score,
-                group_context: false,
+                corpus: match corpus {
+                    CorpusArg::All => Corpus::All,
+                    CorpusArg::Memory => Corpus::Memory,
+                    CorpusArg::Sessions => Corpus::Sessions,
+                },
+                ..SearchOptions::default()
             };
             match (query, queries) {
                 (_, Some(file)) => search_batch(&memory, file, &options),
@@ -519,6 +562,144 @@ fn index(memory: Memory, force: bool) -> Result<ExitCode> {
         memory.agent_dir().root().display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `memoria watch`: the live sync in the foreground, one line per event.
+fn watch_command(memory: Memory) -> Result<ExitCode> {
+    let memory = std::sync::Arc::new(memory);
+    let live = memory.start_live(|event| eprintln!("{}", live_line(event)))?;
+    wait_for_shutdown()?;
+    eprintln!("stopping: a sync in progress finishes its current batch first");
+    live.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memoria mcp`: one memory and one live sync per agent, served over stdio until the client
+/// closes the stream, Ctrl-C or SIGTERM.
+fn mcp_command(cli: &Cli) -> Result<ExitCode> {
+    let mut ids: Vec<&str> = Vec::new();
+    for id in &cli.agent {
+        if !ids.contains(&id.as_str()) {
+            ids.push(id);
+        }
+    }
+    let several = ids.len() > 1;
+    let mut agents = Vec::new();
+    let mut live = Vec::new();
+    for id in ids {
+        let settings = settings_for(cli, id).with_context(|| format!("agent {id}"))?;
+        let memory =
+            std::sync::Arc::new(open_memory(cli, settings).with_context(|| format!("agent {id}"))?);
+        let prefix = if several {
+            format!("[{id}] ")
+        } else {
+            String::new()
+        };
+        live.push(memory.start_live(move |event| eprintln!("{prefix}{}", live_line(event)))?);
+        agents.push(mcp::Agent {
+            id: id.to_string(),
+            memory,
+        });
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the MCP runtime")?;
+    runtime.block_on(mcp::serve(mcp::Server::new(agents), shutdown_signal()))?;
+    // Searches still running on the blocking pool finish before the process exits.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+    for sync in live {
+        sync.stop();
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One log line for a live-sync event.
+fn live_line(event: &LiveEvent) -> String {
+    let now = clock();
+    match event {
+        LiveEvent::Synced(report) => {
+            let mut line = format!(
+                "{now} synced: {} files ({} changed, {} removed), {} chunks",
+                report.files, report.indexed, report.removed, report.chunks
+            );
+            if report.embedded + report.cached > 0 {
+                line.push_str(&format!(
+                    ", {} embedded, {} reused",
+                    report.embedded, report.cached
+                ));
+            }
+            line.push_str(&format!(" in {:.2}s", report.seconds));
+            if report.deferred > 0 {
+                line.push_str(&format!(
+                    "; {} transcript(s) below sync.sessions thresholds wait",
+                    report.deferred
+                ));
+            }
+            if let Some(error) = &report.embed_error {
+                line.push_str(&format!("; embedding failed: {error}"));
+            }
+            for warning in &report.warnings {
+                line.push_str(&format!("\n{now} warning: {warning}"));
+            }
+            line
+        }
+        LiveEvent::Failed(error) => format!("{now} sync failed (retrying with backoff): {error}"),
+        LiveEvent::Busy => {
+            format!("{now} index busy: another process is writing; retrying in 2 s")
+        }
+        LiveEvent::Watcher(status) => {
+            let state = match status.watcher {
+                WatcherState::Watching => "watching",
+                WatcherState::Polling => "polling",
+                WatcherState::Off => "off",
+            };
+            let mut line = format!("{now} watcher {state}");
+            if !status.roots.is_empty() {
+                line.push_str(&format!(": {}", status.roots.join(", ")));
+            }
+            if let Some(reason) = &status.reason {
+                line.push_str(&format!(" ({reason})"));
+            }
+            line
+        }
+    }
+}
+
+/// The time of day in UTC, `HH:MM:SSZ` (no time-zone database is read).
+fn clock() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}Z", day / 3600, day % 3600 / 60, day % 60)
+}
+
+/// Blocks until Ctrl-C (SIGINT) or SIGTERM.
+fn wait_for_shutdown() -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the signal handler")?;
+    runtime.block_on(shutdown_signal())
+}
+
+/// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+async fn shutdown_signal() -> Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("listening for SIGTERM")?;
+        tokio::select! {
+            result = tokio::signal::ctrl_c() => result.context("listening for Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c()
+        .await
+        .context("listening for Ctrl-C")?;
+    Ok(())
 }
 
 fn search_one(

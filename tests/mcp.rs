@@ -1,0 +1,345 @@
+//! `memoria mcp` driven by a real MCP client: the official Python SDK (`mcp` on PyPI), run
+//! by `tests/mcp_client.py` with the interpreter named by `MEMORIA_TEST_MCP_PYTHON`
+//! (`.ci/run` installs it into a virtual environment and sets it).
+//!
+//! It lists the tools, checks that `memory_search` and `memory_get` results carry byte for
+//! byte the payloads `memoria search --json` / `get --json` print, that bad requests are
+//! errors naming their key while the server keeps serving, and that one server serves two
+//! agents. With `MEMORIA_TEST_MODEL_DIR` set it also compares a hybrid search with the real
+//! model.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+fn python() -> Option<String> {
+    match std::env::var("MEMORIA_TEST_MCP_PYTHON") {
+        Ok(python) => Some(python),
+        Err(_) => {
+            eprintln!(
+                "note: MEMORIA_TEST_MCP_PYTHON is not set; skipping the MCP client tests \
+                 (.ci/run sets it)"
+            );
+            None
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The bundled example workspace, copied (the server watches it).
+fn workspace(root: &Path) -> PathBuf {
+    let ws = root.join("ws");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace"),
+        &ws,
+    );
+    ws
+}
+
+/// The global options both the CLI and the server get.
+fn globals(root: &Path, ws: &Path, provider: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--state-dir".to_string(),
+        root.join("state").display().to_string(),
+        "--workspace".into(),
+        ws.display().to_string(),
+    ];
+    args.extend(provider.iter().map(|s| s.to_string()));
+    args
+}
+
+/// `memoria ARGS --json`'s stdout, without its final newline.
+fn cli(globals: &[String], args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+        .args(globals)
+        .args(args)
+        .env_remove("OPENCLAW_CONFIG_PATH")
+        .env_remove("OPENCLAW_STATE_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memoria {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.strip_suffix('\n').unwrap().to_string()
+}
+
+/// Runs the Python client against `memoria GLOBALS mcp` with `calls`.
+fn client(python: &str, root: &Path, globals: &[String], calls: Value) -> Value {
+    let mut args = globals.to_vec();
+    args.push("mcp".into());
+    let spec = json!({
+        "command": env!("CARGO_BIN_EXE_memoria"),
+        "args": args,
+        "env": {"MEMORIA_LOG": "warn"},
+        "calls": calls,
+    });
+    let spec_file = root.join(format!("spec-{}.json", calls.as_array().unwrap().len()));
+    fs::write(&spec_file, spec.to_string()).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(&spec_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the MCP client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        panic!(
+            "client output is not JSON ({err}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// A successful call's text, checked against its structured content.
+fn ok_text(call: &Value, is_error: bool) -> String {
+    let result = &call["result"];
+    assert!(result.is_object(), "expected a result, got {call}");
+    assert_eq!(result["isError"], is_error, "{call}");
+    assert_eq!(result["contentCount"], 1, "one text item: {call}");
+    let text = result["text"].as_str().unwrap().to_string();
+    let parsed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        parsed, result["structured"],
+        "text and structuredContent agree"
+    );
+    text
+}
+
+fn error_message(call: &Value) -> String {
+    let error = &call["error"];
+    assert_eq!(error["code"], -32602, "invalid_params: {call}");
+    error["message"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = workspace(tmp.path());
+    let g = globals(tmp.path(), &ws, &["--provider", "none"]);
+    cli(&g, &["index"]);
+
+    let searches: &[(&[&str], Value)] = &[
+        (
+            &["postgres cutover downtime"],
+            json!({"query": "postgres cutover downtime"}),
+        ),
+        (
+            &["lisboa", "--max-results", "2", "--min-score", "0.1"],
+            json!({"query": "lisboa", "maxResults": 2, "minScore": 0.1}),
+        ),
+        (
+            &["日本 旅行"],
+            json!({"query": "日本 旅行", "corpus": "memory"}),
+        ),
+        (
+            &["zzzz-nothing-matches"],
+            json!({"query": "zzzz-nothing-matches"}),
+        ),
+    ];
+    let gets: &[(&[&str], Value)] = &[
+        (&["MEMORY.md"], json!({"path": "MEMORY.md"})),
+        (
+            &["memory/2026-11-14.md", "--from", "2", "--lines", "3"],
+            json!({"path": "memory/2026-11-14.md", "from": 2, "lines": 3}),
+        ),
+        (
+            &["memory/none-such.md"],
+            json!({"path": "memory/none-such.md"}),
+        ),
+    ];
+    let mut calls: Vec<Value> = Vec::new();
+    for (_, arguments) in searches {
+        calls.push(json!({"name": "memory_search", "arguments": arguments}));
+    }
+    for (_, arguments) in gets {
+        calls.push(json!({"name": "memory_get", "arguments": arguments}));
+    }
+    let bad = [
+        (
+            json!({"name": "memory_search", "arguments": {"query": "x", "maxResults": 0}}),
+            "`maxResults`",
+        ),
+        (
+            json!({"name": "memory_search", "arguments": {"query": 7}}),
+            "`query`: expected a string",
+        ),
+        (
+            json!({"name": "memory_search", "arguments": {}}),
+            "`query` is required",
+        ),
+        (
+            json!({"name": "memory_search", "arguments": {"query": "x", "corpus": "mail"}}),
+            "`corpus`",
+        ),
+        (
+            json!({"name": "memory_search", "arguments": {"query": "x", "limit": 3}}),
+            "unknown argument `limit`",
+        ),
+        (
+            json!({"name": "memory_get", "arguments": {"path": "MEMORY.md", "from": "2"}}),
+            "`from`",
+        ),
+        (
+            json!({"name": "memory_forget", "arguments": {}}),
+            "unknown tool \"memory_forget\"",
+        ),
+    ];
+    for (call, _) in &bad {
+        calls.push(call.clone());
+    }
+    // A refused path is a tool result with isError and the SPEC payload; the server keeps
+    // serving after every error.
+    calls.push(json!({"name": "memory_get", "arguments": {"path": "../outside.md"}}));
+    calls.push(json!({"name": "memory_search", "arguments": searches[0].1}));
+
+    let out = client(&python, tmp.path(), &g, Value::Array(calls));
+    assert_eq!(out["serverName"], "memoria");
+    let tools: Vec<&str> = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["memory_search", "memory_get"]);
+    assert_eq!(out["tools"][0]["inputSchema"]["required"], json!(["query"]));
+    assert_eq!(out["tools"][1]["inputSchema"]["required"], json!(["path"]));
+    assert!(
+        out["tools"][0]["inputSchema"]["properties"]
+            .get("agent")
+            .is_none(),
+        "one agent: no agent argument offered"
+    );
+
+    let results = out["calls"].as_array().unwrap();
+    let mut i = 0;
+    for (args, _) in searches {
+        let mut cli_args = vec!["search"];
+        cli_args.extend_from_slice(args);
+        cli_args.push("--json");
+        assert_eq!(ok_text(&results[i], false), cli(&g, &cli_args), "{args:?}");
+        i += 1;
+    }
+    for (args, _) in gets {
+        let mut cli_args = vec!["get"];
+        cli_args.extend_from_slice(args);
+        cli_args.push("--json");
+        assert_eq!(ok_text(&results[i], false), cli(&g, &cli_args), "{args:?}");
+        i += 1;
+    }
+    for (_, names) in &bad {
+        let message = error_message(&results[i]);
+        assert!(message.contains(names), "{message:?} should name {names}");
+        i += 1;
+    }
+    let refused: Value = serde_json::from_str(&ok_text(&results[i], true)).unwrap();
+    assert_eq!(refused["disabled"], true);
+    assert!(refused["error"].as_str().unwrap().contains("../outside.md"));
+    assert_eq!(
+        ok_text(&results[i + 1], false),
+        cli(&g, &["search", "postgres cutover downtime", "--json"])
+    );
+}
+
+#[test]
+fn one_server_serves_two_agents() {
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let ws_a = workspace(tmp.path());
+    let ws_b = tmp.path().join("ws-b");
+    fs::create_dir_all(ws_b.join("memory")).unwrap();
+    fs::write(ws_b.join("MEMORY.md"), "Agent b keeps bees: three hives.\n").unwrap();
+    let config = tmp.path().join("openclaw.json");
+    fs::write(
+        &config,
+        json!({"agents": {"list": [
+            {"id": "a", "workspace": ws_a},
+            {"id": "b", "workspace": ws_b},
+        ]}})
+        .to_string(),
+    )
+    .unwrap();
+    let g = vec![
+        "--state-dir".to_string(),
+        tmp.path().join("state").display().to_string(),
+        "--config".into(),
+        config.display().to_string(),
+        "--provider".into(),
+        "none".into(),
+        "--agent".into(),
+        "a".into(),
+        "--agent".into(),
+        "b".into(),
+    ];
+    let calls = json!([
+        {"name": "memory_search", "arguments": {"query": "hives"}},
+        {"name": "memory_search", "arguments": {"query": "hives", "agent": "b"}},
+        {"name": "memory_search", "arguments": {"query": "postgres", "agent": "a"}},
+        {"name": "memory_search", "arguments": {"query": "x", "agent": "c"}},
+    ]);
+    let out = client(&python, tmp.path(), &g, calls);
+    let schema = &out["tools"][0]["inputSchema"]["properties"]["agent"];
+    assert_eq!(schema["enum"], json!(["a", "b"]));
+    let hits = |i: usize| -> Vec<String> {
+        let payload: Value = serde_json::from_str(&ok_text(&out["calls"][i], false)).unwrap();
+        payload["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        hits(0).is_empty(),
+        "the first agent is the default: a has no bees"
+    );
+    assert_eq!(hits(1), ["MEMORY.md"]);
+    assert!(!hits(2).is_empty());
+    assert!(error_message(&out["calls"][3]).contains("does not serve \"c\""));
+}
+
+#[test]
+fn hybrid_search_with_the_real_model_matches_the_cli() {
+    let Some(python) = python() else { return };
+    let Some(model) = std::env::var_os("MEMORIA_TEST_MODEL_DIR") else {
+        eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping the hybrid MCP test");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = workspace(tmp.path());
+    let model = PathBuf::from(model).display().to_string();
+    let g = globals(tmp.path(), &ws, &["--provider", "local", "--model", &model]);
+    cli(&g, &["index"]);
+    let query = "when did the database move finish?";
+    let out = client(
+        &python,
+        tmp.path(),
+        &g,
+        json!([{"name": "memory_search", "arguments": {"query": query}}]),
+    );
+    let text = ok_text(&out["calls"][0], false);
+    let payload: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(payload["mode"], "hybrid", "{payload}");
+    assert_eq!(text, cli(&g, &["search", query, "--json"]));
+}
