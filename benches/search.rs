@@ -54,6 +54,10 @@ use workspace::{generate_workspace, queries, vocabulary};
 
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
+/// The `memoria mcp` server itself, served here over an in-memory pipe.
+#[path = "../src/cli/mcp.rs"]
+#[allow(dead_code)]
+mod mcp;
 use hash_embedder::HashEmbedder;
 
 const DIMS: usize = 768;
@@ -237,4 +241,79 @@ fn main() {
         report.chunks,
         sample.len()
     );
+
+    // The same through MCP: the `memoria mcp` server with a live sync (watcher on), a
+    // client sending JSON-RPC `tools/call` lines and reading each response.
+    let memory = Arc::new(memory);
+    let live = memory.start_live(|_| {}).expect("start the live sync");
+    let times = mcp_search_times(memory.clone(), sample);
+    let (p50, p99) = percentiles(times);
+    println!(
+        "MCP memory_search round trip (JSON-RPC over a pipe, watcher on) with EmbeddingGemma \
+         (CPU) at {} chunks: p50 {p50:.1} ms, p99 {p99:.1} ms ({} queries)",
+        report.chunks,
+        sample.len()
+    );
+    live.stop();
+}
+
+/// Wall-clock milliseconds of each `tools/call memory_search` through the MCP server, from
+/// writing the request line to reading the whole response line (after 10 warm-up calls).
+fn mcp_search_times(memory: Arc<Memory>, queries: &[String]) -> Vec<f64> {
+    use rmcp::ServiceExt;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let agents = vec![mcp::Agent {
+            id: "bench".into(),
+            memory,
+        }];
+        tokio::spawn(async move {
+            let running = mcp::Server::new(agents)
+                .serve((server_read, server_write))
+                .await
+                .expect("MCP initialisation");
+            let _ = running.waiting().await;
+        });
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = BufReader::new(read).lines();
+        let mut send = async |message: serde_json::Value| {
+            let mut line = message.to_string();
+            line.push('\n');
+            write.write_all(line.as_bytes()).await.expect("write");
+        };
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"}}}),
+        )
+        .await;
+        lines
+            .next_line()
+            .await
+            .expect("read")
+            .expect("initialize result");
+        send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        let mut times = Vec::new();
+        for (i, query) in queries[..10].iter().chain(queries).enumerate() {
+            let started = Instant::now();
+            send(
+                serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                "params": {"name": "memory_search", "arguments": {"query": query}}}),
+            )
+            .await;
+            let line = lines.next_line().await.expect("read").expect("a response");
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            assert!(line.contains("\"mode\":\"hybrid\""), "{line}");
+            if i >= 10 {
+                times.push(ms);
+            }
+        }
+        times
+    })
 }

@@ -568,10 +568,45 @@ fn index(memory: Memory, force: bool) -> Result<ExitCode> {
 fn watch_command(memory: Memory) -> Result<ExitCode> {
     let memory = std::sync::Arc::new(memory);
     let live = memory.start_live(|event| eprintln!("{}", live_line(event)))?;
-    wait_for_shutdown()?;
-    eprintln!("stopping: a sync in progress finishes its current batch first");
-    live.stop();
-    Ok(ExitCode::SUCCESS)
+    let runtime = runtime()?;
+    runtime.block_on(shutdown_signal())?;
+    stop_live(&runtime, vec![live])
+}
+
+/// Stops the live syncs: a sync in progress finishes first, unless a second Ctrl-C or
+/// SIGTERM arrives, which exits at once (every commit is atomic, so the index stays
+/// consistent either way; the next sync redoes the interrupted work).
+fn stop_live(runtime: &tokio::runtime::Runtime, live: Vec<memoria::LiveSync>) -> Result<ExitCode> {
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        for sync in live {
+            sync.stop();
+        }
+        let _ = done_tx.send(());
+    });
+    runtime.block_on(async {
+        tokio::select! {
+            _ = done_rx => Ok(ExitCode::SUCCESS),
+            _ = async {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                eprintln!(
+                    "stopping: the sync in progress finishes first (Ctrl-C again to quit now; \
+                     the index stays consistent)"
+                );
+                let _ = shutdown_signal().await;
+            } => {
+                eprintln!("quitting without waiting for the sync in progress");
+                Ok(ExitCode::from(130))
+            }
+        }
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 /// `memoria mcp`: one memory and one live sync per agent, served over stdio until the client
@@ -601,17 +636,9 @@ fn mcp_command(cli: &Cli) -> Result<ExitCode> {
             memory,
         });
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the MCP runtime")?;
+    let runtime = runtime()?;
     runtime.block_on(mcp::serve(mcp::Server::new(agents), shutdown_signal()))?;
-    // Searches still running on the blocking pool finish before the process exits.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(10));
-    for sync in live {
-        sync.stop();
-    }
-    Ok(ExitCode::SUCCESS)
+    stop_live(&runtime, live)
 }
 
 /// One log line for a live-sync event.
@@ -673,15 +700,6 @@ fn clock() -> String {
         .map_or(0, |d| d.as_secs());
     let day = secs % 86_400;
     format!("{:02}:{:02}:{:02}Z", day / 3600, day % 3600 / 60, day % 60)
-}
-
-/// Blocks until Ctrl-C (SIGINT) or SIGTERM.
-fn wait_for_shutdown() -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the signal handler")?;
-    runtime.block_on(shutdown_signal())
 }
 
 /// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
