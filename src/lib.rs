@@ -478,6 +478,14 @@ impl Memory {
                 )),
             }
         }
+        // This process's live sync, else another process's (its `live.json`).
+        let live = match self.live_link() {
+            Some(link) => Some(link.status()),
+            None => live::heartbeat_of(self.dir.root()).unwrap_or_else(|warning| {
+                warnings.push(warning);
+                None
+            }),
+        };
         Ok(Status {
             agent_id: self.settings.agent_id.clone(),
             agent_dir: self.dir.root().display().to_string(),
@@ -494,7 +502,7 @@ impl Memory {
             fallback: served.fallback,
             dirty,
             synced_at: manifest.map(|m| m.stats.synced_at),
-            live: self.live_link().map(|link| link.status()),
+            live,
             warnings,
         })
     }

@@ -42,9 +42,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
+use crate::index::atomic::write_atomic;
 use crate::workspace::absolute_in;
 use crate::{Error, Memory, SyncReport};
 
@@ -65,7 +66,7 @@ const DEBOUNCE_TICK: Duration = Duration::from_millis(100);
 const FIRST_INDEX_WAIT: Duration = Duration::from_secs(600);
 
 /// What the watcher is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WatcherState {
     /// File-system events trigger syncs; searches skip the workspace listing.
@@ -77,9 +78,12 @@ pub enum WatcherState {
 }
 
 /// The live sync's state, as `status` reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LiveStatus {
+    /// The process running the live sync (`status` from another process reads it from
+    /// the agent directory's `live.json`).
+    pub pid: u32,
     /// `watching`, `polling` or `off`.
     pub watcher: WatcherState,
     /// Why the watcher is polling or off, or the last change of its roots.
@@ -99,6 +103,7 @@ pub struct LiveStatus {
 impl LiveStatus {
     fn starting() -> LiveStatus {
         LiveStatus {
+            pid: std::process::id(),
             watcher: WatcherState::Off,
             reason: Some("starting".into()),
             roots: Vec::new(),
@@ -138,6 +143,8 @@ pub(crate) struct Link {
     tx: Mutex<Sender<Trigger>>,
     state: Mutex<LiveStatus>,
     changed: Condvar,
+    /// `<agent dir>/live.json`: the state, for `status` in other processes.
+    heartbeat: PathBuf,
 }
 
 impl Link {
@@ -188,8 +195,68 @@ impl Link {
         let mut state = self.state();
         change(&mut state);
         self.changed.notify_all();
+        self.publish(&state);
         state.clone()
     }
+
+    /// Writes the state to `live.json` once the agent directory exists (a live sync never
+    /// creates it before its first sync; a read-only directory only loses the heartbeat).
+    fn publish(&self, state: &LiveStatus) {
+        if !self.heartbeat.parent().is_some_and(Path::is_dir) {
+            return;
+        }
+        let Ok(bytes) = serde_json::to_vec_pretty(state) else {
+            return;
+        };
+        if let Err(err) = write_atomic(&self.heartbeat, &bytes) {
+            tracing::debug!("{}: {err}", self.heartbeat.display());
+        }
+    }
+
+    /// Removes `live.json` if this process wrote it.
+    fn unpublish(&self) {
+        if read_heartbeat(&self.heartbeat).is_some_and(|s| s.pid == std::process::id()) {
+            let _ = std::fs::remove_file(&self.heartbeat);
+        }
+    }
+}
+
+/// The file a live sync keeps its state in, in the agent directory.
+pub const HEARTBEAT_FILE: &str = "live.json";
+
+fn read_heartbeat(path: &Path) -> Option<LiveStatus> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Another process's live sync of the agent directory at `root`, from its `live.json`:
+/// `Ok(None)` when there is none, `Err(warning)` when the process that wrote it is gone.
+pub(crate) fn heartbeat_of(root: &Path) -> Result<Option<LiveStatus>, String> {
+    let path = root.join(HEARTBEAT_FILE);
+    let Some(status) = read_heartbeat(&path) else {
+        return Ok(None);
+    };
+    if process_alive(status.pid) {
+        Ok(Some(status))
+    } else {
+        Err(format!(
+            "{}: the live sync of process {} ended without saying so (killed?); nothing \
+             keeps this index fresh but searches and `memoria index`",
+            path.display(),
+            status.pid
+        ))
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Without /proc the heartbeat is trusted.
+#[cfg(not(target_os = "linux"))]
+fn process_alive(_pid: u32) -> bool {
+    true
 }
 
 /// How long a search of a memory with no index yet waits for the live sync's first one.
@@ -198,8 +265,8 @@ pub(crate) fn first_index_wait() -> Duration {
 }
 
 /// A running live sync. Dropping it (or [`LiveSync::stop`]) stops the worker and the
-/// watcher; a sync in progress finishes its current batch first (syncs commit atomically,
-/// so nothing is left half-written either way).
+/// watcher; a sync in progress finishes first (syncs commit atomically, so nothing is left
+/// half-written even when the process is killed instead).
 pub struct LiveSync {
     link: Arc<Link>,
     thread: Option<JoinHandle<()>>,
@@ -220,6 +287,7 @@ impl LiveSync {
         self.link.send(Trigger::Stop);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+            self.link.unpublish();
         }
     }
 }
@@ -240,6 +308,7 @@ pub(crate) fn start(
         tx: Mutex::new(tx.clone()),
         state: Mutex::new(LiveStatus::starting()),
         changed: Condvar::new(),
+        heartbeat: memory.agent_dir().root().join(HEARTBEAT_FILE),
     });
     let worker_link = link.clone();
     let thread = std::thread::Builder::new()

@@ -477,3 +477,35 @@ fn live_sessions_are_watched_from_before_their_directory_exists() {
     let scratch = tmp.path().join("scratch");
     converges(&live.memory, &live.settings, &scratch, &["tamarind"]);
 }
+
+#[test]
+fn other_processes_see_the_live_sync_in_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(tmp.path());
+    let live = start(s.clone());
+    // Another `Memory` of the same agent (as `memoria status` in another process).
+    let other = Memory::open(s.clone()).unwrap();
+    let seen = other.status().unwrap().live.expect("live.json is read");
+    assert_eq!(seen.pid, std::process::id());
+    assert_eq!(seen.watcher, WatcherState::Watching);
+    assert!(seen.syncs >= 1, "{seen:?}");
+    let heartbeat = other.agent_dir().root().join("live.json");
+    drop(live);
+    assert!(!heartbeat.exists(), "stopping removes live.json");
+    assert!(other.status().unwrap().live.is_none());
+    // A live sync that was killed leaves its file: status says so.
+    let dead = serde_json::json!({"pid": u32::MAX, "watcher": "watching", "reason": null,
+        "roots": [], "pollIntervalMs": null, "syncs": 3, "lastSyncAt": null,
+        "lastSyncError": null});
+    fs::write(&heartbeat, dead.to_string()).unwrap();
+    let status = other.status().unwrap();
+    assert!(status.live.is_none());
+    assert!(
+        status
+            .warnings
+            .iter()
+            .any(|w| w.contains("ended without saying so")),
+        "{:?}",
+        status.warnings
+    );
+}

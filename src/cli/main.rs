@@ -348,6 +348,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         "yes"
                     }
                 );
+                match &status.live {
+                    Some(live) => {
+                        let state = match live.watcher {
+                            WatcherState::Watching => "watching",
+                            WatcherState::Polling => "polling",
+                            WatcherState::Off => "watcher off",
+                        };
+                        let mut line =
+                            format!("{state} (process {}, {} syncs", live.pid, live.syncs);
+                        if let Some(at) = live.last_sync_at {
+                            line.push_str(&format!(", last at unix {at}"));
+                        }
+                        line.push(')');
+                        if let Some(reason) = &live.reason {
+                            line.push_str(&format!(": {reason}"));
+                        }
+                        println!("live         {line}");
+                        if let Some(error) = &live.last_sync_error {
+                            println!("live error   {error}");
+                        }
+                    }
+                    None => println!(
+                        "live         no live sync (`memoria mcp` or `memoria watch` keep the \
+                         index fresh)"
+                    ),
+                }
                 for warning in &status.warnings {
                     println!("warning      {warning}");
                 }

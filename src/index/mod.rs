@@ -25,7 +25,7 @@
 //!   between the two commits), the writer rebuilds it from the catalog.
 
 pub(crate) mod analyzer;
-mod atomic;
+pub(crate) mod atomic;
 pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod text;
