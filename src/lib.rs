@@ -83,6 +83,7 @@ pub use workspace::read_text;
 pub mod internals {
     pub use crate::index::analyzer::{terms, AnalyzerMode};
     pub use crate::index::vector::{VectorIndex, VectorParams};
+    pub use crate::session::{redact, transcript, Transcript};
 }
 
 /// One agent's memory: configuration, workspace and agent directory.

@@ -1,5 +1,6 @@
 //! Property-based fuzzing of every parser that reads user input: the Markdown chunker, the
-//! JSON5 config (text and resolved values), and the query/document analyzer. Each target
+//! JSON5 config (text and resolved values), the query/document analyzer, and session
+//! transcripts (JSONL). Each target
 //! runs `MEMORIA_FUZZ_CASES` generated inputs (default 2,000; CI uses the default) and
 //! must never panic; the chunker's output must also stay well-formed. The seed is fixed,
 //! so every run (CI's included) tries the same inputs and a failure reproduces.
@@ -9,7 +10,7 @@
 use std::path::Path;
 
 use memoria::config::{self, Env};
-use memoria::internals::{terms, AnalyzerMode};
+use memoria::internals::{redact, terms, transcript, AnalyzerMode};
 use memoria::{chunk_markdown, ChunkParams};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -179,5 +180,71 @@ fn analyzer_never_panics() {
                 assert!(term.len() <= 128, "{} bytes", term.len());
             }
         }
+    });
+}
+
+/// JSONL as OpenClaw writes it, damaged: message records (string or array content, any
+/// role), other records, secrets, broken lines, blank lines, CRLF, NUL, odd Unicode.
+fn jsonlish() -> impl Strategy<Value = String> {
+    let text = "[a-zA-Z0-9 .,:/@=_-]{0,60}|[记忆😀é\u{301}\u{0}\t\n\\\"]{0,20}";
+    let record = prop_oneof![
+        (
+            prop_oneof![
+                Just("user"),
+                Just("assistant"),
+                Just("system"),
+                Just("tool")
+            ],
+            text
+        )
+            .prop_map(|(role, text)| serde_json::json!({"type": "message",
+                "message": {"role": role, "content": text}})
+            .to_string()),
+        (text, text).prop_map(|(a, b)| serde_json::json!({"type": "message",
+            "message": {"role": "assistant", "content": [
+                {"type": "text", "text": a}, {"type": "toolCall", "name": "x"},
+                {"type": "text", "text": b}]}})
+        .to_string()),
+        Just(r#"{"type":"session","id":"s"}"#.to_string()),
+        Just(r#"{"type":"message","message":{"role":"user","content":42}}"#.to_string()),
+        Just(r#"{"type":"message","message":null}"#.to_string()),
+        text.prop_map(
+            |text| serde_json::json!({"type": "message", "message": {"role": "user",
+            "content": format!("{text} key sk-abcdefghijklmnopqrstuvwx {text}")}})
+            .to_string()
+        ),
+        Just("{broken".to_string()),
+        Just(String::new()),
+        "[\\{}\\[\\]\":,a-z0-9 ]{0,40}",
+    ];
+    (proptest::collection::vec(record, 0..40), any::<bool>())
+        .prop_map(|(lines, crlf)| lines.join(if crlf { "\r\n" } else { "\n" }))
+}
+
+#[test]
+fn transcripts_never_panic_and_cite_real_lines_in_order() {
+    fuzz("session transcript", jsonlish(), |jsonl| {
+        let input_lines = jsonl.lines().count();
+        let t = transcript(&jsonl, "sessions/fuzz.jsonl");
+        assert_eq!(t.text.lines().count(), t.source_lines.len(), "{jsonl:?}");
+        assert!(t.source_lines.windows(2).all(|w| w[0] < w[1]), "{jsonl:?}");
+        assert!(
+            t.source_lines.iter().all(|&l| l >= 1 && l <= input_lines),
+            "{jsonl:?}"
+        );
+        for line in t.text.lines() {
+            assert!(
+                line.starts_with("User: ") || line.starts_with("Assistant: "),
+                "{line:?}"
+            );
+        }
+        assert!(
+            !t.text.contains("sk-abcdefghijklmnop"),
+            "secrets are redacted: {jsonl:?}"
+        );
+        for w in &t.warnings {
+            assert!(w.starts_with("sessions/fuzz.jsonl:"), "{w}");
+        }
+        let _ = redact(&jsonl);
     });
 }

@@ -509,3 +509,32 @@ fn other_processes_see_the_live_sync_in_status() {
         status.warnings
     );
 }
+
+#[test]
+fn a_busy_index_is_retried_while_searches_keep_answering() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(tmp.path());
+    let ws = s.workspace.clone();
+    write(&ws.join("memory/a.md"), "Old note: walnut.\n");
+    let live = start(s);
+    // Another writer (as `memoria index` in another process) holds the lock.
+    let other = Memory::open(live.settings.clone()).unwrap();
+    let lock = other.agent_dir().lock_writer().unwrap();
+    write(&ws.join("memory/b.md"), "New note: hazelnut.\n");
+    let started = Instant::now();
+    while !live.events.lock().unwrap().iter().any(|e| e == "Busy") {
+        assert!(started.elapsed() < CONVERGE_WITHIN, "{:?}", live.events);
+        // Searches answer from the last index meanwhile.
+        assert_eq!(found(&live.memory, "walnut").len(), 1);
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(found(&live.memory, "hazelnut").is_empty());
+    drop(lock);
+    let scratch = tmp.path().join("scratch");
+    converges(
+        &live.memory,
+        &live.settings,
+        &scratch,
+        &["hazelnut", "walnut"],
+    );
+}
