@@ -615,3 +615,78 @@ fn errors_say_their_cause_once() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.matches("Not a directory").count(), 1, "{stderr}");
 }
+
+#[test]
+fn cli_ergonomics_citations_stdin_and_short_options() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    // `-n` is --max-results.
+    let payload = json(
+        state.path(),
+        &ws,
+        &["search", "postgres", "-n", "1", "--json"],
+    );
+    assert_eq!(payload["results"].as_array().unwrap().len(), 1);
+    // `get` takes the citation `search` prints, in both forms.
+    let cited = payload["results"][0]["citation"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (path, range) = cited.split_once("#L").unwrap();
+    let (start, end) = range.split_once("-L").unwrap();
+    let want = json(
+        state.path(),
+        &ws,
+        &[
+            "get",
+            path,
+            "--from",
+            start,
+            "--lines",
+            &format!(
+                "{}",
+                end.parse::<i64>().unwrap() - start.parse::<i64>().unwrap() + 1
+            ),
+            "--json",
+        ],
+    );
+    let colon = format!("{path}:{start}-{end}");
+    for form in [cited.as_str(), colon.as_str()] {
+        let got = json(state.path(), &ws, &["get", form, "--json"]);
+        assert_eq!(got["text"], want["text"], "{form}");
+        assert_eq!(got["path"], path);
+    }
+    // A range given twice is refused.
+    let out = memoria(state.path(), &ws, &["get", &cited, "--from", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("names a line range already"));
+    // `--queries -` reads stdin.
+    let mut child = memoria(state.path(), &ws, &["search", "--queries", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"{\"id\": 7, \"query\": \"Miso vaccine\"}\n")
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["id"], 7);
+    assert_eq!(line["results"][0]["path"], "memory/2026-11-15.md");
+    // "1 chunk", not "1 chunks".
+    let one = tempfile::tempdir().unwrap();
+    fs::write(one.path().join("MEMORY.md"), "One short note.\n").unwrap();
+    let out = run(state.path(), one.path(), &["--agent", "one", "index"]);
+    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        summary.contains("indexed 1 file (1 changed, 0 removed), 1 chunk in"),
+        "{summary}"
+    );
+}

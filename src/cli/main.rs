@@ -63,12 +63,15 @@ enum Command {
     Search {
         /// The query (or use --queries).
         query: Option<String>,
-        /// JSONL file of {"id": …, "query": …}: one JSON payload line per query.
+        /// JSONL file of {"id": …, "query": …} (`-` reads stdin): one JSON payload line per
+        /// query.
         #[arg(long, value_name = "FILE", conflicts_with = "query")]
         queries: Option<PathBuf>,
-        #[arg(long)]
+        /// Results to return (default: the config's query.maxResults, 6).
+        #[arg(short = 'n', long, value_name = "N")]
         max_results: Option<usize>,
-        #[arg(long)]
+        /// Lowest score returned, 0 to 1 (default: the config's query.minScore, 0.35).
+        #[arg(long, value_name = "X")]
         min_score: Option<f64>,
         /// Which sources to search: memory, sessions or all (default: every enabled one).
         #[arg(long, value_enum, default_value = "all")]
@@ -79,6 +82,8 @@ enum Command {
     },
     /// Read lines of a memory file (the memory_get tool).
     Get {
+        /// A memory file relative to the workspace, or a citation as `search` prints it
+        /// (`memory/x.md#L3-L8`, `memory/x.md:3-8`).
         path: String,
         /// First line (1-based).
         #[arg(long)]
@@ -86,11 +91,13 @@ enum Command {
         /// Number of lines.
         #[arg(long)]
         lines: Option<i64>,
+        /// Print the memory_get tool payload verbatim.
         #[arg(long)]
         json: bool,
     },
     /// Show the agent directory, index identity, counts and warnings.
     Status {
+        /// Print the status as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -297,7 +304,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => {
             let memory = open_memory(&cli, settings)?;
-            let payload = memory.memory_get(path, *from, *lines);
+            let (path, from, lines) = match citation(path) {
+                Some(_) if from.is_some() || lines.is_some() => {
+                    bail!("{path} names a line range already: drop --from/--lines, or the range")
+                }
+                Some((file, start, count)) => (file, Some(start), Some(count)),
+                None => (path.as_str(), *from, *lines),
+            };
+            let payload = memory.memory_get(path, from, lines);
             if *json {
                 println!("{}", serde_json::to_string(&payload)?);
                 return Ok(ExitCode::SUCCESS);
@@ -406,9 +420,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string(&rows)?);
             } else {
                 println!(
-                    "{}: {} chunks (budget {} chars, overlap {} chars)",
+                    "{}: {} (budget {} chars, overlap {} chars)",
                     file.display(),
-                    chunks.len(),
+                    count(chunks.len() as u64, "chunk"),
                     params.max_chars(),
                     params.overlap_chars()
                 );
@@ -574,11 +588,11 @@ fn index(memory: Memory, force: bool) -> Result<ExitCode> {
         n => format!(", {n} warnings (above; `memoria status` lists them)"),
     };
     println!(
-        "indexed {} files ({} changed, {} removed), {} chunks in {:.2}s{}{skipped} → {}",
-        report.files,
+        "indexed {} ({} changed, {} removed), {} in {:.2}s{}{skipped} → {}",
+        count(report.files as u64, "file"),
         report.indexed,
         report.removed,
-        report.chunks,
+        count(report.chunks, "chunk"),
         report.seconds,
         if report.rebuilt {
             " (new generation)"
@@ -635,6 +649,38 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// `n noun` or `n nouns`.
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A citation as `search` prints it, `path#L3-L8` / `path#L3` / `path:3-8` / `path:3`, as
+/// (path, first line, number of lines); `None` for a plain path.
+fn citation(text: &str) -> Option<(&str, i64, i64)> {
+    let (path, range) = match text.rsplit_once("#L") {
+        Some((path, range)) => (path, range.replacen("-L", "-", 1)),
+        None => {
+            let (path, range) = text.rsplit_once(':')?;
+            (path, range.to_string())
+        }
+    };
+    if !path.ends_with(".md") {
+        return None;
+    }
+    let (start, end) = match range.split_once('-') {
+        Some((start, end)) => (start.parse::<i64>().ok()?, end.parse::<i64>().ok()?),
+        None => {
+            let line = range.parse::<i64>().ok()?;
+            (line, line)
+        }
+    };
+    (start >= 1 && end >= start).then_some((path, start, end - start + 1))
+}
+
 /// `memoria mcp`: one memory and one live sync per agent, served over stdio until the client
 /// closes the stream, Ctrl-C or SIGTERM.
 fn mcp_command(cli: &Cli) -> Result<ExitCode> {
@@ -673,8 +719,11 @@ fn live_line(event: &LiveEvent) -> String {
     match event {
         LiveEvent::Synced(report) => {
             let mut line = format!(
-                "{now} synced: {} files ({} changed, {} removed), {} chunks",
-                report.files, report.indexed, report.removed, report.chunks
+                "{now} synced: {} ({} changed, {} removed), {}",
+                count(report.files as u64, "file"),
+                report.indexed,
+                report.removed,
+                count(report.chunks, "chunk")
             );
             if report.embedded + report.cached > 0 {
                 line.push_str(&format!(
@@ -791,9 +840,14 @@ fn search_one(
 }
 
 fn search_batch(memory: &Memory, file: &Path, options: &SearchOptions) -> Result<ExitCode> {
-    let reader = std::io::BufReader::new(
-        std::fs::File::open(file).with_context(|| format!("{}: cannot open", file.display()))?,
-    );
+    let reader: Box<dyn BufRead> = if file == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(
+            std::fs::File::open(file)
+                .with_context(|| format!("{}: cannot open", file.display()))?,
+        ))
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for (i, line) in reader.lines().enumerate() {
@@ -956,5 +1010,35 @@ fn pooled(results: &[eval::Metrics]) -> eval::Metrics {
         mrr: weight(&|m| m.mrr),
         ndcg10: None,
         empty: results.iter().map(|m| m.empty).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn citation_table() {
+        let cases = [
+            ("memory/x.md#L3-L8", Some(("memory/x.md", 3, 6))),
+            ("memory/x.md#L3", Some(("memory/x.md", 3, 1))),
+            ("memory/x.md:3-8", Some(("memory/x.md", 3, 6))),
+            ("memory/x.md:3", Some(("memory/x.md", 3, 1))),
+            ("MEMORY.md#L1-L17", Some(("MEMORY.md", 1, 17))),
+            ("memory/x.md", None),
+            ("memory/x.md#L8-L3", None),
+            ("memory/x.md#L0", None),
+            ("memory/x.md:abc", None),
+            ("memory/x.txt:3", None),
+            ("C:/notes/x.md", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(super::citation(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(super::count(0, "chunk"), "0 chunks");
+        assert_eq!(super::count(1, "chunk"), "1 chunk");
+        assert_eq!(super::count(2, "file"), "2 files");
     }
 }
