@@ -38,6 +38,13 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
                 .into(),
         );
     }
+    if pick(p, |l| &l.batch_enabled) == Some(true) {
+        warnings.push(
+            "remote.batch.enabled is true, but batch indexing is not implemented yet: memoria \
+             sends direct embedding requests"
+                .into(),
+        );
+    }
     let mut sources: Vec<Source> = configured_sources
         .into_iter()
         .filter(|s| *s != Source::Sessions || session_memory)

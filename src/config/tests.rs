@@ -442,6 +442,17 @@ fn unknown_keys_are_warnings() {
     assert!(with_ms("{provider: 'none'}").warnings.is_empty());
 }
 
+/// Accepted settings memoria does not act on yet are named in the warnings.
+#[test]
+fn settings_not_acted_on_are_warnings() {
+    let warnings = with_ms("{provider: 'openai', remote: {batch: {enabled: true}}}").warnings;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("remote.batch.enabled is true, but batch indexing"));
+    assert!(with_ms("{remote: {batch: {enabled: false}}}")
+        .warnings
+        .is_empty());
+}
+
 /// `remote.apiKey` is a string or OpenClaw's SecretRef object, resolved from the environment.
 #[test]
 fn api_keys_accept_secret_refs() {

@@ -20,6 +20,8 @@ mod locate;
 mod matmul;
 mod model_files;
 mod provider;
+#[cfg(feature = "remote")]
+mod remote;
 mod weights;
 
 use std::path::PathBuf;
@@ -122,6 +124,9 @@ pub enum EmbedError {
     /// An embedder (a library user's, or a remote one) failed.
     #[error("embedding failed: {0}")]
     Failed(String),
+    /// A remote provider failed (the message never contains the API key).
+    #[error("{provider} embeddings: {message}")]
+    Remote { provider: String, message: String },
     /// candle failed while running the model.
     #[error("inference failed: {0}")]
     Candle(#[from] candle_core::Error),

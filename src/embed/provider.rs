@@ -60,6 +60,8 @@ impl ResolvedEmbedder {
 }
 
 /// Resolves the configured provider to an embedder (SPEC §7), or says why there is none.
+/// When the provider cannot serve and `fallback` names another, that one is tried; the
+/// payloads then say what was configured and why something else serves.
 fn resolve_embedder(settings: &Settings, model_dir: Option<PathBuf>) -> ResolvedEmbedder {
     let none = |fallback: Option<Fallback>| ResolvedEmbedder {
         embedder: None,
@@ -67,60 +69,118 @@ fn resolve_embedder(settings: &Settings, model_dir: Option<PathBuf>) -> Resolved
         model: None,
         fallback,
     };
-    let local = |from: &str| -> ResolvedEmbedder {
-        let search = ModelSearch::from_process(
-            model_dir.clone(),
-            settings.local.model_path.clone(),
-            settings.local.model_cache_dir.as_ref().map(PathBuf::from),
-        );
-        let failed = |reason: String| {
-            none(Some(Fallback {
-                from: from.to_string(),
-                reason: format!("{reason}; keyword search only"),
-            }))
-        };
-        match resolve_model(&search) {
-            Ok(location) => match load_local(&location.dir) {
-                Ok(embedder) => ResolvedEmbedder {
-                    embedder: Some(embedder),
-                    provider: "local".into(),
-                    model: Some(
-                        settings
-                            .model
-                            .clone()
-                            .unwrap_or_else(|| "embeddinggemma-300m".into()),
-                    ),
-                    fallback: None,
-                },
-                Err(err) => failed(format!("{}: {err}", location.dir.display())),
-            },
-            Err(err) => failed(err.to_string()),
-        }
-    };
-    match settings.provider {
-        ProviderKind::None => none(None),
-        ProviderKind::Auto => local("auto"),
-        ProviderKind::Local => local("local"),
-        remote => {
-            let reason = format!(
-                "the {} embedding provider is not implemented in this build",
-                remote.as_str()
-            );
-            if settings.fallback == Some(ProviderKind::Local) {
-                let mut state = local(remote.as_str());
-                if state.embedder.is_some() {
-                    state.fallback = Some(Fallback {
-                        from: remote.as_str().into(),
-                        reason,
-                    });
-                }
-                state
-            } else {
-                none(Some(Fallback {
-                    from: remote.as_str().into(),
-                    reason: format!("{reason}; keyword search only"),
-                }))
-            }
-        }
+    let kind = settings.provider;
+    if kind == ProviderKind::None {
+        return none(None);
     }
+    let reason = match try_provider(kind, settings, &model_dir, settings.model.as_deref()) {
+        Ok(resolved) => return resolved,
+        Err(reason) => reason,
+    };
+    let from = kind.as_str().to_string();
+    let fallback = settings
+        .fallback
+        .filter(|f| !matches!(f, ProviderKind::None | ProviderKind::Auto) && *f != kind);
+    match fallback {
+        Some(other) => match try_provider(other, settings, &model_dir, None) {
+            Ok(mut resolved) => {
+                resolved.fallback = Some(Fallback { from, reason });
+                resolved
+            }
+            Err(also) => none(Some(Fallback {
+                from,
+                reason: format!(
+                    "{reason}; the fallback {} failed too: {also}; keyword search only",
+                    other.as_str()
+                ),
+            })),
+        },
+        None => none(Some(Fallback {
+            from,
+            reason: format!("{reason}; keyword search only"),
+        })),
+    }
+}
+
+/// One provider, ready to embed, or why not. `model` overrides the provider's default
+/// model (the configured `memorySearch.model` for the primary provider; a fallback uses
+/// its own default).
+fn try_provider(
+    kind: ProviderKind,
+    settings: &Settings,
+    model_dir: &Option<PathBuf>,
+    model: Option<&str>,
+) -> Result<ResolvedEmbedder, String> {
+    match kind {
+        ProviderKind::None => Err("no provider".into()),
+        ProviderKind::Local => try_local(settings, model_dir, model),
+        // OpenClaw's automatic order: a local model, then OpenAI when a key resolves.
+        ProviderKind::Auto => try_local(settings, model_dir, model).or_else(|local| {
+            if remote_key_resolves(settings) {
+                try_provider(ProviderKind::OpenAi, settings, model_dir, None)
+                    .map_err(|openai| format!("{local}; openai: {openai}"))
+            } else {
+                Err(local)
+            }
+        }),
+        #[cfg(feature = "remote")]
+        ProviderKind::OpenAi | ProviderKind::Mistral => {
+            let defaults = if kind == ProviderKind::Mistral {
+                &super::remote::MISTRAL
+            } else {
+                &super::remote::OPENAI
+            };
+            let env = |name: &str| std::env::var(name).ok();
+            super::remote::OpenAiCompatible::connect(defaults, settings, model, env)
+                .map(|client| ResolvedEmbedder {
+                    provider: kind.as_str().into(),
+                    model: Some(client.model().to_string()),
+                    embedder: Some(Arc::new(client)),
+                    fallback: None,
+                })
+                .map_err(|err| err.to_string())
+        }
+        other => Err(format!(
+            "the {} embedding provider is not implemented in this build",
+            other.as_str()
+        )),
+    }
+}
+
+/// True when an OpenAI key is configured or in the environment (the automatic order's
+/// second step).
+fn remote_key_resolves(settings: &Settings) -> bool {
+    if !cfg!(feature = "remote") {
+        return false;
+    }
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    settings
+        .remote
+        .api_key
+        .as_ref()
+        .and_then(|secret| secret.resolve(env))
+        .or_else(|| env("OPENAI_API_KEY"))
+        .is_some()
+}
+
+/// The local EmbeddingGemma model, loaded, or why not.
+fn try_local(
+    settings: &Settings,
+    model_dir: &Option<PathBuf>,
+    model: Option<&str>,
+) -> Result<ResolvedEmbedder, String> {
+    let search = ModelSearch::from_process(
+        model_dir.clone(),
+        settings.local.model_path.clone(),
+        settings.local.model_cache_dir.as_ref().map(PathBuf::from),
+    );
+    let location = resolve_model(&search).map_err(|err| err.to_string())?;
+    let embedder =
+        load_local(&location.dir).map_err(|err| format!("{}: {err}", location.dir.display()))?;
+    Ok(ResolvedEmbedder {
+        embedder: Some(embedder),
+        provider: "local".into(),
+        model: Some(model.unwrap_or("embeddinggemma-300m").to_string()),
+        fallback: None,
+    })
 }

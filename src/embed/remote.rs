@@ -1,0 +1,374 @@
+//! Remote embedding over HTTP in OpenAI's `/embeddings` wire format (SPEC §7), which
+//! OpenAI and every OpenAI-compatible endpoint speak (LM Studio, Ollama's `/v1`, vLLM, a
+//! gateway, set through `remote.baseUrl`).
+//!
+//! `POST {baseUrl}/embeddings` with `{"model", "input": [...]}` and `Authorization: Bearer
+//! <key>`; `remote.headers` are sent too and win over memoria's own. The answer's
+//! `data[].embedding` are matched to the inputs by `data[].index`, checked (count, length,
+//! finite values) and L2-normalised.
+//!
+//! **Robustness.** 429, 5xx, timeouts and connection failures are retried with exponential
+//! backoff and jitter, honouring `Retry-After`, within a bounded total time (60 s for a
+//! batch of documents, 10 s for a query: a search must not hang on a dead provider). Any
+//! other status is an error at once, naming the provider, the status and the answer.
+//!
+//! **Keys** come from `remote.apiKey` (a string or an `env` SecretRef), else the
+//! provider's environment variable (`OPENAI_API_KEY`). A key is sent in the
+//! `Authorization` header only: it is never part of the fingerprint (so never in the
+//! agent directory), a log line or an error message.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{EmbedError, EmbedKind, Embedder, Embedding};
+use crate::config::Settings;
+use crate::digest::sha256_hex;
+
+/// Inputs per request: keeps answers well under the body limit (64 × 3,072 floats).
+const BATCH: usize = 64;
+/// Largest answer read (a 64 × 3,072 answer is about 4 MB of JSON).
+const MAX_ANSWER_BYTES: u64 = 64 << 20;
+/// Time budget for one call, retries included.
+const DOCUMENT_BUDGET: Duration = Duration::from_secs(60);
+const QUERY_BUDGET: Duration = Duration::from_secs(10);
+/// One request's timeout.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// First retry delay; it doubles up to [`MAX_DELAY`].
+const FIRST_DELAY: Duration = Duration::from_millis(250);
+const MAX_DELAY: Duration = Duration::from_secs(8);
+
+/// An OpenAI-compatible embedding endpoint.
+pub(crate) struct OpenAiCompatible {
+    provider: &'static str,
+    url: String,
+    model: String,
+    key: Option<String>,
+    headers: Vec<(String, String)>,
+    dims: usize,
+    fingerprint: String,
+    agent: ureq::Agent,
+}
+
+/// What the provider defaults to.
+pub(crate) struct Defaults {
+    pub(crate) provider: &'static str,
+    pub(crate) base_url: &'static str,
+    pub(crate) model: &'static str,
+    pub(crate) key_var: &'static str,
+}
+
+/// Mistral's embeddings API (OpenAI's wire format).
+pub(crate) const MISTRAL: Defaults = Defaults {
+    provider: "mistral",
+    base_url: "https://api.mistral.ai/v1",
+    model: "mistral-embed",
+    key_var: "MISTRAL_API_KEY",
+};
+
+/// OpenAI's documented defaults.
+pub(crate) const OPENAI: Defaults = Defaults {
+    provider: "openai",
+    base_url: "https://api.openai.com/v1",
+    model: "text-embedding-3-small",
+    key_var: "OPENAI_API_KEY",
+};
+
+impl OpenAiCompatible {
+    /// The client `settings` describe, with its output length learnt from one probe
+    /// request (which also proves the endpoint, model and key work). `var` reads the
+    /// environment.
+    pub(crate) fn connect(
+        defaults: &Defaults,
+        settings: &Settings,
+        model: Option<&str>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<OpenAiCompatible, EmbedError> {
+        let base = settings
+            .remote
+            .base_url
+            .as_deref()
+            .unwrap_or(defaults.base_url)
+            .trim_end_matches('/');
+        let key = settings
+            .remote
+            .api_key
+            .as_ref()
+            .and_then(|secret| secret.resolve(&var))
+            .or_else(|| var(defaults.key_var).filter(|k| !k.is_empty()));
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut client = OpenAiCompatible {
+            provider: defaults.provider,
+            url: format!("{base}/embeddings"),
+            model: model.unwrap_or(defaults.model).to_string(),
+            key,
+            headers: settings
+                .remote
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            dims: 0,
+            fingerprint: String::new(),
+            agent,
+        };
+        if client.key.is_none() && base == defaults.base_url {
+            return Err(client.error(format!(
+                "no API key: set memorySearch.remote.apiKey or {}",
+                defaults.key_var
+            )));
+        }
+        let probe = client.request(&["dimension probe"], QUERY_BUDGET)?;
+        client.dims = probe.first().map_or(0, Vec::len);
+        if client.dims == 0 {
+            return Err(client.error("the probe answer has an empty embedding".into()));
+        }
+        // Header names only: their values may be credentials.
+        let header_names: Vec<&str> = client.headers.iter().map(|(k, _)| k.as_str()).collect();
+        client.fingerprint = format!(
+            "{}:{}:{}",
+            client.provider,
+            client.model,
+            &sha256_hex(
+                format!(
+                    "{}\0{}\0{}\0{}",
+                    client.url,
+                    client.model,
+                    client.dims,
+                    header_names.join(",")
+                )
+                .as_bytes()
+            )[..16]
+        );
+        Ok(client)
+    }
+
+    /// The model name, as payloads and the index identity report it.
+    pub(crate) fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn error(&self, message: String) -> EmbedError {
+        let message = match &self.key {
+            Some(key) if !key.is_empty() => message.replace(key.as_str(), "[REDACTED]"),
+            _ => message,
+        };
+        EmbedError::Remote {
+            provider: self.provider.to_string(),
+            message,
+        }
+    }
+
+    /// One call (one batch of inputs), retried within `budget`.
+    fn request(&self, inputs: &[&str], budget: Duration) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let started = Instant::now();
+        let body = json!({"model": self.model, "input": inputs});
+        let mut delay = FIRST_DELAY;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let (retry_after, failure) = match self.send(&body) {
+                Ok(Answer::Ok(text)) => return self.parse(&text, inputs.len()),
+                Ok(Answer::Retry {
+                    status,
+                    after,
+                    text,
+                }) => (after, format!("HTTP {status}: {}", excerpt(&text))),
+                Ok(Answer::Fatal { status, text }) => {
+                    return Err(self.error(format!(
+                        "{} answered HTTP {status}: {}",
+                        self.url,
+                        excerpt(&text)
+                    )))
+                }
+                Err(err) => (None, err),
+            };
+            let wait = retry_after.unwrap_or_else(|| jitter(delay, attempt));
+            if started.elapsed() + wait > budget {
+                return Err(self.error(format!(
+                    "{} failed after {attempt} attempt(s) in {:.1} s: {failure}",
+                    self.url,
+                    started.elapsed().as_secs_f64()
+                )));
+            }
+            tracing::debug!("{}: {failure}; retrying in {wait:?}", self.provider);
+            std::thread::sleep(wait);
+            delay = (delay * 2).min(MAX_DELAY);
+        }
+    }
+
+    fn send(&self, body: &Value) -> Result<Answer, String> {
+        let mut request = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let mut response = request.send_json(body).map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_ANSWER_BYTES)
+            .read_to_string()
+            .map_err(|e| format!("reading the answer: {e}"))?;
+        Ok(match status {
+            200..=299 => Answer::Ok(text),
+            408 | 429 | 500..=599 => Answer::Retry {
+                status,
+                after,
+                text,
+            },
+            _ => Answer::Fatal { status, text },
+        })
+    }
+
+    /// The vectors of an answer, in input order, checked and normalised.
+    fn parse(&self, text: &str, count: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let invalid = |why: String| self.error(format!("{}: invalid answer: {why}", self.url));
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| invalid(format!("{e}: {}", excerpt(text))))?;
+        let data = value
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| invalid(format!("no `data` array: {}", excerpt(text))))?;
+        if data.len() != count {
+            return Err(invalid(format!(
+                "{} embeddings for {count} inputs",
+                data.len()
+            )));
+        }
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
+        for (position, item) in data.iter().enumerate() {
+            let index = item
+                .get("index")
+                .and_then(Value::as_u64)
+                .map_or(position, |i| i as usize);
+            let vector: Vec<f32> = item
+                .get("embedding")
+                .and_then(Value::as_array)
+                .ok_or_else(|| invalid(format!("data[{position}] has no `embedding` array")))?
+                .iter()
+                .map(|x| x.as_f64().map(|x| x as f32).filter(|x| x.is_finite()))
+                .collect::<Option<_>>()
+                .ok_or_else(|| invalid(format!("data[{position}] has a non-number")))?;
+            if self.dims != 0 && vector.len() != self.dims {
+                return Err(invalid(format!(
+                    "an embedding of {} values, expected {} (did the model change?)",
+                    vector.len(),
+                    self.dims
+                )));
+            }
+            match vectors.get_mut(index) {
+                Some(slot @ None) => *slot = Some(vector),
+                _ => return Err(invalid(format!("data[{position}] has index {index}"))),
+            }
+        }
+        Ok(vectors
+            .into_iter()
+            .flatten()
+            .map(|mut v| {
+                crate::simd::l2_normalize(&mut v);
+                v
+            })
+            .collect())
+    }
+}
+
+enum Answer {
+    Ok(String),
+    Retry {
+        status: u16,
+        after: Option<Duration>,
+        text: String,
+    },
+    Fatal {
+        status: u16,
+        text: String,
+    },
+}
+
+/// The first 200 characters of an answer, for error messages.
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// `delay` ± 25 %, varied by attempt and clock so that clients do not retry in lockstep.
+fn jitter(delay: Duration, attempt: u32) -> Duration {
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let nanos = clock ^ attempt.wrapping_mul(2_654_435_761);
+    let unit = f64::from(nanos % 1000) / 1000.0; // 0..1
+    delay.mul_f64(0.75 + unit * 0.5)
+}
+
+impl Embedder for OpenAiCompatible {
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
+        let budget = match kind {
+            EmbedKind::Query => QUERY_BUDGET,
+            EmbedKind::Document => DOCUMENT_BUDGET,
+        };
+        let mut out = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH) {
+            for vector in self.request(batch, budget)? {
+                out.push(Embedding {
+                    vector,
+                    tokens: 0,
+                    truncated: false,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    fn max_tokens(&self) -> usize {
+        8191
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_cut_at_characters() {
+        assert_eq!(excerpt("  short  "), "short");
+        let long = "é".repeat(300);
+        assert_eq!(excerpt(&long).chars().count(), 201);
+    }
+
+    #[test]
+    fn jitter_stays_within_a_quarter() {
+        for attempt in 0..50 {
+            let d = jitter(Duration::from_millis(1000), attempt);
+            assert!(d >= Duration::from_millis(750) && d <= Duration::from_millis(1250));
+        }
+    }
+}
