@@ -370,3 +370,41 @@ fn mistral_and_the_fallback_provider_speak_the_same_wire_format() {
     assert!(models.contains(&json!("mistral-embed")));
     assert!(models.contains(&json!("text-embedding-3-small")));
 }
+
+#[test]
+fn voyage_says_document_or_query_and_ollama_needs_no_key() {
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path(), &server.url, Some(KEY));
+    s.provider = ProviderKind::Voyage;
+    s.model = None;
+    let memory = Memory::open(s).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    assert_eq!(payload.provider.as_deref(), Some("voyage"));
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"));
+    let requests = server.requests.lock().unwrap().clone();
+    let types: Vec<&Value> = requests.iter().map(|r| &r.body["input_type"]).collect();
+    // The probe and the query are queries; the chunks are documents.
+    assert_eq!(
+        types,
+        [&json!("query"), &json!("document"), &json!("query")]
+    );
+    assert_eq!(requests[0].body["model"], "voyage-4-large");
+
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path(), &server.url, None);
+    s.provider = ProviderKind::Ollama;
+    s.model = None;
+    let memory = Memory::open(s).unwrap();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    assert_eq!(payload.provider.as_deref(), Some("ollama"));
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests
+        .iter()
+        .all(|r| !r.headers.contains_key("authorization")));
+    assert_eq!(requests[0].body["model"], "nomic-embed-text");
+    assert!(requests[0].body.get("input_type").is_none());
+}

@@ -49,6 +49,9 @@ enum ProviderArg {
     Local,
     Openai,
     Gemini,
+    Voyage,
+    Mistral,
+    Ollama,
 }
 
 #[derive(Subcommand)]
@@ -251,6 +254,9 @@ fn settings_for(cli: &Cli, agent: &str) -> Result<Settings> {
             ProviderArg::Local => ProviderKind::Local,
             ProviderArg::Openai => ProviderKind::OpenAi,
             ProviderArg::Gemini => ProviderKind::Gemini,
+            ProviderArg::Voyage => ProviderKind::Voyage,
+            ProviderArg::Mistral => ProviderKind::Mistral,
+            ProviderArg::Ollama => ProviderKind::Ollama,
         };
     }
     Ok(settings)

@@ -18,6 +18,7 @@ const PROVIDERS: &[(&str, ProviderKind)] = &[
     ("gemini", ProviderKind::Gemini),
     ("voyage", ProviderKind::Voyage),
     ("mistral", ProviderKind::Mistral),
+    ("ollama", ProviderKind::Ollama),
 ];
 
 const FALLBACKS: &[(&str, Option<ProviderKind>)] = &[
@@ -27,6 +28,7 @@ const FALLBACKS: &[(&str, Option<ProviderKind>)] = &[
     ("local", Some(ProviderKind::Local)),
     ("voyage", Some(ProviderKind::Voyage)),
     ("mistral", Some(ProviderKind::Mistral)),
+    ("ollama", Some(ProviderKind::Ollama)),
 ];
 
 const SOURCES: &[(&str, Source)] = &[("memory", Source::Memory), ("sessions", Source::Sessions)];

@@ -22,14 +22,17 @@ pub enum ProviderKind {
     OpenAi,
     /// Google Gemini embeddings API.
     Gemini,
-    /// Voyage AI (accepted; may be unsupported).
+    /// Voyage AI embeddings API.
     Voyage,
-    /// Mistral (accepted; may be unsupported).
+    /// Mistral embeddings API (OpenAI's wire format).
     Mistral,
+    /// A local Ollama server's OpenAI-compatible API (`http://127.0.0.1:11434/v1`).
+    Ollama,
 }
 
 impl ProviderKind {
-    /// The config spelling: `auto`, `none`, `local`, `openai`, `gemini`, `voyage`, `mistral`.
+    /// The config spelling: `auto`, `none`, `local`, `openai`, `gemini`, `voyage`, `mistral`,
+    /// `ollama`.
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::Auto => "auto",
@@ -39,6 +42,7 @@ impl ProviderKind {
             ProviderKind::Gemini => "gemini",
             ProviderKind::Voyage => "voyage",
             ProviderKind::Mistral => "mistral",
+            ProviderKind::Ollama => "ollama",
         }
     }
 }
@@ -52,6 +56,7 @@ pub fn default_model(provider: ProviderKind) -> Option<&'static str> {
         ProviderKind::Local => Some("embeddinggemma-300m"),
         ProviderKind::Voyage => Some("voyage-4-large"),
         ProviderKind::Mistral => Some("mistral-embed"),
+        ProviderKind::Ollama => Some("nomic-embed-text"),
         ProviderKind::Auto | ProviderKind::None => None,
     }
 }

@@ -320,11 +320,11 @@ fn error_messages() {
         ),
         (
             "{agents: {defaults: {memorySearch: {provider: 'cohere'}}}}",
-            "agents.defaults.memorySearch.provider: expected one of \"auto\", \"none\", \"local\", \"openai\", \"gemini\", \"voyage\", \"mistral\", got \"cohere\"",
+            "agents.defaults.memorySearch.provider: expected one of \"auto\", \"none\", \"local\", \"openai\", \"gemini\", \"voyage\", \"mistral\", \"ollama\", got \"cohere\"",
         ),
         (
             "{agents: {defaults: {memorySearch: {fallback: 'auto'}}}}",
-            "agents.defaults.memorySearch.fallback: expected one of \"none\", \"openai\", \"gemini\", \"local\", \"voyage\", \"mistral\", got \"auto\"",
+            "agents.defaults.memorySearch.fallback: expected one of \"none\", \"openai\", \"gemini\", \"local\", \"voyage\", \"mistral\", \"ollama\", got \"auto\"",
         ),
         (
             "{agents: {defaults: {memorySearch: {enabled: 'yes'}}}}",

@@ -124,11 +124,15 @@ fn try_provider(
             }
         }),
         #[cfg(feature = "remote")]
-        ProviderKind::OpenAi | ProviderKind::Mistral => {
-            let defaults = if kind == ProviderKind::Mistral {
-                &super::remote::MISTRAL
-            } else {
-                &super::remote::OPENAI
+        ProviderKind::OpenAi
+        | ProviderKind::Mistral
+        | ProviderKind::Voyage
+        | ProviderKind::Ollama => {
+            let defaults = match kind {
+                ProviderKind::Mistral => &super::remote::MISTRAL,
+                ProviderKind::Voyage => &super::remote::VOYAGE,
+                ProviderKind::Ollama => &super::remote::OLLAMA,
+                _ => &super::remote::OPENAI,
             };
             let env = |name: &str| std::env::var(name).ok();
             super::remote::OpenAiCompatible::connect(defaults, settings, model, env)

@@ -1,6 +1,7 @@
 //! Remote embedding over HTTP in OpenAI's `/embeddings` wire format (SPEC §7), which
-//! OpenAI and every OpenAI-compatible endpoint speak (LM Studio, Ollama's `/v1`, vLLM, a
-//! gateway, set through `remote.baseUrl`).
+//! OpenAI, Mistral, Voyage (plus its `input_type`), Ollama's `/v1` and every
+//! OpenAI-compatible endpoint speak (LM Studio, vLLM, a gateway, set through
+//! `remote.baseUrl`).
 //!
 //! `POST {baseUrl}/embeddings` with `{"model", "input": [...]}` and `Authorization: Bearer
 //! <key>`; `remote.headers` are sent too and win over memoria's own. The answer's
@@ -45,6 +46,7 @@ pub(crate) struct OpenAiCompatible {
     model: String,
     key: Option<String>,
     headers: Vec<(String, String)>,
+    input_type: bool,
     dims: usize,
     fingerprint: String,
     agent: ureq::Agent,
@@ -56,6 +58,10 @@ pub(crate) struct Defaults {
     pub(crate) base_url: &'static str,
     pub(crate) model: &'static str,
     pub(crate) key_var: &'static str,
+    /// The default endpoint refuses requests without a key.
+    pub(crate) key_required: bool,
+    /// Voyage's `input_type`: `document` for chunks, `query` for queries.
+    pub(crate) input_type: bool,
 }
 
 /// Mistral's embeddings API (OpenAI's wire format).
@@ -64,6 +70,28 @@ pub(crate) const MISTRAL: Defaults = Defaults {
     base_url: "https://api.mistral.ai/v1",
     model: "mistral-embed",
     key_var: "MISTRAL_API_KEY",
+    key_required: true,
+    input_type: false,
+};
+
+/// Voyage AI's embeddings API: OpenAI's format plus `input_type`.
+pub(crate) const VOYAGE: Defaults = Defaults {
+    provider: "voyage",
+    base_url: "https://api.voyageai.com/v1",
+    model: "voyage-4-large",
+    key_var: "VOYAGE_API_KEY",
+    key_required: true,
+    input_type: true,
+};
+
+/// A local Ollama server's OpenAI-compatible API (no key).
+pub(crate) const OLLAMA: Defaults = Defaults {
+    provider: "ollama",
+    base_url: "http://127.0.0.1:11434/v1",
+    model: "nomic-embed-text",
+    key_var: "OLLAMA_API_KEY",
+    key_required: false,
+    input_type: false,
 };
 
 /// OpenAI's documented defaults.
@@ -72,6 +100,8 @@ pub(crate) const OPENAI: Defaults = Defaults {
     base_url: "https://api.openai.com/v1",
     model: "text-embedding-3-small",
     key_var: "OPENAI_API_KEY",
+    key_required: true,
+    input_type: false,
 };
 
 impl OpenAiCompatible {
@@ -112,17 +142,18 @@ impl OpenAiCompatible {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            input_type: defaults.input_type,
             dims: 0,
             fingerprint: String::new(),
             agent,
         };
-        if client.key.is_none() && base == defaults.base_url {
+        if client.key.is_none() && defaults.key_required && base == defaults.base_url {
             return Err(client.error(format!(
                 "no API key: set memorySearch.remote.apiKey or {}",
                 defaults.key_var
             )));
         }
-        let probe = client.request(&["dimension probe"], QUERY_BUDGET)?;
+        let probe = client.request(&["dimension probe"], EmbedKind::Query, QUERY_BUDGET)?;
         client.dims = probe.first().map_or(0, Vec::len);
         if client.dims == 0 {
             return Err(client.error("the probe answer has an empty embedding".into()));
@@ -164,9 +195,20 @@ impl OpenAiCompatible {
     }
 
     /// One call (one batch of inputs), retried within `budget`.
-    fn request(&self, inputs: &[&str], budget: Duration) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn request(
+        &self,
+        inputs: &[&str],
+        kind: EmbedKind,
+        budget: Duration,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let started = Instant::now();
-        let body = json!({"model": self.model, "input": inputs});
+        let mut body = json!({"model": self.model, "input": inputs});
+        if self.input_type {
+            body["input_type"] = json!(match kind {
+                EmbedKind::Query => "query",
+                EmbedKind::Document => "document",
+            });
+        }
         let mut delay = FIRST_DELAY;
         let mut attempt = 0u32;
         loop {
@@ -329,7 +371,7 @@ impl Embedder for OpenAiCompatible {
         };
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(BATCH) {
-            for vector in self.request(batch, budget)? {
+            for vector in self.request(batch, kind, budget)? {
                 out.push(Embedding {
                     vector,
                     tokens: 0,
