@@ -309,6 +309,15 @@ fn the_key_comes_from_the_config_else_the_environment() {
     });
     let memory2 = Memory::open(s).unwrap();
     assert_eq!(memory2.provider().0, "openai");
+    // `models.providers.openai.apiKey` comes after remote.apiKey, before the variable.
+    let tmp3 = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp3.path(), &server.url, None);
+    s.provider_keys.insert(
+        "openai".into(),
+        Secret::Literal("sk-from-models-providers-0123456789".into()),
+    );
+    let memory3 = Memory::open(s).unwrap();
+    assert_eq!(memory3.provider().0, "openai");
     std::env::remove_var("OPENAI_API_KEY");
     let auth: Vec<String> = server
         .requests
@@ -321,7 +330,8 @@ fn the_key_comes_from_the_config_else_the_environment() {
         auth,
         [
             "Bearer sk-from-the-environment-0123456789",
-            "Bearer sk-from-a-secret-ref-0123456789"
+            "Bearer sk-from-a-secret-ref-0123456789",
+            "Bearer sk-from-models-providers-0123456789",
         ]
     );
 }

@@ -102,6 +102,8 @@ pub(super) struct Parsed {
     pub(super) backend: Option<Backend>,
     pub(super) citations: Option<Citations>,
     pub(super) qmd: Option<Value>,
+    /// `models.providers.<name>.apiKey`.
+    pub(super) provider_keys: std::collections::BTreeMap<String, Secret>,
     pub(super) reserve_tokens_floor: Option<i64>,
     pub(super) flush_enabled: Option<bool>,
     pub(super) flush_soft_threshold_tokens: Option<i64>,
@@ -140,6 +142,22 @@ fn parse_with(
         parsed.backend = memory.get_choice("backend", BACKENDS)?;
         parsed.citations = memory.get_choice("citations", CITATIONS)?;
         parsed.qmd = memory.object("qmd")?.map(|n| n.value.clone());
+    }
+
+    // API keys OpenClaw keeps with its chat models: `models.providers.<name>.apiKey`. The
+    // rest of `models` configures chat models, which memoria does not use (no warnings).
+    let providers = match root.object("models")? {
+        Some(models) => models.object("providers")?,
+        None => None,
+    };
+    if let Some(providers) = providers {
+        for name in ["openai", "google", "voyage", "mistral", "ollama"] {
+            if let Some(provider) = providers.object(name)? {
+                if let Some(key) = provider.get_secret("apiKey")? {
+                    parsed.provider_keys.insert(name.to_string(), key);
+                }
+            }
+        }
     }
 
     let Some(agents) = root.object("agents")? else {

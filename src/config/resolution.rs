@@ -162,6 +162,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         session_memory,
         backend: p.backend.unwrap_or(Backend::Builtin),
         qmd: p.qmd.clone(),
+        provider_keys: p.provider_keys.clone(),
         citations: p.citations.unwrap_or(Citations::Auto),
         compaction: CompactionSettings {
             reserve_tokens_floor: int_at_least(p.reserve_tokens_floor, 20_000, 0),

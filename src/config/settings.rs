@@ -175,6 +175,9 @@ pub struct Settings {
     pub backend: Backend,
     /// `memory.qmd`, untouched.
     pub qmd: Option<Value>,
+    /// `models.providers.<name>.apiKey` (`openai`, `google`, `voyage`, `mistral`, `ollama`):
+    /// the keys OpenClaw keeps with its chat models, read after `remote.apiKey`.
+    pub provider_keys: BTreeMap<String, Secret>,
     /// `memory.citations`.
     pub citations: Citations,
     /// `agents.defaults.compaction.*`.

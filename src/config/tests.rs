@@ -518,7 +518,11 @@ fn unrelated_sections_are_ignored() {
         },
     }"#;
     let s = resolve_str(text, "main").unwrap();
-    assert_eq!(s, Settings::builtin("main", &env()));
+    // `models.providers.*.apiKey` is read (remote providers' keys); the rest is not.
+    let mut want = Settings::builtin("main", &env());
+    want.provider_keys
+        .insert("openai".into(), Secret::Literal("sk".into()));
+    assert_eq!(s, want);
 }
 
 #[test]
@@ -880,4 +884,29 @@ fn deep_nesting_is_an_error_naming_file_line_and_column() {
         "}".repeat(MAX_CONFIG_DEPTH - 1)
     );
     assert!(parse_config_text(&at_limit, Path::new("ok.json5")).is_ok());
+}
+
+/// `models.providers.<name>.apiKey`: a string or a SecretRef; wrong types name the key.
+#[test]
+fn provider_keys_from_models_providers() {
+    let settings = resolve_str(
+        "{models: {providers: {openai: {apiKey: 'sk-a', baseUrl: 'x', models: []}, \
+         voyage: {apiKey: {source: 'env', id: 'VOYAGE_KEY'}}, anthropic: {apiKey: 'k'}}}}",
+        "main",
+    )
+    .unwrap();
+    assert_eq!(
+        settings.provider_keys.keys().collect::<Vec<_>>(),
+        ["openai", "voyage"]
+    );
+    assert_eq!(
+        settings.provider_keys["voyage"].resolve(|v| (v == "VOYAGE_KEY").then(|| "vk".into())),
+        Some("vk".into())
+    );
+    assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
+    let err = resolve_str("{models: {providers: {openai: {apiKey: 3}}}}", "main")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("models.providers.openai.apiKey"), "{err}");
 }

@@ -162,6 +162,7 @@ fn remote_key_resolves(settings: &Settings) -> bool {
         .remote
         .api_key
         .as_ref()
+        .or_else(|| settings.provider_keys.get("openai"))
         .and_then(|secret| secret.resolve(env))
         .or_else(|| env("OPENAI_API_KEY"))
         .is_some()

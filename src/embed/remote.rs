@@ -13,8 +13,9 @@
 //! batch of documents, 10 s for a query: a search must not hang on a dead provider). Any
 //! other status is an error at once, naming the provider, the status and the answer.
 //!
-//! **Keys** come from `remote.apiKey` (a string or an `env` SecretRef), else the
-//! provider's environment variable (`OPENAI_API_KEY`). A key is sent in the
+//! **Keys** come from `remote.apiKey` (a string or an `env` SecretRef), else
+//! `models.providers.<name>.apiKey`, else the provider's environment variable
+//! (`OPENAI_API_KEY`). A key is sent in the
 //! `Authorization` header only: it is never part of the fingerprint (so never in the
 //! agent directory), a log line or an error message.
 
@@ -58,6 +59,8 @@ pub(crate) struct Defaults {
     pub(crate) base_url: &'static str,
     pub(crate) model: &'static str,
     pub(crate) key_var: &'static str,
+    /// Its name under `models.providers` in the config.
+    pub(crate) config_name: &'static str,
     /// The default endpoint refuses requests without a key.
     pub(crate) key_required: bool,
     /// Voyage's `input_type`: `document` for chunks, `query` for queries.
@@ -70,6 +73,7 @@ pub(crate) const MISTRAL: Defaults = Defaults {
     base_url: "https://api.mistral.ai/v1",
     model: "mistral-embed",
     key_var: "MISTRAL_API_KEY",
+    config_name: "mistral",
     key_required: true,
     input_type: false,
 };
@@ -80,6 +84,7 @@ pub(crate) const VOYAGE: Defaults = Defaults {
     base_url: "https://api.voyageai.com/v1",
     model: "voyage-4-large",
     key_var: "VOYAGE_API_KEY",
+    config_name: "voyage",
     key_required: true,
     input_type: true,
 };
@@ -90,6 +95,7 @@ pub(crate) const OLLAMA: Defaults = Defaults {
     base_url: "http://127.0.0.1:11434/v1",
     model: "nomic-embed-text",
     key_var: "OLLAMA_API_KEY",
+    config_name: "ollama",
     key_required: false,
     input_type: false,
 };
@@ -100,6 +106,7 @@ pub(crate) const OPENAI: Defaults = Defaults {
     base_url: "https://api.openai.com/v1",
     model: "text-embedding-3-small",
     key_var: "OPENAI_API_KEY",
+    config_name: "openai",
     key_required: true,
     input_type: false,
 };
@@ -124,6 +131,7 @@ impl OpenAiCompatible {
             .remote
             .api_key
             .as_ref()
+            .or_else(|| settings.provider_keys.get(defaults.config_name))
             .and_then(|secret| secret.resolve(&var))
             .or_else(|| var(defaults.key_var).filter(|k| !k.is_empty()));
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -149,8 +157,8 @@ impl OpenAiCompatible {
         };
         if client.key.is_none() && defaults.key_required && base == defaults.base_url {
             return Err(client.error(format!(
-                "no API key: set memorySearch.remote.apiKey or {}",
-                defaults.key_var
+                "no API key: set memorySearch.remote.apiKey, models.providers.{}.apiKey or {}",
+                defaults.config_name, defaults.key_var
             )));
         }
         let probe = client.request(&["dimension probe"], EmbedKind::Query, QUERY_BUDGET)?;
