@@ -17,6 +17,9 @@ use memoria::{Memory, SearchOptions};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-test-abcdefghijklmnop0123456789";
+
+/// Tests that set or depend on the absence of `OPENAI_API_KEY` take turns.
+static ENV: Mutex<()> = Mutex::new(());
 const DIMS: usize = 8;
 
 #[derive(Debug, Clone)]
@@ -122,8 +125,36 @@ fn answer(request: &Request, dims: usize) -> String {
     .to_string()
 }
 
+/// Gemini's answer format for a `batchEmbedContents` request.
+fn gemini_answer(request: &Request, dims: usize) -> String {
+    let requests = request.body["requests"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let embeddings: Vec<Value> = requests
+        .iter()
+        .map(|r| {
+            let text = r["content"]["parts"][0]["text"].as_str().unwrap_or("");
+            json!({ "values": vector(text, dims) })
+        })
+        .collect();
+    json!({ "embeddings": embeddings }).to_string()
+}
+
+/// OpenAI's format on `/embeddings`; Gemini's on `gemini-embedding-001`; 403 otherwise.
 fn ok(dims: usize) -> Box<Script> {
-    Box::new(move |r: &Request, _| (200, Vec::new(), answer(r, dims)))
+    Box::new(move |r: &Request, _| {
+        if r.path.ends_with("/embeddings") {
+            (200, Vec::new(), answer(r, dims))
+        } else if r
+            .path
+            .ends_with("/models/gemini-embedding-001:batchEmbedContents")
+        {
+            (200, Vec::new(), gemini_answer(r, dims))
+        } else {
+            (403, Vec::new(), "{\"error\": \"no such model\"}".into())
+        }
+    })
 }
 
 fn settings(root: &Path, url: &str, key: Option<&str>) -> Settings {
@@ -292,6 +323,7 @@ fn malformed_answers_and_wrong_dimensions_are_errors_naming_the_provider() {
 
 #[test]
 fn the_key_comes_from_the_config_else_the_environment() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
     let server = serve(ok(DIMS));
     let tmp = tempfile::tempdir().unwrap();
     // No key in the config: OPENAI_API_KEY (only this test sets it).
@@ -349,12 +381,13 @@ fn mistral_and_the_fallback_provider_speak_the_same_wire_format() {
     assert_eq!(payload.provider.as_deref(), Some("mistral"));
     assert_eq!(payload.model, Some(Some("mistral-embed".to_string())));
     assert_eq!(payload.mode.as_deref(), Some("hybrid"));
-    // A provider memoria does not implement yet, with `fallback: "openai"`: OpenAI serves
-    // (with its own default model) and every payload says why.
+    // A provider that refuses (Gemini answering 403 for this model), with
+    // `fallback: "openai"`: OpenAI serves (with its own default model) and every payload
+    // says why.
     let tmp = tempfile::tempdir().unwrap();
     let mut s = settings(tmp.path(), &server.url, Some(KEY));
     s.provider = ProviderKind::Gemini;
-    s.model = Some("gemini-embedding-001".into());
+    s.model = Some("gemini-does-not-exist".into());
     s.fallback = Some(ProviderKind::OpenAi);
     let memory = Memory::open(s).unwrap();
     let payload = memory.memory_search("penicillin", &SearchOptions::default());
@@ -365,11 +398,7 @@ fn mistral_and_the_fallback_provider_speak_the_same_wire_format() {
     );
     let fallback = payload.fallback.unwrap();
     assert_eq!(fallback.from, "gemini");
-    assert!(
-        fallback.reason.contains("not implemented"),
-        "{}",
-        fallback.reason
-    );
+    assert!(fallback.reason.contains("HTTP 403"), "{}", fallback.reason);
     let models: Vec<Value> = server
         .requests
         .lock()
@@ -417,4 +446,93 @@ fn voyage_says_document_or_query_and_ollama_needs_no_key() {
         .all(|r| !r.headers.contains_key("authorization")));
     assert_eq!(requests[0].body["model"], "nomic-embed-text");
     assert!(requests[0].body.get("input_type").is_none());
+}
+
+#[test]
+fn gemini_speaks_batch_embed_contents_with_task_types() {
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path(), &server.url, None);
+    s.provider = ProviderKind::Gemini;
+    s.model = None;
+    s.remote.base_url = Some(format!("{}/v1beta", server.url));
+    s.provider_keys.insert(
+        "google".into(),
+        Secret::Literal("AIza-test-key-0123456789".into()),
+    );
+    let memory = Memory::open(s).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    let payload = memory.memory_search("penicillin allergy", &SearchOptions::default());
+    assert_eq!(payload.provider.as_deref(), Some("gemini"));
+    assert_eq!(
+        payload.model,
+        Some(Some("gemini-embedding-001".to_string()))
+    );
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    assert_eq!(payload.results[0].path, "MEMORY.md");
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3);
+    let tasks: Vec<Value> = requests
+        .iter()
+        .map(|r| r.body["requests"][0]["taskType"].clone())
+        .collect();
+    assert_eq!(
+        tasks,
+        [
+            json!("RETRIEVAL_QUERY"),
+            json!("RETRIEVAL_DOCUMENT"),
+            json!("RETRIEVAL_QUERY")
+        ]
+    );
+    for r in &requests {
+        assert_eq!(
+            r.path,
+            "/v1beta/models/gemini-embedding-001:batchEmbedContents"
+        );
+        assert_eq!(r.headers["x-goog-api-key"], "AIza-test-key-0123456789");
+        assert!(!r.headers.contains_key("authorization"));
+        assert_eq!(
+            r.body["requests"][0]["model"],
+            "models/gemini-embedding-001"
+        );
+    }
+    assert_eq!(requests[1].body["requests"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn auto_uses_a_remote_provider_only_without_a_local_model_and_with_a_key() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    if std::env::var_os("OPENAI_API_KEY").is_some() || std::env::var_os("GEMINI_API_KEY").is_some()
+    {
+        eprintln!("note: an OpenAI or Gemini key is in the environment; skipping the auto test");
+        return;
+    }
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path(), &server.url, None);
+    s.provider = ProviderKind::Auto;
+    s.model = None;
+    // No local model: the configured path does not exist.
+    s.local.model_path = Some(tmp.path().join("no-model").display().to_string());
+    // No key: keyword-only, saying why.
+    let memory = Memory::open(s.clone()).unwrap();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("fts-only"), "{payload:?}");
+    assert_eq!(payload.fallback.unwrap().from, "auto");
+    assert!(
+        server.requests.lock().unwrap().is_empty(),
+        "nothing was sent"
+    );
+    // A Gemini key (in models.providers.google): Gemini serves.
+    s.provider_keys.insert(
+        "google".into(),
+        Secret::Literal("AIza-auto-0123456789".into()),
+    );
+    s.remote.base_url = Some(format!("{}/v1beta", server.url));
+    let tmp2 = tempfile::tempdir().unwrap();
+    s.store.dir = tmp2.path().join("agent");
+    let memory = Memory::open(s).unwrap();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    assert_eq!(payload.provider.as_deref(), Some("gemini"), "{payload:?}");
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"));
 }

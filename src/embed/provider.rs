@@ -116,19 +116,31 @@ fn try_provider(
         ProviderKind::Local => try_local(settings, model_dir, model),
         // OpenClaw's automatic order: a local model, then OpenAI when a key resolves.
         ProviderKind::Auto => try_local(settings, model_dir, model).or_else(|local| {
-            if remote_key_resolves(settings) {
-                try_provider(ProviderKind::OpenAi, settings, model_dir, None)
-                    .map_err(|openai| format!("{local}; openai: {openai}"))
-            } else {
-                Err(local)
+            // OpenClaw's automatic order: a local model, then OpenAI, then Gemini, each
+            // when its key resolves.
+            let mut reasons = vec![local];
+            for (remote, config_name, var) in [
+                (ProviderKind::OpenAi, "openai", "OPENAI_API_KEY"),
+                (ProviderKind::Gemini, "google", "GEMINI_API_KEY"),
+            ] {
+                if !remote_key_resolves(settings, config_name, var) {
+                    continue;
+                }
+                match try_provider(remote, settings, model_dir, None) {
+                    Ok(resolved) => return Ok(resolved),
+                    Err(reason) => reasons.push(format!("{}: {reason}", remote.as_str())),
+                }
             }
+            Err(reasons.join("; "))
         }),
         #[cfg(feature = "remote")]
         ProviderKind::OpenAi
+        | ProviderKind::Gemini
         | ProviderKind::Mistral
         | ProviderKind::Voyage
         | ProviderKind::Ollama => {
             let defaults = match kind {
+                ProviderKind::Gemini => &super::remote::GEMINI,
                 ProviderKind::Mistral => &super::remote::MISTRAL,
                 ProviderKind::Voyage => &super::remote::VOYAGE,
                 ProviderKind::Ollama => &super::remote::OLLAMA,
@@ -144,16 +156,18 @@ fn try_provider(
                 })
                 .map_err(|err| err.to_string())
         }
+        #[cfg(not(feature = "remote"))]
         other => Err(format!(
-            "the {} embedding provider is not implemented in this build",
+            "the {} embedding provider needs memoria built with the `remote` feature",
             other.as_str()
         )),
     }
 }
 
-/// True when an OpenAI key is configured or in the environment (the automatic order's
-/// second step).
-fn remote_key_resolves(settings: &Settings) -> bool {
+/// True when a key for the provider named `config_name` under `models.providers` (whose
+/// environment variable is `var`) resolves: the automatic order's test. `remote.apiKey`
+/// counts for every provider, as in OpenClaw.
+fn remote_key_resolves(settings: &Settings, config_name: &str, var: &str) -> bool {
     if !cfg!(feature = "remote") {
         return false;
     }
@@ -162,9 +176,9 @@ fn remote_key_resolves(settings: &Settings) -> bool {
         .remote
         .api_key
         .as_ref()
-        .or_else(|| settings.provider_keys.get("openai"))
+        .or_else(|| settings.provider_keys.get(config_name))
         .and_then(|secret| secret.resolve(env))
-        .or_else(|| env("OPENAI_API_KEY"))
+        .or_else(|| env(var))
         .is_some()
 }
 

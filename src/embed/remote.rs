@@ -1,7 +1,7 @@
-//! Remote embedding over HTTP in OpenAI's `/embeddings` wire format (SPEC §7), which
+//! Remote embedding over HTTP (SPEC §7). Two wire formats: OpenAI's `/embeddings`, which
 //! OpenAI, Mistral, Voyage (plus its `input_type`), Ollama's `/v1` and every
 //! OpenAI-compatible endpoint speak (LM Studio, vLLM, a gateway, set through
-//! `remote.baseUrl`).
+//! `remote.baseUrl`); and Gemini's `batchEmbedContents` (see [`Wire`]).
 //!
 //! `POST {baseUrl}/embeddings` with `{"model", "input": [...]}` and `Authorization: Bearer
 //! <key>`; `remote.headers` are sent too and win over memoria's own. The answer's
@@ -47,10 +47,22 @@ pub(crate) struct OpenAiCompatible {
     model: String,
     key: Option<String>,
     headers: Vec<(String, String)>,
-    input_type: bool,
+    wire: Wire,
     dims: usize,
     fingerprint: String,
     agent: ureq::Agent,
+}
+
+/// A provider's request and answer format.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// `POST {base}/embeddings`, `{model, input}`, `Authorization: Bearer`, answers
+    /// `data[].{index, embedding}`; `input_type` adds Voyage's `document` / `query`.
+    OpenAi { input_type: bool },
+    /// Gemini's `POST {base}/models/{model}:batchEmbedContents`, one request per text
+    /// with `taskType` `RETRIEVAL_DOCUMENT` / `RETRIEVAL_QUERY`, `x-goog-api-key`,
+    /// answers `embeddings[].values` in order.
+    Gemini,
 }
 
 /// What the provider defaults to.
@@ -63,8 +75,7 @@ pub(crate) struct Defaults {
     pub(crate) config_name: &'static str,
     /// The default endpoint refuses requests without a key.
     pub(crate) key_required: bool,
-    /// Voyage's `input_type`: `document` for chunks, `query` for queries.
-    pub(crate) input_type: bool,
+    pub(crate) wire: Wire,
 }
 
 /// Mistral's embeddings API (OpenAI's wire format).
@@ -75,7 +86,7 @@ pub(crate) const MISTRAL: Defaults = Defaults {
     key_var: "MISTRAL_API_KEY",
     config_name: "mistral",
     key_required: true,
-    input_type: false,
+    wire: Wire::OpenAi { input_type: false },
 };
 
 /// Voyage AI's embeddings API: OpenAI's format plus `input_type`.
@@ -86,7 +97,7 @@ pub(crate) const VOYAGE: Defaults = Defaults {
     key_var: "VOYAGE_API_KEY",
     config_name: "voyage",
     key_required: true,
-    input_type: true,
+    wire: Wire::OpenAi { input_type: true },
 };
 
 /// A local Ollama server's OpenAI-compatible API (no key).
@@ -97,7 +108,7 @@ pub(crate) const OLLAMA: Defaults = Defaults {
     key_var: "OLLAMA_API_KEY",
     config_name: "ollama",
     key_required: false,
-    input_type: false,
+    wire: Wire::OpenAi { input_type: false },
 };
 
 /// OpenAI's documented defaults.
@@ -108,7 +119,18 @@ pub(crate) const OPENAI: Defaults = Defaults {
     key_var: "OPENAI_API_KEY",
     config_name: "openai",
     key_required: true,
-    input_type: false,
+    wire: Wire::OpenAi { input_type: false },
+};
+
+/// Google's Generative Language API.
+pub(crate) const GEMINI: Defaults = Defaults {
+    provider: "gemini",
+    base_url: "https://generativelanguage.googleapis.com/v1beta",
+    model: "gemini-embedding-001",
+    key_var: "GEMINI_API_KEY",
+    config_name: "google",
+    key_required: true,
+    wire: Wire::Gemini,
 };
 
 impl OpenAiCompatible {
@@ -139,10 +161,18 @@ impl OpenAiCompatible {
             .http_status_as_error(false)
             .build()
             .into();
+        let model = model.unwrap_or(defaults.model).to_string();
+        let url = match defaults.wire {
+            Wire::OpenAi { .. } => format!("{base}/embeddings"),
+            Wire::Gemini => format!(
+                "{base}/models/{}:batchEmbedContents",
+                model.trim_start_matches("models/")
+            ),
+        };
         let mut client = OpenAiCompatible {
             provider: defaults.provider,
-            url: format!("{base}/embeddings"),
-            model: model.unwrap_or(defaults.model).to_string(),
+            url,
+            model,
             key,
             headers: settings
                 .remote
@@ -150,7 +180,7 @@ impl OpenAiCompatible {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            input_type: defaults.input_type,
+            wire: defaults.wire,
             dims: 0,
             fingerprint: String::new(),
             agent,
@@ -210,13 +240,33 @@ impl OpenAiCompatible {
         budget: Duration,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let started = Instant::now();
-        let mut body = json!({"model": self.model, "input": inputs});
-        if self.input_type {
-            body["input_type"] = json!(match kind {
-                EmbedKind::Query => "query",
-                EmbedKind::Document => "document",
-            });
-        }
+        let body = match self.wire {
+            Wire::OpenAi { input_type } => {
+                let mut body = json!({"model": self.model, "input": inputs});
+                if input_type {
+                    body["input_type"] = json!(match kind {
+                        EmbedKind::Query => "query",
+                        EmbedKind::Document => "document",
+                    });
+                }
+                body
+            }
+            Wire::Gemini => {
+                let model = format!("models/{}", self.model.trim_start_matches("models/"));
+                let task = match kind {
+                    EmbedKind::Query => "RETRIEVAL_QUERY",
+                    EmbedKind::Document => "RETRIEVAL_DOCUMENT",
+                };
+                let requests: Vec<Value> = inputs
+                    .iter()
+                    .map(|text| {
+                        json!({"model": model, "content": {"parts": [{"text": text}]},
+                               "taskType": task})
+                    })
+                    .collect();
+                json!({ "requests": requests })
+            }
+        };
         let mut delay = FIRST_DELAY;
         let mut attempt = 0u32;
         loop {
@@ -257,7 +307,10 @@ impl OpenAiCompatible {
             .post(&self.url)
             .header("Content-Type", "application/json");
         if let Some(key) = &self.key {
-            request = request.header("Authorization", format!("Bearer {key}"));
+            request = match self.wire {
+                Wire::OpenAi { .. } => request.header("Authorization", format!("Bearer {key}")),
+                Wire::Gemini => request.header("x-goog-api-key", key.as_str()),
+            };
         }
         for (name, value) in &self.headers {
             request = request.header(name.as_str(), value.as_str());
@@ -292,10 +345,14 @@ impl OpenAiCompatible {
         let invalid = |why: String| self.error(format!("{}: invalid answer: {why}", self.url));
         let value: Value =
             serde_json::from_str(text).map_err(|e| invalid(format!("{e}: {}", excerpt(text))))?;
+        let (list, field) = match self.wire {
+            Wire::OpenAi { .. } => ("data", "embedding"),
+            Wire::Gemini => ("embeddings", "values"),
+        };
         let data = value
-            .get("data")
+            .get(list)
             .and_then(Value::as_array)
-            .ok_or_else(|| invalid(format!("no `data` array: {}", excerpt(text))))?;
+            .ok_or_else(|| invalid(format!("no `{list}` array: {}", excerpt(text))))?;
         if data.len() != count {
             return Err(invalid(format!(
                 "{} embeddings for {count} inputs",
@@ -309,13 +366,13 @@ impl OpenAiCompatible {
                 .and_then(Value::as_u64)
                 .map_or(position, |i| i as usize);
             let vector: Vec<f32> = item
-                .get("embedding")
+                .get(field)
                 .and_then(Value::as_array)
-                .ok_or_else(|| invalid(format!("data[{position}] has no `embedding` array")))?
+                .ok_or_else(|| invalid(format!("{list}[{position}] has no `{field}` array")))?
                 .iter()
                 .map(|x| x.as_f64().map(|x| x as f32).filter(|x| x.is_finite()))
                 .collect::<Option<_>>()
-                .ok_or_else(|| invalid(format!("data[{position}] has a non-number")))?;
+                .ok_or_else(|| invalid(format!("{list}[{position}] has a non-number")))?;
             if self.dims != 0 && vector.len() != self.dims {
                 return Err(invalid(format!(
                     "an embedding of {} values, expected {} (did the model change?)",
@@ -325,7 +382,7 @@ impl OpenAiCompatible {
             }
             match vectors.get_mut(index) {
                 Some(slot @ None) => *slot = Some(vector),
-                _ => return Err(invalid(format!("data[{position}] has index {index}"))),
+                _ => return Err(invalid(format!("{list}[{position}] has index {index}"))),
             }
         }
         Ok(vectors
