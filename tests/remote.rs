@@ -536,3 +536,28 @@ fn auto_uses_a_remote_provider_only_without_a_local_model_and_with_a_key() {
     assert_eq!(payload.provider.as_deref(), Some("gemini"), "{payload:?}");
     assert_eq!(payload.mode.as_deref(), Some("hybrid"));
 }
+
+#[test]
+fn a_server_that_never_answers_times_out_within_the_query_budget() {
+    // Accepts connections and reads, never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream); // keep it open
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = Memory::open(settings(tmp.path(), &url, Some(KEY))).unwrap();
+    let started = std::time::Instant::now();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    let took = started.elapsed();
+    assert_eq!(payload.mode.as_deref(), Some("fts-only"));
+    let reason = payload.fallback.unwrap().reason;
+    assert!(reason.contains("openai embeddings"), "{reason}");
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "gave up after {took:?}"
+    );
+}

@@ -271,7 +271,11 @@ impl OpenAiCompatible {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let (retry_after, failure) = match self.send(&body) {
+            // No single request may outlast the budget (a hung server must not hold a
+            // search for the whole request timeout).
+            let left = budget.saturating_sub(started.elapsed());
+            let timeout = left.clamp(Duration::from_millis(100), REQUEST_TIMEOUT);
+            let (retry_after, failure) = match self.send(&body, timeout) {
                 Ok(Answer::Ok(text)) => return self.parse(&text, inputs.len()),
                 Ok(Answer::Retry {
                     status,
@@ -301,10 +305,13 @@ impl OpenAiCompatible {
         }
     }
 
-    fn send(&self, body: &Value) -> Result<Answer, String> {
+    fn send(&self, body: &Value, timeout: Duration) -> Result<Answer, String> {
         let mut request = self
             .agent
             .post(&self.url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
             .header("Content-Type", "application/json");
         if let Some(key) = &self.key {
             request = match self.wire {
