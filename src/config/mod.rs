@@ -8,6 +8,10 @@
 //!   first, then the agent's, duplicates removed, order kept) and `remote.headers` merges key by
 //!   key (the agent wins on a conflict). The other `remote` fields, `remote.batch` included,
 //!   resolve leaf by leaf like everything else.
+//! * The newer OpenClaw layout is read too: `memory.search` (defaults) and
+//!   `agents.entries.<id>.memory.search` (per agent, with `agents.entries.<id>.workspace`),
+//!   the same keys. Where both layouts set one level, the newer block wins as a whole and a
+//!   warning names the ignored block.
 //! * `agents.defaults.workspace` / `agents.list[i].workspace` name the workspace.
 //! * `agents.defaults.compaction.{reserveTokensFloor, memoryFlush.*}` tune the memory flush.
 //! * `memory.{backend, citations, qmd}` choose the backend and the citation mode; `memory.qmd`

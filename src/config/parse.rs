@@ -138,10 +138,16 @@ fn parse_with(
     }
     let mut parsed = Parsed::default();
 
-    if let Some(memory) = root.section("memory", &["backend", "citations", "qmd"])? {
+    // OpenClaw 2026.8+ layout: `memory.search.*` (defaults) and
+    // `agents.entries.<id>.memory.search.*` (per agent), the same keys as `memorySearch`.
+    let mut newer_defaults = None;
+    if let Some(memory) = root.section("memory", &["backend", "citations", "qmd", "search"])? {
         parsed.backend = memory.get_choice("backend", BACKENDS)?;
         parsed.citations = memory.get_choice("citations", CITATIONS)?;
         parsed.qmd = memory.object("qmd")?.map(|n| n.value.clone());
+        if let Some(search) = memory.object("search")? {
+            newer_defaults = Some((parse_layer(&search)?, search.path.clone()));
+        }
     }
 
     // API keys OpenClaw keeps with its chat models: `models.providers.<name>.apiKey`. The
@@ -161,13 +167,17 @@ fn parse_with(
     }
 
     let Some(agents) = root.object("agents")? else {
+        if let Some((layer, _)) = newer_defaults {
+            parsed.defaults = layer;
+        }
         return Ok(parsed);
     };
     let mut default_workspace = None;
+    let mut older_defaults = None;
     if let Some(defaults) = agents.object("defaults")? {
         default_workspace = defaults.get_nonblank("workspace")?;
         if let Some(ms) = defaults.child("memorySearch")? {
-            parsed.defaults = parse_layer(&ms)?;
+            older_defaults = Some((parse_layer(&ms)?, ms.path.clone()));
         }
         if let Some(compaction) = defaults.object("compaction")? {
             parsed.reserve_tokens_floor = compaction.get_int("reserveTokensFloor")?;
@@ -182,22 +192,80 @@ fn parse_with(
 
     // Every entry is validated, so a typo in one agent's block is reported whichever agent runs.
     let mut found = false;
+    let mut listed_block = false;
     for entry in agents.get_array("list")?.unwrap_or_default() {
         entry.as_object()?;
         let id = entry.get_string("id")?;
         let workspace = entry.get_nonblank("workspace")?;
-        let layer = match entry.child("memorySearch")? {
-            Some(ms) => parse_layer(&ms)?,
+        let block = entry.child("memorySearch")?;
+        let layer = match &block {
+            Some(ms) => parse_layer(ms)?,
             None => Layer::default(),
         };
         if !found && id.as_deref() == Some(agent_id) {
             found = true;
+            listed_block = block.is_some();
             parsed.agent = layer;
             parsed.workspace = workspace;
         }
     }
+    // The newer layout's per-agent block; every entry is validated, as for `list`.
+    let mut newer_agent = None;
+    if let Some(entries) = agents.object("entries")? {
+        for id in entries.as_object()?.keys() {
+            let Some(entry) = entries.object(id)? else {
+                continue;
+            };
+            let workspace = entry.get_nonblank("workspace")?;
+            let search = match entry.object("memory")? {
+                Some(memory) => memory.object("search")?,
+                None => None,
+            };
+            let layer = match &search {
+                Some(search) => Some((parse_layer(search)?, search.path.clone())),
+                None => None,
+            };
+            if id == agent_id {
+                newer_agent = layer;
+                if workspace.is_some() {
+                    parsed.workspace = workspace;
+                }
+            }
+        }
+    }
+    // Where both layouts set a level, the newer one wins as a whole (it is what current
+    // OpenClaw releases read) and `status` names the block that is ignored.
+    parsed.defaults = pick_layout(newer_defaults, older_defaults, warnings);
+    if let Some((layer, path)) = newer_agent {
+        if listed_block {
+            warnings.borrow_mut().push(format!(
+                "{path} and agents.list[].memorySearch both configure agent {agent_id}: \
+                 {path} wins, the agents.list block is ignored"
+            ));
+        }
+        parsed.agent = layer;
+    }
     parsed.workspace = parsed.workspace.or(default_workspace);
     Ok(parsed)
+}
+
+/// The defaults layer from the newer layout, else the older one; a warning when both exist.
+fn pick_layout(
+    newer: Option<(Layer, String)>,
+    older: Option<(Layer, String)>,
+    warnings: &RefCell<Vec<String>>,
+) -> Layer {
+    match (newer, older) {
+        (Some((layer, new_path)), Some((_, old_path))) => {
+            warnings.borrow_mut().push(format!(
+                "{new_path} and {old_path} are both set: {new_path} (the newer layout) wins, \
+                 {old_path} is ignored"
+            ));
+            layer
+        }
+        (Some((layer, _)), None) | (None, Some((layer, _))) => layer,
+        (None, None) => Layer::default(),
+    }
 }
 
 /// Parses one `memorySearch` object (types strict; unknown keys are warnings).

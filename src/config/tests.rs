@@ -910,3 +910,68 @@ fn provider_keys_from_models_providers() {
         .unwrap_or_default();
     assert!(err.contains("models.providers.openai.apiKey"), "{err}");
 }
+
+/// OpenClaw 2026.8+ layout: `memory.search.*` for defaults and
+/// `agents.entries.<id>.memory.search.*` per agent; where both layouts set a level, the
+/// newer wins as a whole and a warning names the ignored block.
+#[test]
+fn the_newer_config_layout() {
+    let s = resolve_str(
+        "{memory: {search: {provider: 'openai', query: {maxResults: 9}}}}",
+        "main",
+    )
+    .unwrap();
+    assert_eq!((s.provider, s.query.max_results), (ProviderKind::OpenAi, 9));
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+    let text = "{memory: {search: {provider: 'openai', query: {maxResults: 9}}},
+                 agents: {entries: {main: {workspace: '/w/main', memory: {search: {query: {maxResults: 3}}}},
+                                    other: {memory: {search: {provider: 'gemini'}}}}}}";
+    let s = resolve_str(text, "main").unwrap();
+    assert_eq!((s.provider, s.query.max_results), (ProviderKind::OpenAi, 3));
+    assert_eq!(s.workspace, std::path::PathBuf::from("/w/main"));
+    let other = resolve_str(text, "other").unwrap();
+    assert_eq!(
+        (other.provider, other.query.max_results),
+        (ProviderKind::Gemini, 9)
+    );
+
+    let both = resolve_str(
+        "{memory: {search: {provider: 'openai'}},
+          agents: {defaults: {memorySearch: {provider: 'local', chunking: {tokens: 200}}}}}",
+        "main",
+    )
+    .unwrap();
+    assert_eq!(both.provider, ProviderKind::OpenAi);
+    assert_eq!(
+        both.chunking.tokens, 400,
+        "the older block is ignored as a whole"
+    );
+    assert_eq!(both.warnings.len(), 1, "{:?}", both.warnings);
+    assert!(both.warnings[0].contains("memory.search (the newer layout) wins"));
+    assert!(both.warnings[0].contains("agents.defaults.memorySearch is ignored"));
+
+    let per_agent = resolve_str(
+        "{agents: {list: [{id: 'main', memorySearch: {provider: 'local'}}],
+                   entries: {main: {memory: {search: {provider: 'voyage'}}}}}}",
+        "main",
+    )
+    .unwrap();
+    assert_eq!(per_agent.provider, ProviderKind::Voyage);
+    assert_eq!(per_agent.warnings.len(), 1, "{:?}", per_agent.warnings);
+
+    // Every entry is validated, and unknown keys are named with their path.
+    let e = err(
+        "{agents: {entries: {x: {memory: {search: {chunking: {tokens: 'a'}}}}}}}",
+        "main",
+    );
+    assert!(
+        e.contains("agents.entries.x.memory.search.chunking.tokens"),
+        "{e}"
+    );
+    let s = resolve_str("{memory: {search: {providr: 'x'}}}", "main").unwrap();
+    assert_eq!(
+        s.warnings,
+        ["memory.search.providr: unknown key, ignored (a newer OpenClaw setting, or a typo?)"]
+    );
+}
