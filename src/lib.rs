@@ -63,6 +63,19 @@ use search::pipeline::{configured, Searcher};
 use sync::EmbedPlan;
 use workspace::Discovery;
 
+/// What started a sync: it decides whether session transcripts below their deltas wait
+/// (not when asked for) and whether a batch embedding job may be waited for (not by a
+/// search).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// `Memory::sync` (`memoria index`).
+    Requested,
+    /// The live sync (`memoria watch`, `memoria mcp`).
+    Live,
+    /// A search that found the workspace changed (`sync.onSearch`).
+    Search,
+}
+
 pub use chunk::{chunk_markdown, Chunk, ChunkParams};
 pub use digest::sha256_hex;
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderChoice, Embedding};
@@ -72,7 +85,7 @@ pub use index::catalog::ChunkRecord;
 pub use index::{Identity, FORMAT_VERSION};
 pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
 pub use search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, Served};
-pub use status::Status;
+pub use status::{EmbeddingStatus, Status};
 pub use sync::{SyncProgress, SyncReport};
 pub use tools::{GetPayload, SearchPayload, SearchResult};
 pub use workspace::read_text;
@@ -198,7 +211,7 @@ impl Memory {
     pub fn sync(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         let lock = self.dir.lock_writer()?;
         let discovery = self.discover();
-        self.sync_locked(&lock, &discovery, force, false, progress)
+        self.sync_locked(&lock, &discovery, force, Trigger::Requested, progress)
     }
 
     /// `background`: an automatic sync (on search, watcher, interval), which defers a
@@ -208,15 +221,18 @@ impl Memory {
         lock: &index::WriterLock,
         discovery: &Discovery,
         force: bool,
-        background: bool,
+        trigger: Trigger,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<SyncReport> {
         let identity = self.identity();
-        let plan = self
-            .resolved()
-            .embedder
-            .as_ref()
-            .map(|embedder| EmbedPlan::new(embedder.as_ref(), &identity, &self.settings));
+        let plan = self.resolved().embedder.as_ref().map(|embedder| {
+            let mut plan = EmbedPlan::new(embedder.as_ref(), &identity, &self.settings);
+            // A search never waits for a batch job: its chunks are searchable by keyword
+            // until a later sync reads the job.
+            plan.batch_may_wait = trigger != Trigger::Search;
+            plan
+        });
+        let background = trigger != Trigger::Requested;
         let request = sync::SyncRequest {
             discovery,
             identity: &identity,
@@ -265,14 +281,18 @@ impl Memory {
             return Ok(());
         }
         match self.dir.lock_writer() {
-            Ok(lock) => match self.sync_locked(&lock, &discovery, false, true, &|_| {}) {
-                Ok(_) => Ok(()),
-                Err(err) if manifest.is_some() => {
-                    tracing::warn!("sync before search failed, searching the last index: {err}");
-                    Ok(())
+            Ok(lock) => {
+                match self.sync_locked(&lock, &discovery, false, Trigger::Search, &|_| {}) {
+                    Ok(_) => Ok(()),
+                    Err(err) if manifest.is_some() => {
+                        tracing::warn!(
+                            "sync before search failed, searching the last index: {err}"
+                        );
+                        Ok(())
+                    }
+                    Err(err) => Err(err),
                 }
-                Err(err) => Err(err),
-            },
+            }
             Err(Error::IndexBusy { .. }) => {
                 tracing::warn!("index busy: searching the last committed index");
                 Ok(())
@@ -328,7 +348,7 @@ impl Memory {
             return Ok(None);
         }
         let lock = self.dir.lock_writer()?;
-        self.sync_locked(&lock, &discovery, false, true, &|_| {})
+        self.sync_locked(&lock, &discovery, false, Trigger::Live, &|_| {})
             .map(Some)
     }
 
@@ -395,7 +415,9 @@ impl Memory {
             // someone runs `memoria index`.
             if let Ok(lock) = self.dir.lock_writer() {
                 let discovery = self.discover();
-                if let Err(err) = self.sync_locked(&lock, &discovery, false, true, &|_| {}) {
+                if let Err(err) =
+                    self.sync_locked(&lock, &discovery, false, Trigger::Search, &|_| {})
+                {
                     tracing::warn!("rebuilding the keyword index failed: {err}");
                 }
                 view = self.views.current(&self.dir)?;
@@ -452,6 +474,27 @@ impl Memory {
         }
     }
 
+    /// The embedder's details for `status`, when there is one.
+    fn embedding_status(&self, stats: Option<&index::EmbeddingStats>) -> Option<EmbeddingStatus> {
+        let resolved = self.resolved();
+        let embedder = resolved.embedder.as_ref()?;
+        let batch_jobs = self
+            .dir
+            .batch_jobs()
+            .ok()
+            .flatten()
+            .and_then(|bytes| serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).ok())
+            .map_or(0, |jobs| jobs.len());
+        Some(EmbeddingStatus {
+            dims: embedder.dims(),
+            key_source: resolved.key_source(),
+            batch: resolved.batch_state(),
+            batch_jobs,
+            awaiting_batch: stats.map_or(0, |s| s.awaiting_batch),
+            last_error: stats.and_then(|s| s.error.clone()),
+        })
+    }
+
     /// The agent directory's state.
     pub fn status(&self) -> Result<Status> {
         let manifest = self.dir.manifest()?;
@@ -466,6 +509,17 @@ impl Memory {
         warnings.extend(stats.warnings.iter().cloned());
         if manifest.is_none() {
             warnings.push("no index yet: run `memoria index`".into());
+        }
+        if let Some(awaiting) = stats
+            .embedding
+            .as_ref()
+            .map(|e| e.awaiting_batch)
+            .filter(|&n| n > 0)
+        {
+            warnings.push(format!(
+                "{awaiting} chunk(s) wait for a batch embedding job (remote.batch.wait: false): \
+                 searches are keyword-only until a later sync reads the job"
+            ));
         }
         if let Some(error) = self.sync_error() {
             warnings.push(format!("the last sync failed: {error}"));
@@ -501,6 +555,7 @@ impl Memory {
             provider: served.provider,
             model: served.model,
             fallback: served.fallback,
+            embedding: self.embedding_status(stats.embedding.as_ref()),
             dirty,
             synced_at: manifest.map(|m| m.stats.synced_at),
             live,

@@ -53,6 +53,8 @@ use crate::{Error, Memory, SyncReport};
 pub const FORCE_POLL_ENV: &str = "MEMORIA_WATCH";
 /// How often a polling worker tries to watch again.
 pub const REWATCH_EVERY: Duration = Duration::from_secs(30);
+/// How soon a sync that left chunks to a running batch job looks at it again.
+const BATCH_RECHECK: Duration = Duration::from_secs(30);
 /// How long a sync waits before retrying when another process holds the writer lock.
 const BUSY_RETRY: Duration = Duration::from_secs(2);
 /// Backoff after a failed sync: doubles from the first value up to the second.
@@ -458,6 +460,7 @@ impl Worker {
                 // A sync whose embedding failed committed the text side; the chunks it
                 // could not embed stay "missing" (dirty), so it is retried, with backoff.
                 let embed_error = report.embed_error.clone();
+                let awaiting_batch = report.awaiting_batch > 0;
                 self.link.update(|s| {
                     s.syncs += 1;
                     s.last_sync_at = Some(unix_now());
@@ -474,7 +477,8 @@ impl Worker {
                     return Some(retry);
                 }
                 self.backoff = FAILURE_BACKOFF.0;
-                None
+                // Vectors a batch job will bring (`remote.batch.wait: false`): look again.
+                awaiting_batch.then(|| Instant::now() + BATCH_RECHECK)
             }
             Err(Error::IndexBusy { .. }) => {
                 (self.on_event)(&LiveEvent::Busy);

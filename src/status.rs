@@ -36,6 +36,8 @@ pub struct Status {
     pub model: Option<String>,
     /// What was configured but cannot serve, and why.
     pub fallback: Option<Fallback>,
+    /// The embedder's details, when there is one.
+    pub embedding: Option<EmbeddingStatus>,
     /// True when the workspace changed since the last sync.
     pub dirty: bool,
     /// Unix seconds of the last completed sync.
@@ -45,4 +47,24 @@ pub struct Status {
     pub live: Option<LiveStatus>,
     /// What the last sync skipped or could not do, and what is missing.
     pub warnings: Vec<String>,
+}
+
+/// The embedder serving an agent, for `status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddingStatus {
+    /// Length of its vectors.
+    pub dims: usize,
+    /// Where a remote provider's API key came from: `remote.apiKey`,
+    /// `models.providers.<name>.apiKey` or an environment variable. Never the key.
+    pub key_source: Option<String>,
+    /// The remote provider's batch API (`remote.batch`), when it has one: on (and how), or
+    /// off and why.
+    pub batch: Option<String>,
+    /// Batch jobs submitted and not yet read.
+    pub batch_jobs: usize,
+    /// Chunks whose vectors those jobs will bring; searches are keyword-only meanwhile.
+    pub awaiting_batch: u64,
+    /// Why the last sync could not embed everything, if it could not.
+    pub last_error: Option<String>,
 }

@@ -16,7 +16,8 @@ use rayon::prelude::*;
 use crate::chunk::{chunk_markdown, Chunk, ChunkParams};
 use crate::config::{SessionSyncSettings, Settings};
 use crate::digest::sha256_hex;
-use crate::embed::{EmbedKind, Embedder};
+use crate::embed::batch::{self, PendingJob};
+use crate::embed::{BatchApi, EmbedKind, Embedder};
 use crate::index::cache::{cache_key, EmbeddingCache};
 use crate::index::catalog::{Batch, Catalog, ChunkRecord, FileRecord, Upsert};
 use crate::index::text::TextIndex;
@@ -72,6 +73,8 @@ pub(crate) struct EmbedPlan<'a> {
     pub(crate) cache_enabled: bool,
     pub(crate) cache_max_entries: usize,
     pub(crate) vector_params: VectorParams,
+    /// `remote.batch.wait` may be honoured (not in a sync a search waits for).
+    pub(crate) batch_may_wait: bool,
 }
 
 impl<'a> EmbedPlan<'a> {
@@ -101,6 +104,7 @@ impl<'a> EmbedPlan<'a> {
             cache_enabled: settings.cache.enabled,
             cache_max_entries: settings.cache.max_entries,
             vector_params,
+            batch_may_wait: true,
         }
     }
 }
@@ -131,6 +135,9 @@ pub struct SyncReport {
     pub cached: usize,
     /// Why embedding stopped, if it failed (the keyword index is up to date regardless).
     pub embed_error: Option<String>,
+    /// Chunks whose vectors a running batch job will bring (`remote.batch.wait: false`):
+    /// a later sync reads them.
+    pub awaiting_batch: usize,
     /// Session transcripts whose new messages are still below `sync.sessions.deltaBytes`
     /// and `deltaMessages`: left for a later sync (SPEC §8).
     pub deferred: usize,
@@ -332,6 +339,7 @@ pub fn sync(
         embedded: 0,
         cached: 0,
         embed_error: None,
+        awaiting_batch: 0,
         deferred,
         warnings: Vec::new(),
     };
@@ -438,8 +446,9 @@ pub fn sync(
                     .inspect_err(|err| tracing::warn!("{err}; not reusing its vectors"))
                     .ok()
             });
-        embed_missing(
+        let awaiting_batch = embed_missing(
             dir,
+            lock,
             &catalog,
             previous.as_ref(),
             plan,
@@ -451,7 +460,11 @@ pub fn sync(
             vectors,
             missing: catalog.chunks_without_vectors()?.len() as u64,
             error: report.embed_error.clone(),
+            awaiting_batch,
         });
+        report.awaiting_batch = awaiting_batch as usize;
+        // Batch jobs' problems, noted by `embed_missing`, are the sync's warnings too.
+        warnings.append(&mut report.warnings);
     }
     report.chunks = catalog.chunk_count()?;
     report.seconds = started.elapsed().as_secs_f64();
@@ -493,35 +506,39 @@ fn same_embedder(a: &Identity, b: &Identity) -> bool {
     a.provider == b.provider && a.model == b.model && a.embedder == b.embedder && a.dims == b.dims
 }
 
-/// Embeds every chunk without a vector, through the cache and then `previous` (the
-/// generation being replaced, by chunk id). An embedder failure stops embedding and is
-/// reported (the keyword index is already committed); I/O errors fail.
+/// Embeds every chunk without a vector: from the cache, then `previous` (the generation
+/// being replaced, by chunk id), then through the provider's batch API when it has one and
+/// the backfill is large ([`batch`]), then through direct requests. An embedder failure
+/// stops embedding and is reported (the keyword index is already committed); I/O errors
+/// fail.
 fn embed_missing(
     dir: &AgentDir,
+    lock: &WriterLock,
     catalog: &Catalog,
     previous: Option<&Catalog>,
     plan: &EmbedPlan,
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
-) -> Result<()> {
+) -> Result<u64> {
     let missing = catalog.chunks_without_vectors()?;
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let cache = if plan.cache_enabled {
+    let cache = if plan.cache_enabled && !missing.is_empty() {
         Some(EmbeddingCache::open(&dir.root().join("cache.redb"))?)
     } else {
         None
     };
     let dims = plan.embedder.dims();
-    let total = missing.len();
+    let keys: Vec<String> = missing
+        .iter()
+        .map(|(_, hash, _)| cache_key(&plan.cache_key, hash))
+        .collect();
+
+    // Vectors at hand: the cache, then the generation being replaced.
+    let mut todo: Vec<usize> = Vec::new();
     for (n, batch) in missing.chunks(EMBED_BATCH).enumerate() {
-        let keys: Vec<String> = batch
-            .iter()
-            .map(|(_, hash, _)| cache_key(&plan.cache_key, hash))
-            .collect();
+        let offset = n * EMBED_BATCH;
+        let batch_keys = &keys[offset..offset + batch.len()];
         let mut vectors: Vec<Option<Vec<f32>>> = match &cache {
-            Some(cache) => cache.get_many(&keys)?,
+            Some(cache) => cache.get_many(batch_keys)?,
             None => vec![None; batch.len()],
         };
         if let Some(previous) = previous {
@@ -531,54 +548,150 @@ fn embed_missing(
                 vectors[i] = vector;
             }
         }
-        for v in vectors.iter_mut() {
-            if v.as_ref().is_some_and(|v| v.len() != dims) {
-                *v = None; // a stored vector of another size is not ours
+        let mut found = Vec::new();
+        for (i, vector) in vectors.into_iter().enumerate() {
+            match vector.filter(|v| v.len() == dims) {
+                Some(vector) => found.push((batch[i].0.clone(), vector)),
+                None => todo.push(offset + i), // a stored vector of another size is not ours
             }
         }
-        let todo: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
-        report.cached += batch.len() - todo.len();
-        if !todo.is_empty() {
-            let texts: Vec<&str> = todo.iter().map(|&i| batch[i].2.as_str()).collect();
-            let embedded = match plan.embedder.embed(&texts, EmbedKind::Document) {
-                Ok(embedded)
-                    if embedded.len() == texts.len()
-                        && embedded.iter().all(|e| e.vector.len() == dims) =>
-                {
-                    embedded
-                }
-                Ok(_) => {
-                    report.embed_error =
-                        Some("the embedder returned vectors of the wrong count or size".into());
-                    break;
-                }
-                Err(err) => {
-                    report.embed_error = Some(err.to_string());
-                    break;
-                }
-            };
-            let mut fresh = Vec::with_capacity(todo.len());
-            for (&i, embedding) in todo.iter().zip(embedded) {
-                fresh.push((keys[i].clone(), embedding.vector.clone()));
-                vectors[i] = Some(embedding.vector);
-            }
-            report.embedded += fresh.len();
-            if let Some(cache) = &cache {
-                cache.put_many(&fresh, plan.cache_max_entries)?;
-            }
+        report.cached += found.len();
+        if !found.is_empty() {
+            catalog.put_vectors(&found)?;
         }
-        let items: Vec<(String, Vec<f32>)> = batch
-            .iter()
-            .zip(vectors)
-            .filter_map(|((id, _, _), v)| v.map(|v| (id.clone(), v)))
-            .collect();
-        catalog.put_vectors(&items)?;
+    }
+
+    // A large backfill through the batch API; texts it leaves go through direct requests,
+    // except those a running job will bring later.
+    let mut awaiting = 0u64;
+    if let Some(api) = plan.embedder.batch_api() {
+        let outcome = run_batches(dir, lock, api, plan, &missing, &todo, report)?;
+        let mut fresh = Vec::new();
+        let mut found = Vec::new();
+        todo.retain(|&i| {
+            let (id, hash, _) = &missing[i];
+            if let Some(vector) = outcome.vectors.get(hash) {
+                fresh.push((keys[i].clone(), vector.clone()));
+                found.push((id.clone(), vector.clone()));
+                false
+            } else if outcome.waiting.contains(hash) {
+                awaiting += 1;
+                false
+            } else {
+                true
+            }
+        });
+        report.embedded += found.len();
+        if !found.is_empty() {
+            catalog.put_vectors(&found)?;
+        }
+        if let Some(cache) = cache.as_ref().filter(|_| !fresh.is_empty()) {
+            cache.put_many(&fresh, plan.cache_max_entries)?;
+        }
+    } else if dir.batch_jobs()?.is_some() {
+        // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
+        dir.write_batch_jobs(lock, None)?;
+    }
+
+    // Direct requests.
+    let total = todo.len();
+    for (n, batch) in todo.chunks(EMBED_BATCH).enumerate() {
+        let texts: Vec<&str> = batch.iter().map(|&i| missing[i].2.as_str()).collect();
+        let embedded = match plan.embedder.embed(&texts, EmbedKind::Document) {
+            Ok(embedded)
+                if embedded.len() == texts.len()
+                    && embedded.iter().all(|e| e.vector.len() == dims) =>
+            {
+                embedded
+            }
+            Ok(_) => {
+                report.embed_error =
+                    Some("the embedder returned vectors of the wrong count or size".into());
+                break;
+            }
+            Err(err) => {
+                report.embed_error = Some(err.to_string());
+                break;
+            }
+        };
+        let mut fresh = Vec::with_capacity(batch.len());
+        let mut found = Vec::with_capacity(batch.len());
+        for (&i, embedding) in batch.iter().zip(embedded) {
+            fresh.push((keys[i].clone(), embedding.vector.clone()));
+            found.push((missing[i].0.clone(), embedding.vector));
+        }
+        report.embedded += found.len();
+        catalog.put_vectors(&found)?;
+        if let Some(cache) = &cache {
+            cache.put_many(&fresh, plan.cache_max_entries)?;
+        }
         progress(SyncProgress::Embedding {
             chunks_done: ((n + 1) * EMBED_BATCH).min(total),
             chunks_total: total,
         });
     }
-    Ok(())
+    Ok(awaiting)
+}
+
+/// Runs [`batch::run`] over the texts of `missing[todo]`, with the jobs recorded in the
+/// agent directory; its problems become the report's warnings.
+fn run_batches(
+    dir: &AgentDir,
+    lock: &WriterLock,
+    api: &dyn BatchApi,
+    plan: &EmbedPlan,
+    missing: &[(String, String, String)],
+    todo: &[usize],
+    report: &mut SyncReport,
+) -> Result<batch::Outcome> {
+    let recorded = match dir.batch_jobs()? {
+        Some(bytes) => serde_json::from_slice::<Vec<PendingJob>>(&bytes).unwrap_or_else(|err| {
+            report.warnings.push(format!(
+                "{}: unreadable batch job record ({err}); its jobs are forgotten",
+                dir.root().join("batches.json").display()
+            ));
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    if todo.is_empty() && recorded.is_empty() {
+        return Ok(batch::Outcome::default());
+    }
+    let items: Vec<(&str, &str)> = todo
+        .iter()
+        .map(|&i| (missing[i].1.as_str(), missing[i].2.as_str()))
+        .collect();
+    let save = |jobs: &[PendingJob]| -> std::result::Result<(), String> {
+        let bytes = match jobs.is_empty() {
+            true => None,
+            false => Some(serde_json::to_vec_pretty(jobs).map_err(|e| e.to_string())?),
+        };
+        dir.write_batch_jobs(lock, bytes.as_deref())
+            .map_err(|e| e.to_string())
+    };
+    let outcome = batch::run(
+        api,
+        &plan.cache_key,
+        &items,
+        recorded,
+        batch::Limits::DEFAULT,
+        plan.batch_may_wait,
+        &save,
+    );
+    if outcome.submitted > 0 || !outcome.jobs.is_empty() {
+        tracing::info!(
+            "batch embedding: {} job(s) submitted, {} still running, {} vector(s) read",
+            outcome.submitted,
+            outcome.jobs.len(),
+            outcome.vectors.len()
+        );
+    }
+    report.warnings.extend(
+        outcome.problems.iter().map(|problem| {
+            format!("{problem}; those chunks were embedded through direct requests")
+        }),
+    );
+    Ok(outcome)
 }
 
 /// Brings `vectors/` in line with the catalog's vectors: tombstones for vanished chunks,

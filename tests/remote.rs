@@ -6,156 +6,23 @@
 
 #![cfg(feature = "remote")]
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use memoria::config::{Env, ProviderKind, Secret, Settings};
 use memoria::{Memory, SearchOptions};
 use serde_json::{json, Value};
+
+#[path = "support/loopback.rs"]
+mod loopback;
+use loopback::{answer, batches, ok, serve, BatchMode, Request};
 
 const KEY: &str = "sk-test-abcdefghijklmnop0123456789";
 
 /// Tests that set or depend on the absence of `OPENAI_API_KEY` take turns.
 static ENV: Mutex<()> = Mutex::new(());
 const DIMS: usize = 8;
-
-#[derive(Debug, Clone)]
-struct Request {
-    path: String,
-    headers: BTreeMap<String, String>,
-    body: Value,
-}
-
-/// What the server answers to the n-th request (0-based): status, headers, body.
-type Script = dyn Fn(&Request, usize) -> (u16, Vec<(String, String)>, String) + Send + Sync;
-
-struct Server {
-    url: String,
-    requests: Arc<Mutex<Vec<Request>>>,
-}
-
-fn serve(script: Box<Script>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let log = requests.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                continue;
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-            let mut headers = BTreeMap::new();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                let header = header.trim_end();
-                if header.is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = header.split_once(':') {
-                    headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
-                }
-            }
-            let length: usize = headers
-                .get("content-length")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let request = Request {
-                path,
-                headers,
-                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-            };
-            let n = {
-                let mut log = log.lock().unwrap();
-                log.push(request.clone());
-                log.len() - 1
-            };
-            let (status, extra, body) = script(&request, n);
-            let mut response = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-                body.len()
-            );
-            for (name, value) in extra {
-                response.push_str(&format!("{name}: {value}\r\n"));
-            }
-            response.push_str("\r\n");
-            response.push_str(&body);
-            let _ = stream.write_all(response.as_bytes());
-        }
-    });
-    Server { url, requests }
-}
-
-/// A deterministic embedding: letter counts folded into `dims` values.
-fn vector(text: &str, dims: usize) -> Vec<f32> {
-    let mut v = vec![0.0f32; dims];
-    for b in text.bytes().filter(u8::is_ascii_alphabetic) {
-        v[(b.to_ascii_lowercase() - b'a') as usize % dims] += 1.0;
-    }
-    v[0] += 0.5;
-    v
-}
-
-/// OpenAI's answer format for a request's inputs.
-fn answer(request: &Request, dims: usize) -> String {
-    let inputs = request.body["input"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let data: Vec<Value> = inputs
-        .iter()
-        .enumerate()
-        .rev() // out of order on purpose: `index` says where each belongs
-        .map(|(i, text)| {
-            json!({"object": "embedding", "index": i,
-                   "embedding": vector(text.as_str().unwrap_or(""), dims)})
-        })
-        .collect();
-    json!({"object": "list", "data": data, "model": request.body["model"],
-           "usage": {"prompt_tokens": 1, "total_tokens": 1}})
-    .to_string()
-}
-
-/// Gemini's answer format for a `batchEmbedContents` request.
-fn gemini_answer(request: &Request, dims: usize) -> String {
-    let requests = request.body["requests"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let embeddings: Vec<Value> = requests
-        .iter()
-        .map(|r| {
-            let text = r["content"]["parts"][0]["text"].as_str().unwrap_or("");
-            json!({ "values": vector(text, dims) })
-        })
-        .collect();
-    json!({ "embeddings": embeddings }).to_string()
-}
-
-/// OpenAI's format on `/embeddings`; Gemini's on `gemini-embedding-001`; 403 otherwise.
-fn ok(dims: usize) -> Box<Script> {
-    Box::new(move |r: &Request, _| {
-        if r.path.ends_with("/embeddings") {
-            (200, Vec::new(), answer(r, dims))
-        } else if r
-            .path
-            .ends_with("/models/gemini-embedding-001:batchEmbedContents")
-        {
-            (200, Vec::new(), gemini_answer(r, dims))
-        } else {
-            (403, Vec::new(), "{\"error\": \"no such model\"}".into())
-        }
-    })
-}
 
 fn settings(root: &Path, url: &str, key: Option<&str>) -> Settings {
     let env = Env {
@@ -560,4 +427,321 @@ fn a_server_that_never_answers_times_out_within_the_query_budget() {
         took < std::time::Duration::from_secs(20),
         "gave up after {took:?}"
     );
+}
+
+/// `settings` with `n` more daily notes (one chunk each), enough for a batch job, and
+/// polls every 5 ms.
+fn backfill(root: &Path, url: &str, n: usize) -> Settings {
+    let mut s = settings(root, url, Some(KEY));
+    for i in 0..n {
+        std::fs::write(
+            s.workspace.join(format!("memory/2026-01-{i:03}.md")),
+            format!("Note {i}: the build of service {i} was green.\n"),
+        )
+        .unwrap();
+    }
+    s.remote.batch.poll_interval_ms = 5;
+    s
+}
+
+fn chunk_count(memory: &Memory) -> u64 {
+    memory.status().unwrap().chunks
+}
+
+#[test]
+fn openai_batch_flow_uploads_creates_polls_and_reads_the_output_file() {
+    let server = serve(batches(
+        DIMS,
+        BatchMode {
+            polls: 2,
+            fail: false,
+        },
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = Memory::open(backfill(tmp.path(), &server.url, 120)).unwrap();
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(report.embed_error, None);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(report.chunks, 122);
+    assert_eq!(report.embedded, 122);
+    let payload = memory.memory_search("penicillin allergy", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    assert_eq!(payload.results[0].path, "MEMORY.md");
+
+    let requests = server.requests.lock().unwrap().clone();
+    let calls: Vec<String> = requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "POST /v1/embeddings", // the probe
+            "POST /v1/files",
+            "POST /v1/batches",
+            "GET /v1/batches/batch_0",
+            "GET /v1/batches/batch_0",
+            "GET /v1/batches/batch_0",
+            "GET /v1/files/file-out-0/content",
+            "POST /v1/embeddings", // the query
+        ]
+    );
+    for r in &requests {
+        assert_eq!(
+            r.headers["authorization"],
+            format!("Bearer {KEY}"),
+            "{}",
+            r.path
+        );
+        assert_eq!(r.headers["x-team"], "memory");
+    }
+    // The upload: a multipart form with purpose=batch and one request per chunk.
+    let upload = &requests[1];
+    let content_type = &upload.headers["content-type"];
+    assert!(
+        content_type.starts_with("multipart/form-data; boundary="),
+        "{content_type}"
+    );
+    let raw = String::from_utf8_lossy(&upload.raw);
+    assert!(
+        raw.contains("name=\"purpose\"\r\n\r\nbatch\r\n"),
+        "{raw:.300}"
+    );
+    assert!(raw.contains("filename=\"memoria-embeddings.jsonl\""));
+    let lines: Vec<Value> = raw
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 122);
+    assert_eq!(lines[0]["method"], "POST");
+    assert_eq!(lines[0]["url"], "/v1/embeddings");
+    assert_eq!(lines[0]["body"]["model"], "text-embedding-3-small");
+    assert_eq!(lines[0]["custom_id"].as_str().unwrap().len(), 64);
+    let inputs: Vec<&str> = lines
+        .iter()
+        .map(|l| l["body"]["input"].as_str().unwrap())
+        .collect();
+    assert!(inputs.contains(&"Note 7: the build of service 7 was green.\n"));
+    let create = &requests[2].body;
+    assert_eq!(create["input_file_id"], "file-in-0");
+    assert_eq!(create["endpoint"], "/v1/embeddings");
+    assert_eq!(create["completion_window"], "24h");
+
+    // Nothing left recorded; status says how batching runs.
+    let status = memory.status().unwrap();
+    let embedding = status.embedding.unwrap();
+    assert_eq!(embedding.batch_jobs, 0);
+    assert_eq!(embedding.awaiting_batch, 0);
+    assert_eq!(embedding.key_source.as_deref(), Some("remote.apiKey"));
+    assert_eq!(embedding.dims, DIMS);
+    assert!(embedding.batch.unwrap().starts_with("on (waits"));
+    assert!(!Path::new(&status.agent_dir).join("batches.json").exists());
+}
+
+#[test]
+fn gemini_batch_flow_uploads_creates_polls_and_downloads() {
+    let server = serve(batches(
+        DIMS,
+        BatchMode {
+            polls: 1,
+            fail: false,
+        },
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = backfill(tmp.path(), &server.url, 110);
+    s.provider = ProviderKind::Gemini;
+    s.model = None;
+    s.remote.api_key = None;
+    s.remote.base_url = Some(format!("{}/v1beta", server.url));
+    s.provider_keys.insert(
+        "google".into(),
+        Secret::Literal("AIza-test-key-0123456789".into()),
+    );
+    let memory = Memory::open(s).unwrap();
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(report.embedded, 112);
+    let payload = memory.memory_search("penicillin allergy", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    assert_eq!(payload.results[0].path, "MEMORY.md");
+
+    let requests = server.requests.lock().unwrap().clone();
+    let calls: Vec<String> = requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "POST /v1beta/models/gemini-embedding-001:batchEmbedContents",
+            "POST /upload/v1beta/files?uploadType=multipart",
+            "POST /v1beta/models/gemini-embedding-001:asyncBatchEmbedContent",
+            "GET /v1beta/batches/0",
+            "GET /v1beta/batches/0",
+            "GET /download/v1beta/files/out-0:download?alt=media",
+            "POST /v1beta/models/gemini-embedding-001:batchEmbedContents",
+        ]
+    );
+    for r in &requests {
+        assert_eq!(r.headers["x-goog-api-key"], "AIza-test-key-0123456789");
+        assert!(!r.headers.contains_key("authorization"));
+    }
+    let upload = &requests[1];
+    assert!(upload.headers["content-type"].starts_with("multipart/related; boundary="));
+    let raw = String::from_utf8_lossy(&upload.raw);
+    let lines: Vec<Value> = raw
+        .lines()
+        .filter(|l| l.starts_with("{\"key\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 112);
+    assert_eq!(lines[0]["request"]["taskType"], "RETRIEVAL_DOCUMENT");
+    assert_eq!(lines[0]["request"]["model"], "models/gemini-embedding-001");
+    assert!(raw.contains("\"mimeType\":\"application/jsonl\""));
+    assert_eq!(
+        requests[2].body["batch"]["inputConfig"]["fileName"],
+        "files/in-0"
+    );
+    let status = memory.status().unwrap();
+    assert_eq!(
+        status.embedding.unwrap().key_source.as_deref(),
+        Some("models.providers.google.apiKey")
+    );
+}
+
+#[test]
+fn a_failed_batch_job_falls_back_to_direct_requests() {
+    let server = serve(batches(
+        DIMS,
+        BatchMode {
+            polls: 0,
+            fail: true,
+        },
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = Memory::open(backfill(tmp.path(), &server.url, 100)).unwrap();
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(report.embed_error, None);
+    assert_eq!(report.embedded, 102);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(
+        report.warnings[0].contains(
+            "batch job batch_0 failed: expired; those chunks were embedded through direct requests"
+        ),
+        "{:?}",
+        report.warnings
+    );
+    let requests = server.requests.lock().unwrap().clone();
+    let direct = requests
+        .iter()
+        .filter(|r| r.path == "/v1/embeddings")
+        .map(|r| r.body["input"].as_array().unwrap().len())
+        .collect::<Vec<_>>();
+    assert_eq!(direct, [1, 64, 38]); // the probe, then the chunks 64 at a time
+                                     // The next sync has nothing to embed and submits nothing.
+    let before = requests.len();
+    let again = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(again.embedded, 0);
+    assert_eq!(server.requests.lock().unwrap().len(), before);
+}
+
+#[test]
+fn without_waiting_a_later_sync_reads_the_job() {
+    let server = serve(batches(
+        DIMS,
+        BatchMode {
+            polls: 0,
+            fail: false,
+        },
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = backfill(tmp.path(), &server.url, 100);
+    s.remote.batch.wait = false;
+    s.sync.on_search = false; // only the explicit syncs below look at the job
+    let memory = Memory::open(s).unwrap();
+    let first = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(first.embedded, 0);
+    assert_eq!(first.awaiting_batch, 102);
+    assert!(first.warnings.is_empty(), "{:?}", first.warnings);
+    let status = memory.status().unwrap();
+    let embedding = status.embedding.clone().unwrap();
+    assert_eq!((embedding.batch_jobs, embedding.awaiting_batch), (1, 102));
+    assert_eq!(status.vectors, Some(0));
+    assert!(
+        status
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("102 chunk(s) wait for a batch")),
+        "{:?}",
+        status.warnings
+    );
+    let record = Path::new(&status.agent_dir).join("batches.json");
+    let recorded: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    assert_eq!(recorded[0]["id"], "batch_0");
+    assert_eq!(recorded[0]["ids"].as_array().unwrap().len(), 102);
+    // Keyword search answers meanwhile, and says why.
+    let payload = memory.memory_search("service 42", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("fts-only"));
+    let fallback = payload.fallback.clone().unwrap();
+    assert_eq!(fallback.from, "openai");
+    assert!(
+        fallback
+            .reason
+            .starts_with("102 of 102 chunks wait for a batch embedding job"),
+        "{fallback:?}"
+    );
+    assert_eq!(
+        payload.results[0].path, "memory/2026-01-042.md",
+        "{payload:?}"
+    );
+    // The key is in no file under the state directory, the job record included.
+    for file in files_under(&tmp.path().join("state")) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+            "{}",
+            file.display()
+        );
+    }
+
+    // The next sync finds the job done and reads it.
+    let second = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(second.embedded, 102, "{:?}", second.warnings);
+    assert_eq!(second.awaiting_batch, 0);
+    assert!(!record.exists());
+    assert_eq!(memory.status().unwrap().vectors, Some(chunk_count(&memory)));
+    let payload = memory.memory_search("penicillin allergy", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"));
+    assert_eq!(payload.results[0].path, "MEMORY.md");
+}
+
+#[test]
+fn an_endpoint_without_a_batch_api_is_used_directly_from_then_on() {
+    // `ok` answers 403 to everything but /embeddings: an OpenAI-compatible server without
+    // a Batch API.
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = Memory::open(backfill(tmp.path(), &server.url, 100)).unwrap();
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(report.embedded, 102);
+    assert!(
+        report.warnings[0].contains("submitting a batch job of 102 texts failed"),
+        "{:?}",
+        report.warnings
+    );
+    let batch = memory.status().unwrap().embedding.unwrap().batch.unwrap();
+    assert!(
+        batch.starts_with("off: the batch API refused a job (HTTP 403)"),
+        "{batch}"
+    );
+    // More notes: embedded directly, without trying the batch API again.
+    let workspace = Path::new(&memory.status().unwrap().workspace).to_path_buf();
+    for i in 0..100 {
+        let note = workspace.join(format!("memory/2026-02-{i:03}.md"));
+        std::fs::write(note, format!("Second note {i}.\n")).unwrap();
+    }
+    assert_eq!(memory.sync(false, &|_| {}).unwrap().embedded, 100);
+    let requests = server.requests.lock().unwrap();
+    assert_eq!(requests.iter().filter(|r| r.path == "/v1/files").count(), 1);
 }

@@ -360,6 +360,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 if let Some(fallback) = &status.fallback {
                     println!("fallback     from {}: {}", fallback.from, fallback.reason);
                 }
+                if let Some(embedding) = &status.embedding {
+                    let model = status.model.as_deref().unwrap_or("?");
+                    let vectors = status.vectors.unwrap_or(0);
+                    println!(
+                        "model        {model} ({} dims); {vectors} vectors",
+                        embedding.dims
+                    );
+                    if let Some(source) = &embedding.key_source {
+                        println!("api key      from {source}");
+                    }
+                    if let Some(batch) = &embedding.batch {
+                        println!(
+                            "batch API    {batch}; {} job(s) pending, {} chunk(s) waiting",
+                            embedding.batch_jobs, embedding.awaiting_batch
+                        );
+                    }
+                    if let Some(error) = &embedding.last_error {
+                        println!("embed error  {error}");
+                    }
+                }
                 println!(
                     "fresh        {}",
                     if status.dirty {

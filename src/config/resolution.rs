@@ -38,12 +38,18 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
                 .into(),
         );
     }
-    if pick(p, |l| &l.batch_enabled) == Some(true) {
-        warnings.push(
-            "remote.batch.enabled is true, but batch indexing is not implemented yet: memoria \
-             sends direct embedding requests"
-                .into(),
-        );
+    let provider = pick(p, |l| &l.provider).unwrap_or(ProviderKind::Auto);
+    if pick(p, |l| &l.batch_enabled) == Some(true)
+        && !matches!(
+            provider,
+            ProviderKind::OpenAi | ProviderKind::Gemini | ProviderKind::Auto
+        )
+    {
+        warnings.push(format!(
+            "remote.batch.enabled is true, but batch indexing applies to the openai and gemini \
+             providers only (provider: {}): it is ignored",
+            provider.as_str()
+        ));
     }
     let mut sources: Vec<Source> = configured_sources
         .into_iter()
@@ -88,7 +94,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         warnings,
         workspace,
         enabled: pick(p, |l| &l.enabled).unwrap_or(true),
-        provider: pick(p, |l| &l.provider).unwrap_or(ProviderKind::Auto),
+        provider,
         model: pick(p, |l| &l.model),
         fallback: pick(p, |l| &l.fallback).unwrap_or(None),
         sources,
@@ -102,7 +108,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
             api_key: pick(p, |l| &l.remote_api_key),
             headers,
             batch: BatchSettings {
-                enabled: pick(p, |l| &l.batch_enabled).unwrap_or(false),
+                enabled: pick(p, |l| &l.batch_enabled).unwrap_or(true),
                 wait: pick(p, |l| &l.batch_wait).unwrap_or(true),
                 concurrency: to_usize(int_at_least(pick(p, |l| &l.batch_concurrency), 2, 1)),
                 poll_interval_ms: int_at_least(pick(p, |l| &l.batch_poll_interval_ms), 2000, 0),

@@ -273,7 +273,7 @@ impl std::fmt::Debug for RemoteSettings {
 /// `memorySearch.remote.batch`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchSettings {
-    /// `enabled` (false).
+    /// `enabled` (true; batch indexing applies to the `openai` and `gemini` providers).
     pub enabled: bool,
     /// `wait` (true).
     pub wait: bool,
@@ -365,7 +365,7 @@ pub struct HybridSettings {
 /// `memorySearch.query.hybrid.mmr`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MmrSettings {
-    /// `enabled` (false).
+    /// `enabled` (true; batch indexing applies to the `openai` and `gemini` providers).
     pub enabled: bool,
     /// `lambda` (0.7, clamped to 0..=1).
     pub lambda: f64,
@@ -374,7 +374,7 @@ pub struct MmrSettings {
 /// `memorySearch.query.hybrid.temporalDecay`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TemporalDecaySettings {
-    /// `enabled` (false).
+    /// `enabled` (true; batch indexing applies to the `openai` and `gemini` providers).
     pub enabled: bool,
     /// `halfLifeDays` (30; whole days, at least 1).
     pub half_life_days: f64,

@@ -85,9 +85,9 @@ fn keys_defaults_and_clamps() {
         ("{remote: {apiKey: 'k'}}", get!(remote.api_key), "Some(Literal(<redacted>))"),
         ("{}", get!(remote.headers), "{}"),
         ("{remote: {headers: {'X-A': '1'}}}", get!(remote.headers), "{\"X-A\": \"1\"}"),
-        ("{}", get!(remote.batch), "BatchSettings { enabled: false, wait: true, concurrency: 2, poll_interval_ms: 2000, timeout_minutes: 60 }"),
+        ("{}", get!(remote.batch), "BatchSettings { enabled: true, wait: true, concurrency: 2, poll_interval_ms: 2000, timeout_minutes: 60 }"),
         ("{remote: {batch: {enabled: true, wait: false, concurrency: 5, pollIntervalMs: 10, timeoutMinutes: 3}}}", get!(remote.batch), "BatchSettings { enabled: true, wait: false, concurrency: 5, poll_interval_ms: 10, timeout_minutes: 3 }"),
-        ("{remote: {batch: {concurrency: 0, pollIntervalMs: -5, timeoutMinutes: -1}}}", get!(remote.batch), "BatchSettings { enabled: false, wait: true, concurrency: 1, poll_interval_ms: 0, timeout_minutes: 1 }"),
+        ("{remote: {batch: {concurrency: 0, pollIntervalMs: -5, timeoutMinutes: -1}}}", get!(remote.batch), "BatchSettings { enabled: true, wait: true, concurrency: 1, poll_interval_ms: 0, timeout_minutes: 1 }"),
         ("{}", get!(store.vector_enabled), "true"),
         ("{store: {vector: {enabled: false, extensionPath: '/x/vec0.so'}}}", get!(store.vector_enabled), "false"),
         ("{store: {driver: 'sqlite'}}", get!(store.vector_enabled), "true"),
@@ -445,12 +445,16 @@ fn unknown_keys_are_warnings() {
 /// Accepted settings memoria does not act on yet are named in the warnings.
 #[test]
 fn settings_not_acted_on_are_warnings() {
-    let warnings = with_ms("{provider: 'openai', remote: {batch: {enabled: true}}}").warnings;
+    let warnings = with_ms("{provider: 'voyage', remote: {batch: {enabled: true}}}").warnings;
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].starts_with("remote.batch.enabled is true, but batch indexing"));
-    assert!(with_ms("{remote: {batch: {enabled: false}}}")
-        .warnings
-        .is_empty());
+    assert!(warnings[0].starts_with("remote.batch.enabled is true, but batch indexing applies"));
+    for acted_on in [
+        "{provider: 'openai', remote: {batch: {enabled: true}}}",
+        "{provider: 'gemini', remote: {batch: {enabled: true}}}",
+        "{remote: {batch: {enabled: false}}}",
+    ] {
+        assert!(with_ms(acted_on).warnings.is_empty(), "{acted_on}");
+    }
 }
 
 /// `remote.apiKey` is a string or OpenClaw's SecretRef object, resolved from the environment.

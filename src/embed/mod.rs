@@ -11,8 +11,10 @@
 //! `weights.rs` and `model_files.rs` (safetensors and the sentence-transformers JSON
 //! files, with errors naming file and tensor), `locate.rs` (where the model directory is,
 //! and `pull`), `provider.rs` (the configured provider resolved to an embedder, or the
-//! reason there is none).
+//! reason there is none), `remote.rs` and `remote/batch.rs` (HTTP providers and their batch
+//! APIs, feature `remote`), `batch.rs` (when and how batch jobs run, for any [`BatchApi`]).
 
+pub(crate) mod batch;
 mod encoder;
 mod gemma;
 mod kernels;
@@ -67,6 +69,55 @@ pub trait Embedder: Send + Sync {
     fn fingerprint(&self) -> &str;
     /// Largest token count (prompt and special tokens included) before truncation.
     fn max_tokens(&self) -> usize;
+    /// The provider's asynchronous batch API for documents, when it has one and it is on
+    /// (`remote.batch.enabled`). Queries never go through it.
+    fn batch_api(&self) -> Option<&dyn BatchApi> {
+        None
+    }
+}
+
+/// A provider's asynchronous batch API for documents: OpenAI's Batch API, Gemini's
+/// `asyncBatchEmbedContent`. A job embeds many texts for less money but answers in minutes
+/// to hours; [`batch`] decides when to use one and waits for it (or not).
+pub trait BatchApi: Send + Sync {
+    /// Submits one job embedding `items` (`(custom id, text)`) and returns its id.
+    fn submit(&self, items: &[(&str, &str)]) -> Result<String>;
+    /// The job's state now.
+    fn poll(&self, job: &str) -> Result<JobState>;
+    /// A finished job's vectors by custom id, normalised and checked; ids the provider
+    /// failed are absent.
+    fn results(&self, output: &str) -> Result<std::collections::HashMap<String, Vec<f32>>>;
+    /// How jobs are run (`remote.batch`).
+    fn options(&self) -> BatchOptions;
+    /// Turns the batch API off for this process after a refusal a retry cannot fix (an
+    /// endpoint without a Batch API); `reason` is shown in `status`.
+    fn disable(&self, reason: String);
+}
+
+/// A batch job's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    /// Queued or in progress: the provider's name for its state.
+    Running(String),
+    /// Finished: the output to read with [`BatchApi::results`].
+    Done(String),
+    /// Failed, expired or cancelled, and why.
+    Failed(String),
+}
+
+/// `remote.batch`: how batch jobs are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchOptions {
+    /// Wait for jobs to finish (`wait`); otherwise the sync finishes keyword-only for their
+    /// chunks and a later sync picks the vectors up.
+    pub wait: bool,
+    /// Jobs in flight at once (`concurrency`).
+    pub concurrency: usize,
+    /// Between two polls of a job (`pollIntervalMs`).
+    pub poll_interval: std::time::Duration,
+    /// Longest wait for a job before its texts go through direct requests
+    /// (`timeoutMinutes`).
+    pub timeout: std::time::Duration,
 }
 
 /// Errors from loading or running an embedding model.
@@ -124,9 +175,14 @@ pub enum EmbedError {
     /// An embedder (a library user's, or a remote one) failed.
     #[error("embedding failed: {0}")]
     Failed(String),
-    /// A remote provider failed (the message never contains the API key).
+    /// A remote provider failed (the message never contains the API key). `status` is the
+    /// HTTP status of a refusal that retrying cannot fix (a 4xx other than 408 and 429).
     #[error("{provider} embeddings: {message}")]
-    Remote { provider: String, message: String },
+    Remote {
+        provider: String,
+        message: String,
+        status: Option<u16>,
+    },
     /// candle failed while running the model.
     #[error("inference failed: {0}")]
     Candle(#[from] candle_core::Error),

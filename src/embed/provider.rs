@@ -36,9 +36,48 @@ pub(crate) struct ResolvedEmbedder {
     pub(crate) model: Option<String>,
     /// Set when the configured provider could not be used.
     pub(crate) fallback: Option<Fallback>,
+    /// The remote client, when a remote provider serves (for `status`).
+    #[cfg(feature = "remote")]
+    remote: Option<Arc<super::remote::OpenAiCompatible>>,
 }
 
 impl ResolvedEmbedder {
+    /// An embedder (or none) without a remote client.
+    fn plain(
+        embedder: Option<Arc<dyn Embedder>>,
+        provider: String,
+        model: Option<String>,
+        fallback: Option<Fallback>,
+    ) -> ResolvedEmbedder {
+        ResolvedEmbedder {
+            embedder,
+            provider,
+            model,
+            fallback,
+            #[cfg(feature = "remote")]
+            remote: None,
+        }
+    }
+
+    /// Where the remote provider's API key came from (a config key or an environment
+    /// variable, never the key).
+    pub(crate) fn key_source(&self) -> Option<String> {
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &self.remote {
+            return remote.key_source().map(str::to_string);
+        }
+        None
+    }
+
+    /// The remote provider's batch API state (`remote.batch`), when it has one.
+    pub(crate) fn batch_state(&self) -> Option<String> {
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &self.remote {
+            return remote.batch_state();
+        }
+        None
+    }
+
     /// Resolves `choice` (loading the model when the settings name a local one).
     pub(crate) fn resolve(choice: &EmbedderChoice, settings: &Settings) -> ResolvedEmbedder {
         match choice {
@@ -46,12 +85,12 @@ impl ResolvedEmbedder {
                 embedder,
                 provider,
                 model,
-            } => ResolvedEmbedder {
-                embedder: Some(embedder.clone()),
-                provider: provider.clone(),
-                model: Some(model.clone()),
-                fallback: None,
-            },
+            } => ResolvedEmbedder::plain(
+                Some(embedder.clone()),
+                provider.clone(),
+                Some(model.clone()),
+                None,
+            ),
             EmbedderChoice::FromSettings { model_dir } => {
                 resolve_embedder(settings, model_dir.clone())
             }
@@ -63,12 +102,7 @@ impl ResolvedEmbedder {
 /// When the provider cannot serve and `fallback` names another, that one is tried; the
 /// payloads then say what was configured and why something else serves.
 fn resolve_embedder(settings: &Settings, model_dir: Option<PathBuf>) -> ResolvedEmbedder {
-    let none = |fallback: Option<Fallback>| ResolvedEmbedder {
-        embedder: None,
-        provider: "none".into(),
-        model: None,
-        fallback,
-    };
+    let none = |fallback| ResolvedEmbedder::plain(None, "none".into(), None, fallback);
     let kind = settings.provider;
     if kind == ProviderKind::None {
         return none(None);
@@ -148,11 +182,15 @@ fn try_provider(
             };
             let env = |name: &str| std::env::var(name).ok();
             super::remote::OpenAiCompatible::connect(defaults, settings, model, env)
-                .map(|client| ResolvedEmbedder {
-                    provider: kind.as_str().into(),
-                    model: Some(client.model().to_string()),
-                    embedder: Some(Arc::new(client)),
-                    fallback: None,
+                .map(|client| {
+                    let client = Arc::new(client);
+                    ResolvedEmbedder {
+                        provider: kind.as_str().into(),
+                        model: Some(client.model().to_string()),
+                        embedder: Some(client.clone()),
+                        fallback: None,
+                        remote: Some(client),
+                    }
                 })
                 .map_err(|err| err.to_string())
         }
@@ -196,10 +234,10 @@ fn try_local(
     let location = resolve_model(&search).map_err(|err| err.to_string())?;
     let embedder =
         load_local(&location.dir).map_err(|err| format!("{}: {err}", location.dir.display()))?;
-    Ok(ResolvedEmbedder {
-        embedder: Some(embedder),
-        provider: "local".into(),
-        model: Some(model.unwrap_or("embeddinggemma-300m").to_string()),
-        fallback: None,
-    })
+    Ok(ResolvedEmbedder::plain(
+        Some(embedder),
+        "local".into(),
+        Some(model.unwrap_or("embeddinggemma-300m").to_string()),
+        None,
+    ))
 }

@@ -1,7 +1,8 @@
 //! Remote embedding over HTTP (SPEC §7). Two wire formats: OpenAI's `/embeddings`, which
 //! OpenAI, Mistral, Voyage (plus its `input_type`), Ollama's `/v1` and every
 //! OpenAI-compatible endpoint speak (LM Studio, vLLM, a gateway, set through
-//! `remote.baseUrl`); and Gemini's `batchEmbedContents` (see [`Wire`]).
+//! `remote.baseUrl`); and Gemini's `batchEmbedContents` (see [`Wire`]). OpenAI's and
+//! Gemini's asynchronous batch APIs are in `remote/batch.rs`.
 //!
 //! `POST {baseUrl}/embeddings` with `{"model", "input": [...]}` and `Authorization: Bearer
 //! <key>`; `remote.headers` are sent too and win over memoria's own. The answer's
@@ -19,23 +20,57 @@
 //! `Authorization` header only: it is never part of the fingerprint (so never in the
 //! agent directory), a log line or an error message.
 
+mod batch;
+
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{EmbedError, EmbedKind, Embedder, Embedding};
+use super::{BatchApi, BatchOptions, EmbedError, EmbedKind, Embedder, Embedding};
 use crate::config::Settings;
 use crate::digest::sha256_hex;
 
 /// Inputs per request: keeps answers well under the body limit (64 × 3,072 floats).
 const BATCH: usize = 64;
-/// Largest answer read (a 64 × 3,072 answer is about 4 MB of JSON).
-const MAX_ANSWER_BYTES: u64 = 64 << 20;
-/// Time budget for one call, retries included.
-const DOCUMENT_BUDGET: Duration = Duration::from_secs(60);
-const QUERY_BUDGET: Duration = Duration::from_secs(10);
-/// One request's timeout.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long one call may take, retries included, and how much of an answer it reads.
+#[derive(Clone, Copy)]
+pub(crate) struct CallLimits {
+    /// The whole call, retries included.
+    budget: Duration,
+    /// One request.
+    request: Duration,
+    /// The largest answer read.
+    answer_bytes: u64,
+}
+
+impl CallLimits {
+    /// A query: a search must not hang on a dead provider.
+    const QUERY: CallLimits = CallLimits {
+        budget: Duration::from_secs(10),
+        request: Duration::from_secs(10),
+        answer_bytes: 64 << 20,
+    };
+    /// 64 documents (an answer of 64 × 3,072 floats is about 4 MB of JSON).
+    const DOCUMENTS: CallLimits = CallLimits {
+        budget: Duration::from_secs(60),
+        request: Duration::from_secs(30),
+        answer_bytes: 64 << 20,
+    };
+    /// A batch job's upload (up to 64 MB of texts), creation or poll.
+    pub(crate) const BATCH: CallLimits = CallLimits {
+        budget: Duration::from_secs(600),
+        request: Duration::from_secs(300),
+        answer_bytes: 64 << 20,
+    };
+    /// A batch job's output: up to 10,000 vectors of 3,072 floats as JSON.
+    pub(crate) const BATCH_OUTPUT: CallLimits = CallLimits {
+        budget: Duration::from_secs(600),
+        request: Duration::from_secs(300),
+        answer_bytes: 1 << 30,
+    };
+}
 /// First retry delay; it doubles up to [`MAX_DELAY`].
 const FIRST_DELAY: Duration = Duration::from_millis(250);
 const MAX_DELAY: Duration = Duration::from_secs(8);
@@ -43,6 +78,8 @@ const MAX_DELAY: Duration = Duration::from_secs(8);
 /// An OpenAI-compatible embedding endpoint.
 pub(crate) struct OpenAiCompatible {
     provider: &'static str,
+    /// `remote.baseUrl` or the provider's default, without a final `/`.
+    base: String,
     url: String,
     model: String,
     key: Option<String>,
@@ -50,6 +87,13 @@ pub(crate) struct OpenAiCompatible {
     wire: Wire,
     dims: usize,
     fingerprint: String,
+    /// Where the key came from (`remote.apiKey`, `models.providers.openai.apiKey`,
+    /// `OPENAI_API_KEY`), never the key.
+    key_source: Option<String>,
+    /// `remote.batch` when it applies (OpenAI and Gemini with `enabled: true`).
+    batch: Option<BatchOptions>,
+    /// Why the batch API is off for this process, once a job was refused.
+    batch_off: Mutex<Option<String>>,
     agent: ureq::Agent,
 }
 
@@ -76,6 +120,8 @@ pub(crate) struct Defaults {
     /// The default endpoint refuses requests without a key.
     pub(crate) key_required: bool,
     pub(crate) wire: Wire,
+    /// It has a batch API memoria speaks (`remote.batch`).
+    pub(crate) batch: bool,
 }
 
 /// Mistral's embeddings API (OpenAI's wire format).
@@ -87,6 +133,7 @@ pub(crate) const MISTRAL: Defaults = Defaults {
     config_name: "mistral",
     key_required: true,
     wire: Wire::OpenAi { input_type: false },
+    batch: false,
 };
 
 /// Voyage AI's embeddings API: OpenAI's format plus `input_type`.
@@ -98,6 +145,7 @@ pub(crate) const VOYAGE: Defaults = Defaults {
     config_name: "voyage",
     key_required: true,
     wire: Wire::OpenAi { input_type: true },
+    batch: false,
 };
 
 /// A local Ollama server's OpenAI-compatible API (no key).
@@ -109,6 +157,7 @@ pub(crate) const OLLAMA: Defaults = Defaults {
     config_name: "ollama",
     key_required: false,
     wire: Wire::OpenAi { input_type: false },
+    batch: false,
 };
 
 /// OpenAI's documented defaults.
@@ -120,6 +169,7 @@ pub(crate) const OPENAI: Defaults = Defaults {
     config_name: "openai",
     key_required: true,
     wire: Wire::OpenAi { input_type: false },
+    batch: true,
 };
 
 /// Google's Generative Language API.
@@ -131,6 +181,7 @@ pub(crate) const GEMINI: Defaults = Defaults {
     config_name: "google",
     key_required: true,
     wire: Wire::Gemini,
+    batch: true,
 };
 
 impl OpenAiCompatible {
@@ -149,15 +200,27 @@ impl OpenAiCompatible {
             .as_deref()
             .unwrap_or(defaults.base_url)
             .trim_end_matches('/');
-        let key = settings
-            .remote
-            .api_key
-            .as_ref()
-            .or_else(|| settings.provider_keys.get(defaults.config_name))
-            .and_then(|secret| secret.resolve(&var))
-            .or_else(|| var(defaults.key_var).filter(|k| !k.is_empty()));
+        let configured = [
+            (
+                "remote.apiKey".to_string(),
+                settings.remote.api_key.as_ref(),
+            ),
+            (
+                format!("models.providers.{}.apiKey", defaults.config_name),
+                settings.provider_keys.get(defaults.config_name),
+            ),
+        ];
+        let (key_source, key) = configured
+            .into_iter()
+            .find_map(|(source, secret)| Some((source, secret?.resolve(&var)?)))
+            .or_else(|| {
+                var(defaults.key_var)
+                    .filter(|k| !k.is_empty())
+                    .map(|key| (defaults.key_var.to_string(), key))
+            })
+            .unzip();
         let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(REQUEST_TIMEOUT))
+            .timeout_global(Some(CallLimits::BATCH.request))
             .http_status_as_error(false)
             .build()
             .into();
@@ -169,8 +232,16 @@ impl OpenAiCompatible {
                 model.trim_start_matches("models/")
             ),
         };
+        let batch = &settings.remote.batch;
+        let batch = (batch.enabled && defaults.batch).then(|| BatchOptions {
+            wait: batch.wait,
+            concurrency: batch.concurrency,
+            poll_interval: Duration::from_millis(batch.poll_interval_ms),
+            timeout: Duration::from_secs(batch.timeout_minutes.saturating_mul(60)),
+        });
         let mut client = OpenAiCompatible {
             provider: defaults.provider,
+            base: base.to_string(),
             url,
             model,
             key,
@@ -183,18 +254,24 @@ impl OpenAiCompatible {
             wire: defaults.wire,
             dims: 0,
             fingerprint: String::new(),
+            key_source,
+            batch,
+            batch_off: Mutex::new(None),
             agent,
         };
         if client.key.is_none() && defaults.key_required && base == defaults.base_url {
-            return Err(client.error(format!(
-                "no API key: set memorySearch.remote.apiKey, models.providers.{}.apiKey or {}",
-                defaults.config_name, defaults.key_var
-            )));
+            return Err(client.error(
+                None,
+                format!(
+                    "no API key: set memorySearch.remote.apiKey, models.providers.{}.apiKey or {}",
+                    defaults.config_name, defaults.key_var
+                ),
+            ));
         }
-        let probe = client.request(&["dimension probe"], EmbedKind::Query, QUERY_BUDGET)?;
+        let probe = client.request(&["dimension probe"], EmbedKind::Query)?;
         client.dims = probe.first().map_or(0, Vec::len);
         if client.dims == 0 {
-            return Err(client.error("the probe answer has an empty embedding".into()));
+            return Err(client.error(None, "the probe answer has an empty embedding".into()));
         }
         // Header names only: their values may be credentials.
         let header_names: Vec<&str> = client.headers.iter().map(|(k, _)| k.as_str()).collect();
@@ -221,7 +298,31 @@ impl OpenAiCompatible {
         &self.model
     }
 
-    fn error(&self, message: String) -> EmbedError {
+    /// Where the key came from, when there is one (never the key).
+    pub(crate) fn key_source(&self) -> Option<&str> {
+        self.key_source.as_deref()
+    }
+
+    /// The batch API's state, for `status`: `None` when it does not apply.
+    pub(crate) fn batch_state(&self) -> Option<String> {
+        let options = self.batch?;
+        Some(match lock(&self.batch_off).as_ref() {
+            Some(why) => format!("off: {why}"),
+            None => format!(
+                "on ({}, {} job(s) at once)",
+                if options.wait {
+                    "waits"
+                } else {
+                    "does not wait"
+                },
+                options.concurrency
+            ),
+        })
+    }
+
+    /// An error naming the provider, with the key redacted; `status` is a refusal's HTTP
+    /// status.
+    fn error(&self, status: Option<u16>, message: String) -> EmbedError {
         let message = match &self.key {
             Some(key) if !key.is_empty() => message.replace(key.as_str(), "[REDACTED]"),
             _ => message,
@@ -229,17 +330,12 @@ impl OpenAiCompatible {
         EmbedError::Remote {
             provider: self.provider.to_string(),
             message,
+            status,
         }
     }
 
-    /// One call (one batch of inputs), retried within `budget`.
-    fn request(
-        &self,
-        inputs: &[&str],
-        kind: EmbedKind,
-        budget: Duration,
-    ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let started = Instant::now();
+    /// One call embedding `inputs` (at most [`BATCH`]), retried within its limits.
+    fn request(&self, inputs: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         let body = match self.wire {
             Wire::OpenAi { input_type } => {
                 let mut body = json!({"model": self.model, "input": inputs});
@@ -252,52 +348,63 @@ impl OpenAiCompatible {
                 body
             }
             Wire::Gemini => {
-                let model = format!("models/{}", self.model.trim_start_matches("models/"));
-                let task = match kind {
-                    EmbedKind::Query => "RETRIEVAL_QUERY",
-                    EmbedKind::Document => "RETRIEVAL_DOCUMENT",
-                };
                 let requests: Vec<Value> = inputs
                     .iter()
-                    .map(|text| {
-                        json!({"model": model, "content": {"parts": [{"text": text}]},
-                               "taskType": task})
-                    })
+                    .map(|text| self.gemini_request(text, kind))
                     .collect();
                 json!({ "requests": requests })
             }
         };
+        let limits = match kind {
+            EmbedKind::Query => CallLimits::QUERY,
+            EmbedKind::Document => CallLimits::DOCUMENTS,
+        };
+        let text = self.call(&self.url, Payload::Json(&body), limits)?;
+        self.parse(&text, inputs.len())
+    }
+
+    /// One HTTP call, retried on 408, 429, 5xx, timeouts and connection failures with
+    /// backoff and jitter (honouring `Retry-After`) within `limits.budget`; no single
+    /// request lasts longer than `limits.request` or outlasts the budget (a hung server must
+    /// not hold a search for the whole request timeout). Returns the answer's text.
+    pub(crate) fn call(
+        &self,
+        url: &str,
+        payload: Payload,
+        limits: CallLimits,
+    ) -> Result<String, EmbedError> {
+        let budget = limits.budget;
+        let started = Instant::now();
         let mut delay = FIRST_DELAY;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            // No single request may outlast the budget (a hung server must not hold a
-            // search for the whole request timeout).
             let left = budget.saturating_sub(started.elapsed());
-            let timeout = left.clamp(Duration::from_millis(100), REQUEST_TIMEOUT);
-            let (retry_after, failure) = match self.send(&body, timeout) {
-                Ok(Answer::Ok(text)) => return self.parse(&text, inputs.len()),
+            let timeout = left.clamp(Duration::from_millis(100), limits.request);
+            let (retry_after, failure) = match self.send(url, &payload, timeout, limits) {
+                Ok(Answer::Ok(text)) => return Ok(text),
                 Ok(Answer::Retry {
                     status,
                     after,
                     text,
                 }) => (after, format!("HTTP {status}: {}", excerpt(&text))),
                 Ok(Answer::Fatal { status, text }) => {
-                    return Err(self.error(format!(
-                        "{} answered HTTP {status}: {}",
-                        self.url,
-                        excerpt(&text)
-                    )))
+                    return Err(self.error(
+                        Some(status),
+                        format!("{url} answered HTTP {status}: {}", excerpt(&text)),
+                    ))
                 }
                 Err(err) => (None, err),
             };
             let wait = retry_after.unwrap_or_else(|| jitter(delay, attempt));
             if started.elapsed() + wait > budget {
-                return Err(self.error(format!(
-                    "{} failed after {attempt} attempt(s) in {:.1} s: {failure}",
-                    self.url,
-                    started.elapsed().as_secs_f64()
-                )));
+                return Err(self.error(
+                    None,
+                    format!(
+                        "{url} failed after {attempt} attempt(s) in {:.1} s: {failure}",
+                        started.elapsed().as_secs_f64()
+                    ),
+                ));
             }
             tracing::debug!("{}: {failure}; retrying in {wait:?}", self.provider);
             std::thread::sleep(wait);
@@ -305,24 +412,50 @@ impl OpenAiCompatible {
         }
     }
 
-    fn send(&self, body: &Value, timeout: Duration) -> Result<Answer, String> {
-        let mut request = self
-            .agent
-            .post(&self.url)
-            .config()
-            .timeout_global(Some(timeout))
-            .build()
-            .header("Content-Type", "application/json");
-        if let Some(key) = &self.key {
-            request = match self.wire {
-                Wire::OpenAi { .. } => request.header("Authorization", format!("Bearer {key}")),
-                Wire::Gemini => request.header("x-goog-api-key", key.as_str()),
-            };
-        }
-        for (name, value) in &self.headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        let mut response = request.send_json(body).map_err(|e| e.to_string())?;
+    /// The request `payload` describes, with the key, memoria's headers and the
+    /// configured ones (which win).
+    fn send(
+        &self,
+        url: &str,
+        payload: &Payload,
+        timeout: Duration,
+        limits: CallLimits,
+    ) -> Result<Answer, String> {
+        let response = match payload {
+            Payload::Get => self
+                .authorised(
+                    self.agent
+                        .get(url)
+                        .config()
+                        .timeout_global(Some(timeout))
+                        .build(),
+                )
+                .call(),
+            Payload::Json(body) => self
+                .authorised(
+                    self.agent
+                        .post(url)
+                        .config()
+                        .timeout_global(Some(timeout))
+                        .build()
+                        .header("Content-Type", "application/json"),
+                )
+                .send_json(body),
+            Payload::Raw {
+                content_type,
+                bytes,
+            } => self
+                .authorised(
+                    self.agent
+                        .post(url)
+                        .config()
+                        .timeout_global(Some(timeout))
+                        .build()
+                        .header("Content-Type", *content_type),
+                )
+                .send(*bytes),
+        };
+        let mut response = response.map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
         let after = response
             .headers()
@@ -333,7 +466,7 @@ impl OpenAiCompatible {
         let text = response
             .body_mut()
             .with_config()
-            .limit(MAX_ANSWER_BYTES)
+            .limit(limits.answer_bytes)
             .read_to_string()
             .map_err(|e| format!("reading the answer: {e}"))?;
         Ok(match status {
@@ -347,9 +480,38 @@ impl OpenAiCompatible {
         })
     }
 
+    fn authorised<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        if let Some(key) = &self.key {
+            request = match self.wire {
+                Wire::OpenAi { .. } => request.header("Authorization", format!("Bearer {key}")),
+                Wire::Gemini => request.header("x-goog-api-key", key.as_str()),
+            };
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        request
+    }
+
+    /// Gemini's `EmbedContentRequest` for one text.
+    fn gemini_request(&self, text: &str, kind: EmbedKind) -> Value {
+        let task = match kind {
+            EmbedKind::Query => "RETRIEVAL_QUERY",
+            EmbedKind::Document => "RETRIEVAL_DOCUMENT",
+        };
+        json!({"model": self.gemini_model(), "content": {"parts": [{"text": text}]},
+               "taskType": task})
+    }
+
+    /// `models/{model}`.
+    fn gemini_model(&self) -> String {
+        format!("models/{}", self.model.trim_start_matches("models/"))
+    }
+
     /// The vectors of an answer, in input order, checked and normalised.
     fn parse(&self, text: &str, count: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let invalid = |why: String| self.error(format!("{}: invalid answer: {why}", self.url));
+        let invalid =
+            |why: String| self.error(None, format!("{}: invalid answer: {why}", self.url));
         let value: Value =
             serde_json::from_str(text).map_err(|e| invalid(format!("{e}: {}", excerpt(text))))?;
         let (list, field) = match self.wire {
@@ -372,35 +534,53 @@ impl OpenAiCompatible {
                 .get("index")
                 .and_then(Value::as_u64)
                 .map_or(position, |i| i as usize);
-            let vector: Vec<f32> = item
-                .get(field)
-                .and_then(Value::as_array)
-                .ok_or_else(|| invalid(format!("{list}[{position}] has no `{field}` array")))?
-                .iter()
-                .map(|x| x.as_f64().map(|x| x as f32).filter(|x| x.is_finite()))
-                .collect::<Option<_>>()
-                .ok_or_else(|| invalid(format!("{list}[{position}] has a non-number")))?;
-            if self.dims != 0 && vector.len() != self.dims {
-                return Err(invalid(format!(
-                    "an embedding of {} values, expected {} (did the model change?)",
-                    vector.len(),
-                    self.dims
-                )));
-            }
+            let vector = self
+                .vector(item.get(field))
+                .map_err(|why| invalid(format!("{list}[{position}]: {why}")))?;
             match vectors.get_mut(index) {
                 Some(slot @ None) => *slot = Some(vector),
                 _ => return Err(invalid(format!("{list}[{position}] has index {index}"))),
             }
         }
-        Ok(vectors
-            .into_iter()
-            .flatten()
-            .map(|mut v| {
-                crate::simd::l2_normalize(&mut v);
-                v
-            })
-            .collect())
+        Ok(vectors.into_iter().flatten().collect())
     }
+
+    /// One embedding of an answer (a JSON array of numbers), checked and normalised.
+    fn vector(&self, value: Option<&Value>) -> Result<Vec<f32>, String> {
+        let mut vector: Vec<f32> = value
+            .and_then(Value::as_array)
+            .ok_or("no embedding array")?
+            .iter()
+            .map(|x| x.as_f64().map(|x| x as f32).filter(|x| x.is_finite()))
+            .collect::<Option<_>>()
+            .ok_or("a value is not a finite number")?;
+        if self.dims != 0 && vector.len() != self.dims {
+            return Err(format!(
+                "an embedding of {} values, expected {} (did the model change?)",
+                vector.len(),
+                self.dims
+            ));
+        }
+        if vector.is_empty() {
+            return Err("an empty embedding".into());
+        }
+        crate::simd::l2_normalize(&mut vector);
+        Ok(vector)
+    }
+}
+
+/// What one HTTP call sends.
+pub(crate) enum Payload<'a> {
+    Get,
+    Json(&'a Value),
+    Raw {
+        content_type: &'a str,
+        bytes: &'a [u8],
+    },
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 enum Answer {
@@ -437,13 +617,9 @@ fn jitter(delay: Duration, attempt: u32) -> Duration {
 
 impl Embedder for OpenAiCompatible {
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
-        let budget = match kind {
-            EmbedKind::Query => QUERY_BUDGET,
-            EmbedKind::Document => DOCUMENT_BUDGET,
-        };
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(BATCH) {
-            for vector in self.request(batch, kind, budget)? {
+            for vector in self.request(batch, kind)? {
                 out.push(Embedding {
                     vector,
                     tokens: 0,
@@ -464,6 +640,13 @@ impl Embedder for OpenAiCompatible {
 
     fn max_tokens(&self) -> usize {
         8191
+    }
+
+    fn batch_api(&self) -> Option<&dyn BatchApi> {
+        match (self.batch, lock(&self.batch_off).is_none()) {
+            (Some(_), true) => Some(self),
+            _ => None,
+        }
     }
 }
 

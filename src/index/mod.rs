@@ -5,6 +5,7 @@
 //!   manifest.json        format, identity, current generation, last-sync stats (atomic rename)
 //!   LOCK                 held (flock) by the one process that writes
 //!   cache.redb           embedding cache, shared by every generation
+//!   batches.json         batch embedding jobs submitted and not yet read (atomic rename)
 //!   gen-000001/          one index generation
 //!     catalog.redb       source of truth: files, chunks (text, lines, hash), vectors
 //!     text/              tantivy BM25 index, derived; commit payload = catalog seq
@@ -48,13 +49,16 @@ use crate::{Error, Result};
 pub const FORMAT_VERSION: u32 = 4;
 
 const MANIFEST: &str = "manifest.json";
+/// Batch embedding jobs submitted and not yet read (`embed::batch`); absent when none.
+const BATCHES: &str = "batches.json";
+const BATCHES_TMP: &str = "batches.json.tmp";
 const LOCK: &str = "LOCK";
 const GEN_PREFIX: &str = "gen-";
 /// Written first into every directory memoria creates or adopts as an agent directory:
 /// clean-up only ever runs in a directory that has it.
 const MARKER: &str = ".memoria-agent-dir";
-/// The only temporary file memoria leaves in the agent directory itself (from
-/// [`atomic::write_atomic`] of the manifest).
+/// The temporary files memoria may leave in the agent directory itself (from
+/// [`atomic::write_atomic`] of the manifest and of the batch jobs, [`BATCHES_TMP`]).
 const MANIFEST_TMP: &str = "manifest.json.tmp";
 
 /// Everything that, when changed, invalidates the index (SPEC §4).
@@ -103,6 +107,9 @@ pub struct EmbeddingStats {
     pub missing: u64,
     /// Why embedding failed, if it did.
     pub error: Option<String>,
+    /// Chunks whose vectors a running batch job will bring (`remote.batch.wait: false`).
+    #[serde(default)]
+    pub awaiting_batch: u64,
 }
 
 /// `manifest.json`.
@@ -241,6 +248,29 @@ impl AgentDir {
         atomic::write_atomic(&path, &bytes)
     }
 
+    /// The recorded batch embedding jobs (`batches.json`), if any.
+    pub fn batch_jobs(&self) -> Result<Option<Vec<u8>>> {
+        let path = self.root.join(BATCHES);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Records the batch embedding jobs atomically; `None` removes the record.
+    pub fn write_batch_jobs(&self, _lock: &WriterLock, jobs: Option<&[u8]>) -> Result<()> {
+        let path = self.root.join(BATCHES);
+        match jobs {
+            Some(bytes) => atomic::write_atomic(&path, bytes),
+            None => match fs::remove_file(&path) {
+                Ok(()) => atomic::sync_dir(&self.root),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(Error::io(&path, e)),
+            },
+        }
+    }
+
     /// Directory of generation `n`.
     pub fn generation_dir(&self, n: u64) -> PathBuf {
         self.root.join(format!("{GEN_PREFIX}{n:06}"))
@@ -249,7 +279,7 @@ impl AgentDir {
     /// Deletes every generation other than `keep` and the manifest's temporary file:
     /// leftovers of interrupted builds or of a swap that crashed before deleting the old
     /// generation. Only names memoria makes are touched: directories (not symlinks) named
-    /// `gen-` and digits, and `manifest.json.tmp`. Everything else stays, whatever its
+    /// `gen-` and digits, `manifest.json.tmp` and `batches.json.tmp`. Everything else stays, whatever its
     /// name.
     pub fn remove_leftovers(&self, _lock: &WriterLock, keep: Option<u64>) -> Result<()> {
         let entries = fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
@@ -264,7 +294,7 @@ impl AgentDir {
                 if Some(n) != keep && kind.is_dir() {
                     fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
                 }
-            } else if name == MANIFEST_TMP && kind.is_file() {
+            } else if (name == MANIFEST_TMP || name == BATCHES_TMP) && kind.is_file() {
                 fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
             }
         }

@@ -99,10 +99,22 @@ pub struct SearchResponse {
     pub warning: Option<String>,
 }
 
-/// Why the index has no usable vectors, when its last sync failed to embed.
+/// Why the index's vectors cannot serve: its last sync failed to embed, or chunks wait for
+/// a batch embedding job (`remote.batch.wait: false`). Either way some chunks have no
+/// vector, and a hybrid score would bury them (their vector side counts as 0): keyword
+/// search serves until a sync completes the vectors.
 pub(crate) fn embedding_failure(manifest: &Manifest) -> Option<String> {
-    let error = manifest.stats.embedding.as_ref()?.error.as_ref()?;
-    Some(format!("embedding the memory files failed: {error}"))
+    let embedding = manifest.stats.embedding.as_ref()?;
+    if let Some(error) = &embedding.error {
+        return Some(format!("embedding the memory files failed: {error}"));
+    }
+    (embedding.awaiting_batch > 0).then(|| {
+        format!(
+            "{} of {} chunks wait for a batch embedding job (remote.batch.wait: false); \
+             keyword search until a later sync reads it",
+            embedding.awaiting_batch, manifest.stats.chunks
+        )
+    })
 }
 
 /// What serves searches before any query runs: the embedder's provider and model, hybrid
