@@ -745,3 +745,21 @@ fn an_endpoint_without_a_batch_api_is_used_directly_from_then_on() {
     let requests = server.requests.lock().unwrap();
     assert_eq!(requests.iter().filter(|r| r.path == "/v1/files").count(), 1);
 }
+
+#[test]
+fn an_input_over_the_provider_limit_is_cut_not_sent_to_fail() {
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = Memory::open(settings(tmp.path(), &server.url, Some(KEY))).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    // 60,000 characters: over text-embedding-3-small's 8,191 tokens.
+    let query = "penicillin allergy ".repeat(3_000);
+    let payload = memory.memory_search(&query, &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    let requests = server.requests.lock().unwrap();
+    let sent = requests.last().unwrap().body["input"][0]
+        .as_str()
+        .unwrap()
+        .len();
+    assert!(sent <= 8_191 * 4 && sent > 30_000, "{sent} characters sent");
+}

@@ -94,6 +94,8 @@ pub(crate) struct OpenAiCompatible {
     batch: Option<BatchOptions>,
     /// Why the batch API is off for this process, once a job was refused.
     batch_off: Mutex<Option<String>>,
+    /// [`Defaults::max_input_tokens`].
+    max_input_tokens: usize,
     agent: ureq::Agent,
 }
 
@@ -122,6 +124,9 @@ pub(crate) struct Defaults {
     pub(crate) wire: Wire,
     /// It has a batch API memoria speaks (`remote.batch`).
     pub(crate) batch: bool,
+    /// The longest input its default model takes, in tokens; longer texts are cut
+    /// ([`fit`]) rather than sent to fail.
+    pub(crate) max_input_tokens: usize,
 }
 
 /// Mistral's embeddings API (OpenAI's wire format).
@@ -134,6 +139,7 @@ pub(crate) const MISTRAL: Defaults = Defaults {
     key_required: true,
     wire: Wire::OpenAi { input_type: false },
     batch: false,
+    max_input_tokens: 8_192,
 };
 
 /// Voyage AI's embeddings API: OpenAI's format plus `input_type`.
@@ -146,6 +152,7 @@ pub(crate) const VOYAGE: Defaults = Defaults {
     key_required: true,
     wire: Wire::OpenAi { input_type: true },
     batch: false,
+    max_input_tokens: 32_000,
 };
 
 /// A local Ollama server's OpenAI-compatible API (no key).
@@ -158,6 +165,7 @@ pub(crate) const OLLAMA: Defaults = Defaults {
     key_required: false,
     wire: Wire::OpenAi { input_type: false },
     batch: false,
+    max_input_tokens: 8_192,
 };
 
 /// OpenAI's documented defaults.
@@ -170,6 +178,7 @@ pub(crate) const OPENAI: Defaults = Defaults {
     key_required: true,
     wire: Wire::OpenAi { input_type: false },
     batch: true,
+    max_input_tokens: 8_191,
 };
 
 /// Google's Generative Language API.
@@ -182,6 +191,7 @@ pub(crate) const GEMINI: Defaults = Defaults {
     key_required: true,
     wire: Wire::Gemini,
     batch: true,
+    max_input_tokens: 2_048,
 };
 
 impl OpenAiCompatible {
@@ -257,6 +267,7 @@ impl OpenAiCompatible {
             key_source,
             batch,
             batch_off: Mutex::new(None),
+            max_input_tokens: defaults.max_input_tokens,
             agent,
         };
         if client.key.is_none() && defaults.key_required && base == defaults.base_url {
@@ -596,6 +607,24 @@ enum Answer {
     },
 }
 
+/// `text` cut, on a character boundary, so that a conservative estimate of its tokens
+/// stays within `limit`, and whether it was cut. The estimate counts 4 ASCII characters
+/// per token and 1.5 tokens for any other character (CJK, emoji and accented text take
+/// more tokens per character in every provider's tokenizer), so a chunk of ~400 tokens is
+/// never cut and an oversized query or transcript line is cut instead of failing.
+pub(crate) fn fit(text: &str, limit: usize) -> (&str, bool) {
+    // In quarter tokens.
+    let budget = limit.saturating_mul(4);
+    let mut cost = 0usize;
+    for (at, c) in text.char_indices() {
+        cost += if c.is_ascii() { 1 } else { 6 };
+        if cost > budget {
+            return (&text[..at], true);
+        }
+    }
+    (text, false)
+}
+
 /// The first 200 characters of an answer, for error messages.
 fn excerpt(text: &str) -> String {
     let text = text.trim();
@@ -619,11 +648,16 @@ impl Embedder for OpenAiCompatible {
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(BATCH) {
-            for vector in self.request(batch, kind)? {
+            let fitted: Vec<(&str, bool)> = batch
+                .iter()
+                .map(|text| fit(text, self.max_input_tokens))
+                .collect();
+            let inputs: Vec<&str> = fitted.iter().map(|(text, _)| *text).collect();
+            for (vector, (_, truncated)) in self.request(&inputs, kind)?.into_iter().zip(&fitted) {
                 out.push(Embedding {
                     vector,
                     tokens: 0,
-                    truncated: false,
+                    truncated: *truncated,
                 });
             }
         }
@@ -639,7 +673,7 @@ impl Embedder for OpenAiCompatible {
     }
 
     fn max_tokens(&self) -> usize {
-        8191
+        self.max_input_tokens
     }
 
     fn batch_api(&self) -> Option<&dyn BatchApi> {
@@ -659,6 +693,23 @@ mod tests {
         assert_eq!(excerpt("  short  "), "short");
         let long = "é".repeat(300);
         assert_eq!(excerpt(&long).chars().count(), 201);
+    }
+
+    #[test]
+    fn inputs_are_cut_to_the_provider_limit() {
+        let table: [(&str, usize, &str, bool); 6] = [
+            ("short", 10, "short", false),
+            ("abcdefgh", 2, "abcdefgh", false), // 8 ASCII characters: 2 tokens
+            ("abcdefghi", 2, "abcdefgh", true),
+            ("日本語の", 3, "日本", true), // 1.5 tokens a character
+            ("aé", 1, "a", true),
+            ("", 0, "", false),
+        ];
+        for (text, limit, cut, truncated) in table {
+            assert_eq!(fit(text, limit), (cut, truncated), "{text:?} in {limit}");
+        }
+        let chunk = "word ".repeat(320); // ~400 tokens of English
+        assert!(!fit(&chunk, GEMINI.max_input_tokens).1);
     }
 
     #[test]

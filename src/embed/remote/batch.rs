@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{excerpt, lock, CallLimits, OpenAiCompatible, Payload, Wire};
+use super::{excerpt, fit, lock, CallLimits, OpenAiCompatible, Payload, Wire};
 use crate::digest::sha256_hex;
 use crate::embed::{BatchApi, BatchOptions, EmbedError, EmbedKind, JobState};
 
@@ -111,6 +111,7 @@ impl OpenAiCompatible {
     fn submit_openai(&self, items: &[(&str, &str)]) -> Result<String, EmbedError> {
         let mut jsonl = String::new();
         for (id, text) in items {
+            let text = fit(text, self.max_input_tokens).0;
             let line = json!({
                 "custom_id": id,
                 "method": "POST",
@@ -157,6 +158,7 @@ impl OpenAiCompatible {
     fn submit_gemini(&self, items: &[(&str, &str)]) -> Result<String, EmbedError> {
         let mut jsonl = String::new();
         for (id, text) in items {
+            let text = fit(text, self.max_input_tokens).0;
             let line =
                 json!({"key": id, "request": self.gemini_request(text, EmbedKind::Document)});
             jsonl.push_str(&line.to_string());
