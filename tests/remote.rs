@@ -1,8 +1,12 @@
-//! The `openai` embedding provider against a loopback HTTP server written here (no
-//! network): the wire format (path, headers, key, model, inputs), indexing and hybrid
-//! search through it, retries on 429 with `Retry-After`, a provider that stays down
-//! (keyword-only with the reason), malformed answers, a wrong dimension, key resolution
-//! from the config and from `OPENAI_API_KEY`, and no key written under the state directory.
+//! The remote embedding providers (OpenAI and OpenAI-compatible, Mistral, Voyage, Ollama,
+//! Gemini) against a loopback HTTP server written in `support/loopback.rs` (no network):
+//! each wire format (path, headers, key, model, inputs, task and input types), indexing and
+//! hybrid search through it, OpenAI's and Gemini's batch flows (upload, create, poll,
+//! output; a failed job, `wait: false`, an endpoint without a batch API), retries on 429
+//! with `Retry-After`, a provider that stays down (keyword-only with the reason) or gives
+//! way to the fallback, a timeout, malformed answers, a wrong dimension, oversized inputs,
+//! key resolution from each of its three places, and no key written under the state
+//! directory.
 
 #![cfg(feature = "remote")]
 
@@ -762,4 +766,40 @@ fn an_input_over_the_provider_limit_is_cut_not_sent_to_fail() {
         .unwrap()
         .len();
     assert!(sent <= 8_191 * 4 && sent > 30_000, "{sent} characters sent");
+}
+
+#[test]
+fn a_provider_answering_500_gives_way_to_the_fallback() {
+    // Gemini's endpoint answers 500 every time; OpenAI's works.
+    let direct = ok(DIMS);
+    let server = serve(Box::new(move |r: &Request, n| {
+        if r.path.contains("gemini") {
+            (500, Vec::new(), "{\"error\": \"internal\"}".into())
+        } else {
+            direct(r, n)
+        }
+    }));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path(), &server.url, Some(KEY));
+    s.provider = ProviderKind::Gemini;
+    s.model = None;
+    s.fallback = Some(ProviderKind::OpenAi);
+    let memory = Memory::open(s).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    let payload = memory.memory_search("penicillin allergy", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    assert_eq!(payload.provider.as_deref(), Some("openai"));
+    let fallback = payload.fallback.clone().unwrap();
+    assert_eq!(fallback.from, "gemini");
+    assert!(fallback.reason.contains("HTTP 500"), "{}", fallback.reason);
+    assert_eq!(payload.results[0].path, "MEMORY.md");
+    let status = memory.status().unwrap();
+    assert_eq!(status.provider, "openai");
+    assert_eq!(status.fallback.unwrap().from, "gemini");
+    let requests = server.requests.lock().unwrap();
+    let gemini = requests
+        .iter()
+        .filter(|r| r.path.contains("gemini"))
+        .count();
+    assert!(gemini >= 3, "retried before giving way: {gemini} requests");
 }
