@@ -29,6 +29,18 @@ pub enum Error {
         /// One of the entries found in it.
         found: String,
     },
+    /// The workspace is not a directory. Nothing is synced: the index keeps what it had.
+    #[error(
+        "workspace {} does not exist (from {origin}): check the path; the index keeps its \
+         last contents",
+        path.display()
+    )]
+    WorkspaceMissing {
+        /// The workspace.
+        path: PathBuf,
+        /// Where it came from: a config key, `--workspace`, or the default.
+        origin: String,
+    },
     /// Another process holds the agent directory's writer lock.
     #[error("index busy: another memoria process is writing {dir} (try again when it finishes)")]
     IndexBusy {

@@ -224,6 +224,15 @@ impl Memory {
         trigger: Trigger,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<SyncReport> {
+        // A vanished or mistyped workspace would look like every note deleted: refuse.
+        if !self.settings.workspace.is_dir() {
+            let err = Error::WorkspaceMissing {
+                path: self.settings.workspace.clone(),
+                origin: self.settings.workspace_origin.clone(),
+            };
+            *self.sync_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.to_string());
+            return Err(err);
+        }
         let identity = self.identity();
         let plan = self.resolved().embedder.as_ref().map(|embedder| {
             let mut plan = EmbedPlan::new(embedder.as_ref(), &identity, &self.settings);
@@ -507,6 +516,15 @@ impl Memory {
             .unwrap_or_default();
         let mut warnings = self.settings.warnings.clone();
         warnings.extend(stats.warnings.iter().cloned());
+        if !self.settings.workspace.is_dir() {
+            warnings.push(
+                Error::WorkspaceMissing {
+                    path: self.settings.workspace.clone(),
+                    origin: self.settings.workspace_origin.clone(),
+                }
+                .to_string(),
+            );
+        }
         if manifest.is_none() {
             warnings.push("no index yet: run `memoria index`".into());
         }

@@ -288,9 +288,10 @@ pub fn sync(
         .iter()
         .map(|f| f.rel_path.as_str())
         .collect();
+    // Files under an extra path that is not there now stay indexed until it comes back.
     let removals: Vec<String> = known
         .keys()
-        .filter(|path| !discovered.contains(path.as_str()))
+        .filter(|path| !discovered.contains(path.as_str()) && !discovery.under_vanished(path))
         .cloned()
         .collect();
 
@@ -477,7 +478,7 @@ pub fn sync(
         }
     }
     let stats = SyncStats {
-        files: report.files,
+        files: files.len(),
         chunks: report.chunks,
         bytes: files.iter().map(|(_, r)| r.size).sum(),
         warnings: warnings.clone(),

@@ -55,6 +55,22 @@ pub struct MemoryFile {
 pub struct Discovery {
     pub files: Vec<MemoryFile>,
     pub warnings: Vec<String>,
+    /// Extra paths that are configured but not there now (an unmounted drive, a moved
+    /// folder), as workspace-relative paths: what was indexed from them is kept, not
+    /// removed, until they come back.
+    pub vanished: Vec<String>,
+}
+
+impl Discovery {
+    /// True when `rel_path` lies under a vanished extra path.
+    pub fn under_vanished(&self, rel_path: &str) -> bool {
+        self.vanished.iter().any(|root| {
+            rel_path == root
+                || rel_path
+                    .strip_prefix(root.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
 }
 
 /// Lists the memory files of `workspace`, plus the transcripts in `sessions` when session
@@ -150,7 +166,16 @@ fn discover_memory(workspace: &Path, extra_paths: &[String]) -> Discovery {
                 .push(format!("extraPaths: {extra}: {why}, skipped"))
         };
         match fs::symlink_metadata(&path) {
-            Err(_) => warn(&mut found, "not found"),
+            Err(_) => {
+                found
+                    .discovery
+                    .vanished
+                    .push(relative_path(workspace, &path));
+                found.discovery.warnings.push(format!(
+                    "extraPaths: {extra}: not found; what was indexed from it is kept until \
+                     it comes back"
+                ));
+            }
             Ok(meta) if meta.file_type().is_symlink() => {
                 warn(&mut found, "symlinks are not followed")
             }

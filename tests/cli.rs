@@ -690,3 +690,80 @@ fn cli_ergonomics_citations_stdin_and_short_options() {
         "{summary}"
     );
 }
+
+#[test]
+fn a_missing_workspace_is_an_error_and_a_vanished_root_keeps_its_index() {
+    let state = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let ws = root.path().join("ws");
+    let notes = root.path().join("notes");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    fs::create_dir_all(&notes).unwrap();
+    fs::write(ws.join("MEMORY.md"), "Sam is allergic to penicillin.\n").unwrap();
+    fs::write(notes.join("trip.md"), "The ferry to Hydra leaves at 7.\n").unwrap();
+    let config = root.path().join("openclaw.json");
+    fs::write(
+        &config,
+        r#"{agents: {defaults: {memorySearch: {extraPaths: ["../notes"]}}}}"#,
+    )
+    .unwrap();
+    let with_config = |ws: &Path, args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().unwrap()];
+        all.extend_from_slice(args);
+        memoria(state.path(), ws, &all).output().unwrap()
+    };
+    assert!(with_config(&ws, &["index"]).status.success());
+
+    // A mistyped workspace: an error naming it and where it came from; nothing synced.
+    let typo = root.path().join("wss");
+    let out = with_config(&typo, &["index"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "workspace {} does not exist (from --workspace)",
+            typo.display()
+        )),
+        "{stderr}"
+    );
+    // A search through it answers from the last index and says why.
+    let out = with_config(&typo, &["search", "penicillin", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(paths(&payload), ["MEMORY.md"]);
+    assert_eq!(payload["fallback"]["from"], "sync");
+    assert!(payload["fallback"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("does not exist"));
+    let out = with_config(&typo, &["status"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not exist (from --workspace)"));
+    // A fresh agent directory has nothing to answer from: the search fails, naming it.
+    let other_state = tempfile::tempdir().unwrap();
+    let out = memoria(other_state.path(), &typo, &["search", "penicillin"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+
+    // An extra path that vanishes (an unmounted drive) keeps what was indexed from it.
+    fs::rename(&notes, root.path().join("elsewhere")).unwrap();
+    let out = with_config(&ws, &["index"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("extraPaths: ../notes: not found; what was indexed from it is kept"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = with_config(&ws, &["search", "ferry to Hydra", "--json"]);
+    let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(paths(&payload), ["../notes/trip.md"], "{payload}");
+    let out = with_config(&ws, &["status", "--json"]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["files"], 2);
+}

@@ -244,6 +244,7 @@ fn settings_for(cli: &Cli, agent: &str) -> Result<Settings> {
     let mut settings = config::load_settings(&env, agent)?;
     if let Some(ws) = &cli.workspace {
         settings.workspace = absolute(ws)?;
+        settings.workspace_origin = "--workspace".into();
     } else if settings.workspace.is_relative() {
         settings.workspace = absolute(&settings.workspace)?;
     }

@@ -98,7 +98,8 @@ pub(super) struct Layer {
 pub(super) struct Parsed {
     pub(super) defaults: Layer,
     pub(super) agent: Layer,
-    pub(super) workspace: Option<String>,
+    /// The workspace and the key that set it.
+    pub(super) workspace: Option<(String, String)>,
     pub(super) backend: Option<Backend>,
     pub(super) citations: Option<Citations>,
     pub(super) qmd: Option<Value>,
@@ -175,7 +176,9 @@ fn parse_with(
     let mut default_workspace = None;
     let mut older_defaults = None;
     if let Some(defaults) = agents.object("defaults")? {
-        default_workspace = defaults.get_nonblank("workspace")?;
+        default_workspace = defaults
+            .get_nonblank("workspace")?
+            .map(|ws| (ws, "agents.defaults.workspace".to_string()));
         if let Some(ms) = defaults.child("memorySearch")? {
             older_defaults = Some((parse_layer(&ms)?, ms.path.clone()));
         }
@@ -196,7 +199,9 @@ fn parse_with(
     for entry in agents.get_array("list")?.unwrap_or_default() {
         entry.as_object()?;
         let id = entry.get_string("id")?;
-        let workspace = entry.get_nonblank("workspace")?;
+        let workspace = entry
+            .get_nonblank("workspace")?
+            .map(|ws| (ws, entry.key_path("workspace")));
         let block = entry.child("memorySearch")?;
         let layer = match &block {
             Some(ms) => parse_layer(ms)?,
@@ -216,7 +221,9 @@ fn parse_with(
             let Some(entry) = entries.object(id)? else {
                 continue;
             };
-            let workspace = entry.get_nonblank("workspace")?;
+            let workspace = entry
+                .get_nonblank("workspace")?
+                .map(|ws| (ws, entry.key_path("workspace")));
             let search = match entry.object("memory")? {
                 Some(memory) => memory.object("search")?,
                 None => None,

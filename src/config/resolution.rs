@@ -84,15 +84,19 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         (0.7, 0.3)
     };
 
-    let workspace = match &p.workspace {
-        Some(ws) => expand_home(ws, env),
-        None => env.home_dir().join(".openclaw").join("workspace"),
+    let (workspace, workspace_origin) = match &p.workspace {
+        Some((ws, origin)) => (expand_home(ws, env), origin.clone()),
+        None => (
+            env.home_dir().join(".openclaw").join("workspace"),
+            "the default, ~/.openclaw/workspace".to_string(),
+        ),
     };
 
     Settings {
         agent_id: agent_id.to_string(),
         warnings,
         workspace,
+        workspace_origin,
         enabled: pick(p, |l| &l.enabled).unwrap_or(true),
         provider,
         model: pick(p, |l| &l.model),

@@ -143,6 +143,9 @@ pub struct Settings {
     /// The agent's workspace: its `workspace` ?? `agents.defaults.workspace` ??
     /// `~/.openclaw/workspace`, `~` expanded (a relative path is left relative).
     pub workspace: PathBuf,
+    /// Where [`workspace`](Self::workspace) came from, for errors: the config key
+    /// (`agents.list[0].workspace`, …), `--workspace`, or the default.
+    pub workspace_origin: String,
     /// `enabled`: false means no memory tools at all.
     pub enabled: bool,
     /// `provider` (unset = [`ProviderKind::Auto`]).
