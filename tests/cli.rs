@@ -767,3 +767,14 @@ fn a_missing_workspace_is_an_error_and_a_vanished_root_keeps_its_index() {
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["files"], 2);
 }
+
+#[test]
+fn an_empty_answer_with_no_candidate_has_no_warning() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let payload = json(state.path(), &ws, &["search", "zyxwvutsrq", "--json"]);
+    assert!(paths(&payload).is_empty());
+    assert_eq!(payload.get("warning"), None, "{payload}");
+    let out = run(state.path(), &ws, &["search", "zyxwvutsrq"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no results\n");
+}

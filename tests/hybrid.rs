@@ -694,3 +694,27 @@ fn a_search_heals_a_missing_keyword_index() {
     assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
     assert!(text_dir.join("meta.json").exists());
 }
+
+#[test]
+fn an_answer_filtered_to_nothing_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    memory.sync(false, &|_| {}).unwrap();
+    let options = SearchOptions {
+        min_score: Some(0.99),
+        ..SearchOptions::default()
+    };
+    // No keyword matches these words; the vector side finds weak candidates only.
+    let payload = memory.memory_search("quantum entanglement", &options);
+    assert!(payload.results.is_empty(), "{payload:?}");
+    let warning = payload.warning.unwrap();
+    assert!(
+        warning.starts_with("no result reached minScore 0.99: ")
+            && warning.contains("candidate(s) scored lower, the best 0."),
+        "{warning}"
+    );
+    // With results, no warning.
+    let payload = memory.memory_search("postgres cutover window", &SearchOptions::default());
+    assert!(!payload.results.is_empty());
+    assert_eq!(payload.warning, None);
+}

@@ -837,8 +837,11 @@ fn search_one(
         eprintln!("error: {error}");
         return Ok(ExitCode::from(1));
     }
-    if payload.results.is_empty() {
-        println!("no results");
+    match (&payload.warning, payload.results.is_empty()) {
+        (Some(why), true) => println!("no results: {why}"),
+        (None, true) => println!("no results"),
+        (Some(why), false) => eprintln!("warning: {why}"),
+        (None, false) => {}
     }
     for (i, result) in payload.results.iter().enumerate() {
         println!(

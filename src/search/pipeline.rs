@@ -99,6 +99,21 @@ pub struct SearchResponse {
     pub warning: Option<String>,
 }
 
+/// Why an answer is empty although candidates were found: none reached `min_score`.
+fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
+    let best = candidates
+        .iter()
+        .max_by(|a, b| a.score.total_cmp(&b.score))?;
+    Some(format!(
+        "no result reached minScore {min_score}: {} candidate(s) scored lower, the best \
+         {:.3} ({} line {}); lower minScore (--min-score) to see them",
+        candidates.len(),
+        best.score,
+        best.key.path,
+        best.key.start_line
+    ))
+}
+
 /// Why the index's vectors cannot serve: its last sync failed to embed, or chunks wait for
 /// a batch embedding job (`remote.batch.wait: false`). Either way some chunks have no
 /// vector, and a hybrid score would bury them (their vector side counts as 0): keyword
@@ -250,9 +265,10 @@ impl Searcher<'_> {
                 .map(|k| &k.key)
                 .chain(vector.iter().flatten().map(|v| &v.key)),
         );
-        let rank = |pool: usize| -> Vec<Ranked> {
+        // Every candidate of a pool, fused and decayed, before minScore.
+        let scored = |pool: usize| -> Vec<Ranked> {
             let head = |len: usize| len.min(pool);
-            let hits = match (&keyword, &vector) {
+            let mut hits = match (&keyword, &vector) {
                 (Some(k), Some(v)) => hybrid::fuse(
                     k[..head(k.len())].to_vec(),
                     v[..head(v.len())].to_vec(),
@@ -262,9 +278,15 @@ impl Searcher<'_> {
                 (Some(k), None) => keyword_hits(k[..head(k.len())].to_vec()),
                 (None, None) => Vec::new(),
             };
-            let keyword_only = vector.is_none();
-            self.post_process(hits, min_score, keyword_only, &decay, &chunks)
+            for hit in &mut hits {
+                if let Some(factor) = decay.get(&hit.key.path) {
+                    hit.score *= factor;
+                }
+            }
+            hits
         };
+        let keyword_only = vector.is_none();
+        let rank = |pool: usize| self.filter(scored(pool), min_score, keyword_only, &chunks);
         let ranked = tiered_top(
             max_results,
             base,
@@ -281,6 +303,12 @@ impl Searcher<'_> {
         // The text index of a view never reloads, so every ranked id is found. Only in the
         // catalog fallback can a sync remove a chunk in between; its file no longer has it,
         // so it is dropped.
+        // An empty answer says why when candidates were there but none reached minScore
+        // (the ranking and the result set stay OpenClaw's).
+        let warning = match ranked.is_empty() {
+            true => below_min_score(scored(pool), min_score),
+            false => None,
+        };
         let hits = ranked
             .into_iter()
             .filter_map(|r| {
@@ -291,7 +319,7 @@ impl Searcher<'_> {
         Ok(SearchResponse {
             hits,
             served,
-            warning: None,
+            warning,
         })
     }
 
@@ -377,20 +405,15 @@ impl Searcher<'_> {
 
     /// Temporal decay (`decay`, by path), minScore (with the relaxation of the mode:
     /// hybrid, or keyword-only), MMR (over `chunks`' texts).
-    fn post_process(
+    /// `minScore` (with OpenClaw's relaxation), then MMR.
+    fn filter(
         &self,
-        mut hits: Vec<Ranked>,
+        hits: Vec<Ranked>,
         min_score: f64,
         keyword_only: bool,
-        decay: &HashMap<String, f64>,
         chunks: &HashMap<String, ChunkRecord>,
     ) -> Vec<Ranked> {
         let hybrid = &self.settings.query.hybrid;
-        for hit in &mut hits {
-            if let Some(factor) = decay.get(&hit.key.path) {
-                hit.score *= factor;
-            }
-        }
         let mut hits = if keyword_only {
             filter_keyword_only(hits, min_score, usize::MAX)
         } else {
