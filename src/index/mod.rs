@@ -61,12 +61,16 @@ const MARKER: &str = ".memoria-agent-dir";
 /// [`atomic::write_atomic`] of the manifest and of the batch jobs, [`BATCHES_TMP`]).
 const MANIFEST_TMP: &str = "manifest.json.tmp";
 
-/// Everything that, when changed, invalidates the index (SPEC §4).
+/// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
+/// `status --json` shows it); manifests written before that (snake_case) still read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Identity {
     /// `chunking.tokens`.
+    #[serde(alias = "chunk_tokens")]
     pub chunk_tokens: usize,
     /// `chunking.overlap`.
+    #[serde(alias = "chunk_overlap")]
     pub chunk_overlap: usize,
     /// The sources indexed (`memory`, `sessions`).
     pub sources: Vec<String>,
@@ -338,6 +342,23 @@ mod tests {
         assert!(err.to_string().contains("index busy"));
         drop(lock);
         assert!(dir.lock_writer().is_ok());
+    }
+
+    #[test]
+    fn identity_is_camel_case_and_reads_older_snake_case() {
+        let old = r#"{"chunk_tokens": 400, "chunk_overlap": 80, "sources": ["memory"],
+                      "provider": "none", "model": null}"#;
+        let identity: Identity = serde_json::from_str(old).unwrap();
+        assert_eq!((identity.chunk_tokens, identity.chunk_overlap), (400, 80));
+        let written = serde_json::to_string(&identity).unwrap();
+        assert!(
+            written.starts_with(r#"{"chunkTokens":400,"chunkOverlap":80,"#),
+            "{written}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Identity>(&written).unwrap(),
+            identity
+        );
     }
 
     #[test]
