@@ -63,6 +63,16 @@ use search::pipeline::{configured, Searcher};
 use sync::EmbedPlan;
 use workspace::Discovery;
 
+/// True when `current` is keyword-only (`provider: "none"` configured, or no embedder could
+/// be loaded) and `built` differs from it only by its embedder.
+fn keyword_only_over(current: &Identity, built: &Identity) -> bool {
+    current.provider == "none"
+        && built.provider != "none"
+        && current.chunk_tokens == built.chunk_tokens
+        && current.chunk_overlap == built.chunk_overlap
+        && current.sources == built.sources
+}
+
 /// What started a sync: it decides whether session transcripts below their deltas wait
 /// (not when asked for) and whether a batch embedding job may be waited for (not by a
 /// search).
@@ -233,7 +243,7 @@ impl Memory {
             *self.sync_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.to_string());
             return Err(err);
         }
-        let identity = self.identity();
+        let identity = self.sync_identity(self.dir.manifest().ok().flatten().as_ref());
         let plan = self.resolved().embedder.as_ref().map(|embedder| {
             let mut plan = EmbedPlan::new(embedder.as_ref(), &identity, &self.settings);
             // A search never waits for a batch job: its chunks are searchable by keyword
@@ -268,13 +278,28 @@ impl Memory {
             .clone()
     }
 
+    /// The identity a sync keeps: the current one, except that keyword-only search
+    /// (`provider: "none"`, or an embedder that cannot be loaded now) over an index built
+    /// with an embedder keeps that index's identity: its text side is searched and kept up
+    /// to date, its vectors kept for when the embedder is back, instead of a rebuild each
+    /// way.
+    fn sync_identity(&self, manifest: Option<&Manifest>) -> Identity {
+        let identity = self.identity();
+        match manifest {
+            Some(m) if keyword_only_over(&identity, &m.identity) => m.identity.clone(),
+            _ => identity,
+        }
+    }
+
     /// True when the index is missing, has another identity, or predates workspace changes.
     fn is_dirty(&self, manifest: Option<&Manifest>, discovery: &Discovery) -> bool {
         manifest.is_none_or(|m| {
-            m.identity != self.identity()
+            m.identity != self.sync_identity(Some(m))
                 || m.format != index::FORMAT_VERSION
                 || m.stats.workspace_digest != sync::workspace_digest(discovery)
-                || m.stats.embedding.as_ref().is_some_and(|e| e.missing > 0)
+                // Chunks without a vector need a sync only when something can embed them.
+                || (m.stats.embedding.as_ref().is_some_and(|e| e.missing > 0)
+                    && self.resolved().embedder.is_some())
         })
     }
 

@@ -466,6 +466,16 @@ pub fn sync(
         report.awaiting_batch = awaiting_batch as usize;
         // Batch jobs' problems, noted by `embed_missing`, are the sync's warnings too.
         warnings.append(&mut report.warnings);
+    } else if identity.provider != "none" {
+        // A keyword-only sync of an index built with an embedder (`--provider none` for
+        // once): its new chunks have no vector yet, which the next sync with the embedder
+        // sees as missing and embeds.
+        let missing = catalog.chunks_without_vectors()?.len() as u64;
+        embedding = Some(EmbeddingStats {
+            vectors: (catalog.chunk_count()?).saturating_sub(missing),
+            missing,
+            ..EmbeddingStats::default()
+        });
     }
     report.chunks = catalog.chunk_count()?;
     report.seconds = started.elapsed().as_secs_f64();

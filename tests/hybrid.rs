@@ -718,3 +718,44 @@ fn an_answer_filtered_to_nothing_says_why() {
     assert!(!payload.results.is_empty());
     assert_eq!(payload.warning, None);
 }
+
+#[test]
+fn keyword_only_over_an_index_built_with_a_model_keeps_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = HashEmbedder::new(64);
+    let memory = open(settings(tmp.path()), embedder.clone());
+    memory.sync(false, &|_| {}).unwrap();
+    let built = memory.status().unwrap();
+    drop(memory);
+
+    // `--provider none` for once: the text side serves, the index is not rebuilt, and a
+    // new note is indexed into it.
+    let mut keyword_only = settings(tmp.path());
+    keyword_only.provider = ProviderKind::None;
+    let memory = Memory::open(keyword_only).unwrap();
+    let payload = memory.memory_search("postgres cutover", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("fts-only"));
+    assert_eq!(payload.results[0].path, "memory/2026-11-17.md");
+    let ws = memory.settings().workspace.clone();
+    fs::write(
+        ws.join("memory/2026-11-18.md"),
+        "Renewed the TLS certificates.\n",
+    )
+    .unwrap();
+    let payload = memory.memory_search("TLS certificates", &SearchOptions::default());
+    assert_eq!(payload.results[0].path, "memory/2026-11-18.md");
+    let status = memory.status().unwrap();
+    assert_eq!(status.generation, built.generation, "not rebuilt");
+    drop(memory);
+
+    // The model back: only the new chunk is embedded, in the same generation.
+    let memory = open(settings(tmp.path()), embedder.clone());
+    let before = embedder.documents.load(Ordering::SeqCst);
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert!(!report.rebuilt);
+    assert_eq!(report.embedded, 1);
+    assert_eq!(embedder.documents.load(Ordering::SeqCst), before + 1);
+    let payload = memory.memory_search("TLS certificates", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"));
+    assert_eq!(memory.status().unwrap().generation, built.generation);
+}
