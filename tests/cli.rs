@@ -176,8 +176,13 @@ fn memory_get_policy_and_slicing() {
     assert_eq!(get(&["memory/a.md"])["text"], "alpha");
     let abs = ws.join("memory/a.md");
     assert_eq!(get(&[abs.to_str().unwrap()])["text"], "alpha");
+    // A missing file reads empty, as in OpenClaw; the command exits 4 (not found).
+    let out = memoria(&state, &ws, &["get", "memory/missing.md", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
     assert_eq!(
-        get(&["memory/missing.md"]),
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
         serde_json::json!({"path": "memory/missing.md", "text": ""})
     );
     // Human output: denied paths exit non-zero with the reason on stderr.
@@ -777,4 +782,72 @@ fn an_empty_answer_with_no_candidate_has_no_warning() {
     assert_eq!(payload.get("warning"), None, "{payload}");
     let out = run(state.path(), &ws, &["search", "zyxwvutsrq"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "no results\n");
+}
+
+#[test]
+fn help_on_every_option_completions_man_chunks_and_not_found() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let subcommands = [
+        "index",
+        "search",
+        "get",
+        "status",
+        "watch",
+        "mcp",
+        "chunks",
+        "completions",
+        "man",
+        "model",
+        "embed",
+        "eval",
+    ];
+    for sub in subcommands {
+        let out = run(state.path(), &ws, &[sub, "--help"]);
+        let help = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(help.contains("\nGlobal options:\n"), "{sub}: {help}");
+        for line in help.lines().filter(|l| l.trim_start().starts_with('-')) {
+            // `  -n, --max-results <N>  Results to return …`: a flag, then its help.
+            let flag_end = line
+                .trim_start()
+                .find("  ")
+                .map(|i| &line.trim_start()[i..]);
+            assert!(
+                flag_end.is_some_and(|rest| !rest.trim().is_empty()),
+                "{sub}: an option without help: {line:?}"
+            );
+        }
+    }
+    let out = run(state.path(), &ws, &["completions", "bash"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("_memoria()"));
+    let out = run(state.path(), &ws, &["man"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".TH memoria 1"));
+
+    // `chunks` resolves a relative path against the workspace, like `get`; `-` is stdin.
+    let out = run(state.path(), &ws, &["chunks", "MEMORY.md", "--json"]);
+    let chunks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(chunks[0]["startLine"], 1);
+    let mut child = memoria(state.path(), &ws, &["chunks", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"# Title\nA line.\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("<stdin>: 1 chunk"));
+
+    // A memory file that is not there: the payload reads empty (as OpenClaw's tool does),
+    // the command says so and exits 4.
+    for args in [
+        &["get", "memory/nope.md"][..],
+        &["get", "memory/nope.md", "--json"][..],
+    ] {
+        let out = memoria(state.path(), &ws, args).output().unwrap();
+        assert_eq!(out.status.code(), Some(4), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("memory/nope.md: no such memory file")
+        );
+    }
+    let out = run(state.path(), &ws, &["get", "MEMORY.md", "--lines", "1"]);
+    assert!(!out.stdout.is_empty());
 }

@@ -21,22 +21,47 @@ use memoria::{eval, Corpus, EmbedderChoice, LiveEvent, Memory, SearchOptions, Wa
 #[command(name = "memoria", version, about)]
 struct Cli {
     /// Agent workspace (default: the configured one, else ~/.openclaw/workspace).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "DIR"
+    )]
     workspace: Option<PathBuf>,
     /// State directory (default: $OPENCLAW_STATE_DIR or ~/.openclaw).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "DIR"
+    )]
     state_dir: Option<PathBuf>,
     /// Agent id (`mcp` serves several: repeat it).
-    #[arg(long, global = true, default_value = "main")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        default_value = "main"
+    )]
     agent: Vec<String>,
     /// OpenClaw config file (default: $OPENCLAW_CONFIG_PATH or <stateDir>/openclaw.json).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "FILE"
+    )]
     config: Option<PathBuf>,
     /// Embedding provider; `none` searches by keyword only.
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, global = true, help_heading = "Global options", value_enum)]
     provider: Option<ProviderArg>,
     /// Local embedding model directory (wins over $MEMORIA_MODEL_DIR and local.modelPath).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "DIR"
+    )]
     model: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -89,10 +114,10 @@ enum Command {
         /// (`memory/x.md#L3-L8`, `memory/x.md:3-8`).
         path: String,
         /// First line (1-based).
-        #[arg(long)]
+        #[arg(long, value_name = "LINE")]
         from: Option<i64>,
         /// Number of lines.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         lines: Option<i64>,
         /// Print the memory_get tool payload verbatim.
         #[arg(long)]
@@ -112,10 +137,19 @@ enum Command {
     Mcp,
     /// Show the chunks memoria makes of one Markdown file.
     Chunks {
+        /// The file, relative to the workspace like `get` (or absolute); `-` reads stdin.
         file: PathBuf,
+        /// Print the chunks as a JSON array (lines, hash, length).
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout: `memoria man > memoria.1`.
+    Man,
     /// Where the local embedding model comes from, or download it.
     Model {
         #[command(subcommand)]
@@ -123,6 +157,7 @@ enum Command {
     },
     /// Embed JSONL {"text": …} lines from stdin; writes {"embedding": […], "tokens": n}.
     Embed {
+        /// Embed as search queries or as documents (chunks): each has its own prompt.
         #[arg(long, value_enum, default_value = "document")]
         kind: KindArg,
         /// Matryoshka output size: 768 (full), 512, 256 or 128.
@@ -146,6 +181,7 @@ enum Command {
         /// Retrieval mode(s) to measure.
         #[arg(long, value_enum, default_value = "all")]
         mode: EvalModeArg,
+        /// Print the metrics as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -158,6 +194,7 @@ enum ModelAction {
     /// Download a model into the Hugging Face cache (needs network; google/embeddinggemma-300m
     /// needs an accepted Gemma licence on huggingface.co and HF_TOKEN).
     Pull {
+        /// The Hugging Face repository.
         #[arg(default_value = memoria::embed::DEFAULT_REPO)]
         repo: String,
     },
@@ -210,6 +247,21 @@ fn describe(err: &anyhow::Error) -> String {
 
 /// Exit codes: 0 success, 1 error, 2 usage error (clap's), 3 index busy (another process
 /// is writing; nothing was done, try again later).
+/// Exit codes (documented in the README): 0 success, 1 error, 2 usage (clap), 3 index
+/// busy, 4 not found.
+const EXIT_BUSY: u8 = 3;
+const EXIT_NOT_FOUND: u8 = 4;
+
+/// True when `path` (a `memory_get` path) names a file that exists: a memory file or
+/// extra path under the workspace, or a session transcript.
+fn memory_file_exists(memory: &Memory, path: &str) -> bool {
+    let settings = memory.settings();
+    match (path.strip_prefix("sessions/"), settings.sessions_dir()) {
+        (Some(name), Some(dir)) => dir.join(name).is_file(),
+        _ => settings.workspace.join(path).is_file(),
+    }
+}
+
 fn exit_code(err: &anyhow::Error) -> ExitCode {
     let busy = err.chain().any(|cause| {
         matches!(
@@ -217,7 +269,7 @@ fn exit_code(err: &anyhow::Error) -> ExitCode {
             Some(memoria::Error::IndexBusy { .. })
         )
     });
-    ExitCode::from(if busy { 3 } else { 1 })
+    ExitCode::from(if busy { EXIT_BUSY } else { 1 })
 }
 
 /// The one agent of a command that serves one.
@@ -319,17 +371,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => (path.as_str(), *from, *lines),
             };
             let payload = memory.memory_get(path, from, lines);
+            // The tool reads a missing file as empty (OpenClaw's behaviour); the command says
+            // so and exits 4, so a script can tell "empty" from "not there".
+            let missing = payload.error.is_none() && !memory_file_exists(&memory, path);
             if *json {
                 println!("{}", serde_json::to_string(&payload)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            if let Some(error) = payload.error {
+            } else if let Some(error) = &payload.error {
                 eprintln!("error: {error}");
                 return Ok(ExitCode::from(1));
+            } else {
+                print!("{}", payload.text);
+                if !payload.text.is_empty() && !payload.text.ends_with('\n') {
+                    println!();
+                }
             }
-            print!("{}", payload.text);
-            if !payload.text.is_empty() && !payload.text.ends_with('\n') {
-                println!();
+            if missing {
+                eprintln!("{path}: no such memory file");
+                return Ok(ExitCode::from(EXIT_NOT_FOUND));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -421,8 +479,35 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                *shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "memoria",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut std::io::stdout())
+                .context("writing the man page")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Chunks { file, json } => {
-            let (text, lossy) = memoria::read_text(file)?;
+            let (file, (text, lossy)) = if file == Path::new("-") {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+                    .context("reading stdin")?;
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let lossy = std::str::from_utf8(&bytes).is_err();
+                (PathBuf::from("<stdin>"), (text, lossy))
+            } else {
+                let file = settings.workspace.join(file);
+                let read = memoria::read_text(&file)?;
+                (file, read)
+            };
+            let file = &file;
             if lossy {
                 eprintln!(
                     "warning: {}: invalid UTF-8 replaced with U+FFFD",
