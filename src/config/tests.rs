@@ -448,6 +448,25 @@ fn settings_not_acted_on_are_warnings() {
     let warnings = with_ms("{provider: 'voyage', remote: {batch: {enabled: true}}}").warnings;
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].starts_with("remote.batch.enabled is true, but batch indexing applies"));
+    let not_yet = [
+        (
+            json!({"memory": {"backend": "qmd"}}),
+            "memory.backend is \"qmd\"",
+        ),
+        (
+            json!({"memory": {"qmd": {"command": "qmd"}}}),
+            "memory.qmd is set",
+        ),
+        (
+            json!({"agents": {"defaults": {"compaction": {"memoryFlush": {"enabled": true}}}}}),
+            "compaction.memoryFlush is read",
+        ),
+    ];
+    for (config, start) in not_yet {
+        let warnings = resolve(&config, "main", &env()).unwrap().warnings;
+        assert_eq!(warnings.len(), 1, "{config}: {warnings:?}");
+        assert!(warnings[0].starts_with(start), "{warnings:?}");
+    }
     for acted_on in [
         "{provider: 'openai', remote: {batch: {enabled: true}}}",
         "{provider: 'gemini', remote: {batch: {enabled: true}}}",
