@@ -801,6 +801,7 @@ fn help_on_every_option_completions_man_chunks_and_not_found() {
         "model",
         "embed",
         "eval",
+        "doctor",
     ];
     for sub in subcommands {
         let out = run(state.path(), &ws, &[sub, "--help"]);
@@ -850,4 +851,43 @@ fn help_on_every_option_completions_man_chunks_and_not_found() {
     }
     let out = run(state.path(), &ws, &["get", "MEMORY.md", "--lines", "1"]);
     assert!(!out.stdout.is_empty());
+}
+
+#[test]
+fn doctor_says_what_is_wrong_and_what_to_do() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    // Before the first index: a warning with its fix, exit 0.
+    let out = run(state.path(), &ws, &["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("ok    workspace"), "{text}");
+    assert!(
+        text.contains("ok    embedder   none: keyword search only"),
+        "{text}"
+    );
+    assert!(text.contains("warn  index      none yet"), "{text}");
+    assert!(text.contains("fix: memoria index"), "{text}");
+    run(state.path(), &ws, &["index"]);
+    let out = run(state.path(), &ws, &["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("ok    lock       free"), "{text}");
+    assert!(text.ends_with("0 failed, 0 warning(s)\n"), "{text}");
+    // A missing workspace and config: failures naming them, exit 1.
+    let missing = state.path().join("no-such-workspace");
+    let out = memoria(
+        state.path(),
+        &missing,
+        &["--config", "/no/such.json", "doctor"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("FAIL  config     /no/such.json does not exist"),
+        "{text}"
+    );
+    assert!(text.contains("FAIL  workspace"), "{text}");
+    assert!(text.contains("(from --workspace)"), "{text}");
+    assert!(text.contains("2 failed"), "{text}");
 }

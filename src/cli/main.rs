@@ -1,5 +1,6 @@
 //! `memoria`: the command-line interface over the library façade [`memoria::Memory`].
 
+mod doctor;
 mod mcp;
 
 use std::io::IsTerminal;
@@ -150,6 +151,9 @@ enum Command {
     },
     /// Print the man page (roff) to stdout: `memoria man > memoria.1`.
     Man,
+    /// Check the config, workspace, embedder and model files, index, lock and live sync,
+    /// and say what to do about each problem (exit 1 when a check fails).
+    Doctor,
     /// Where the local embedding model comes from, or download it.
     Model {
         #[command(subcommand)]
@@ -286,6 +290,12 @@ fn settings(cli: &Cli) -> Result<Settings> {
 }
 
 fn settings_for(cli: &Cli, agent: &str) -> Result<Settings> {
+    let settings = config::load_settings(&env_for(cli)?, agent)?;
+    apply_overrides(cli, settings)
+}
+
+/// The process environment with --state-dir and --config applied.
+fn env_for(cli: &Cli) -> Result<Env> {
     let mut env = Env::from_process();
     if let Some(dir) = &cli.state_dir {
         env.state_dir = Some(absolute(dir)?);
@@ -293,7 +303,11 @@ fn settings_for(cli: &Cli, agent: &str) -> Result<Settings> {
     if let Some(file) = &cli.config {
         env.config_path = Some(absolute(file)?);
     }
-    let mut settings = config::load_settings(&env, agent)?;
+    Ok(env)
+}
+
+/// --workspace and --provider over the configured settings.
+fn apply_overrides(cli: &Cli, mut settings: Settings) -> Result<Settings> {
     if let Some(ws) = &cli.workspace {
         settings.workspace = absolute(ws)?;
         settings.workspace_origin = "--workspace".into();
@@ -324,9 +338,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Mcp = cli.command {
         return mcp_command(&cli);
     }
+    // `doctor` reports a config that does not load instead of stopping at it.
+    if let Command::Doctor = cli.command {
+        return doctor::doctor(&cli, single_agent(&cli)?);
+    }
     let settings = settings(&cli)?;
     match &cli.command {
         Command::Mcp => mcp_command(&cli),
+        Command::Doctor => doctor::doctor(&cli, single_agent(&cli)?),
         Command::Watch => watch_command(open_memory(&cli, settings)?),
         Command::Index { force } => index(open_memory(&cli, settings)?, *force),
         Command::Model { action } => model_command(&cli, &settings, action),

@@ -1,0 +1,284 @@
+//! `memoria doctor`: checks, in the order a first run needs them, the config, the
+//! workspace, the embedder (and the model files), the index, the writer lock and the live
+//! sync, and says what to do about each problem. Read-only: it creates nothing.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use memoria::config::{self, ProviderKind, Settings};
+use memoria::WatcherState;
+
+use super::{apply_overrides, env_for, model_search, open_memory, Cli};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One finding: what was checked, what was found, and what to do when it is not fine.
+struct Finding {
+    level: Level,
+    area: &'static str,
+    what: String,
+    fix: Option<String>,
+}
+
+fn ok(area: &'static str, what: impl Into<String>) -> Finding {
+    Finding {
+        level: Level::Ok,
+        area,
+        what: what.into(),
+        fix: None,
+    }
+}
+
+fn problem(level: Level, area: &'static str, what: impl Into<String>, fix: &str) -> Finding {
+    Finding {
+        level,
+        area,
+        what: what.into(),
+        fix: Some(fix.to_string()),
+    }
+}
+
+/// Runs every check, prints one line per finding (and its fix), and exits 1 when any
+/// check failed.
+pub(crate) fn doctor(cli: &Cli, agent: &str) -> Result<ExitCode> {
+    let findings = check(cli, agent)?;
+    for f in &findings {
+        let level = match f.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        println!("{level}  {:<10} {}", f.area, f.what);
+        if let Some(fix) = &f.fix {
+            println!("      {:<10} fix: {fix}", "");
+        }
+    }
+    let failed = findings.iter().filter(|f| f.level == Level::Fail).count();
+    let warned = findings.iter().filter(|f| f.level == Level::Warn).count();
+    println!("\n{failed} failed, {warned} warning(s)");
+    Ok(ExitCode::from(u8::from(failed > 0)))
+}
+
+fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    let env = env_for(cli)?;
+
+    // The config file.
+    let (path, explicit) = config::config_file(&env);
+    let shown = path.display();
+    if path.is_file() {
+        out.push(ok("config", format!("{shown}")));
+    } else if explicit {
+        out.push(problem(
+            Level::Fail,
+            "config",
+            format!("{shown} does not exist"),
+            "check --config or OPENCLAW_CONFIG_PATH",
+        ));
+    } else {
+        out.push(ok(
+            "config",
+            format!("no file at {shown}: OpenClaw's built-in defaults"),
+        ));
+    }
+    let settings = match config::load_settings(&env, agent) {
+        Ok(settings) => settings,
+        Err(_) if explicit && !path.is_file() => Settings::builtin(agent, &env), // said above
+        Err(err) => {
+            out.push(problem(
+                Level::Fail,
+                "config",
+                err.to_string(),
+                "fix the key named above (the checks below use the built-in defaults)",
+            ));
+            Settings::builtin(agent, &env)
+        }
+    };
+    let settings = apply_overrides(cli, settings)?;
+    for warning in &settings.warnings {
+        out.push(problem(
+            Level::Warn,
+            "config",
+            warning.clone(),
+            "see README 'Behaviour decisions'; status lists these too",
+        ));
+    }
+
+    // The workspace.
+    let ws = &settings.workspace;
+    let origin = &settings.workspace_origin;
+    if !ws.is_dir() {
+        out.push(problem(
+            Level::Fail,
+            "workspace",
+            format!("{} does not exist (from {origin})", ws.display()),
+            "pass --workspace DIR, or set agents.defaults.workspace in the config",
+        ));
+    } else {
+        let memory_md = ws.join("MEMORY.md").is_file() || ws.join("memory.md").is_file();
+        let daily = std::fs::read_dir(ws.join("memory"))
+            .map(|entries| entries.flatten().count())
+            .ok();
+        match (memory_md, daily) {
+            (false, None) => out.push(problem(
+                Level::Warn,
+                "workspace",
+                format!(
+                    "{} (from {origin}) has no MEMORY.md and no memory/: nothing to index",
+                    ws.display()
+                ),
+                "point --workspace at the agent's workspace, or let the agent write its notes",
+            )),
+            (memory_md, daily) => out.push(ok(
+                "workspace",
+                format!(
+                    "{} (from {origin}): MEMORY.md {}, memory/ {}",
+                    ws.display(),
+                    if memory_md { "present" } else { "absent" },
+                    daily.map_or("absent".to_string(), |n| format!("{n} entries"))
+                ),
+            )),
+        }
+    }
+
+    // The embedder (this loads the model, as a first search would).
+    let memory = open_memory(cli, settings.clone())?;
+    let status = memory.status()?;
+    match (&status.embedding, &status.fallback) {
+        (Some(embedding), fallback) => {
+            let mut what = format!(
+                "{} {} ({} dims)",
+                status.provider,
+                status.model.as_deref().unwrap_or("?"),
+                embedding.dims
+            );
+            if let Some(source) = &embedding.key_source {
+                what.push_str(&format!("; API key from {source}"));
+            }
+            match fallback {
+                Some(fb) => out.push(problem(
+                    Level::Warn,
+                    "embedder",
+                    format!("{what}, instead of {}: {}", fb.from, fb.reason),
+                    "see the reason: a key, a model download, or a provider that is down",
+                )),
+                None => out.push(ok("embedder", what)),
+            }
+        }
+        (None, None) => out.push(ok("embedder", "none: keyword search only (provider none)")),
+        (None, Some(fb)) => out.push(problem(
+            Level::Warn,
+            "embedder",
+            format!(
+                "keyword search only: {} cannot serve: {}",
+                fb.from, fb.reason
+            ),
+            "`memoria model pull` (local model), set the provider's API key, or \
+             --provider none to choose keyword search",
+        )),
+    }
+    // Where the local model is (a missing one is the embedder's finding above).
+    if matches!(settings.provider, ProviderKind::Local | ProviderKind::Auto) {
+        if let Ok(location) = memoria::embed::resolve_model(&model_search(cli, &settings)?) {
+            out.push(ok(
+                "model",
+                format!(
+                    "{} (safetensors, sentence-transformers layout)",
+                    location.dir.display()
+                ),
+            ));
+        }
+    }
+
+    // The index.
+    match status.generation {
+        None => out.push(problem(
+            Level::Warn,
+            "index",
+            format!("none yet in {}", status.agent_dir),
+            "memoria index",
+        )),
+        Some(generation) => {
+            let vectors = status
+                .vectors
+                .map_or(String::new(), |v| format!(", {v} vectors"));
+            out.push(ok(
+                "index",
+                format!(
+                    "{}: generation {generation}, {} files, {} chunks{vectors}",
+                    status.agent_dir, status.files, status.chunks
+                ),
+            ));
+            if status.dirty {
+                out.push(problem(
+                    Level::Warn,
+                    "index",
+                    "the workspace changed since the last sync",
+                    "memoria index (or keep `memoria watch` / `memoria mcp` running)",
+                ));
+            }
+            // Whether a sync could run now (only when the directory exists: doctor writes
+            // nothing).
+            match memory.agent_dir().lock_writer() {
+                Ok(_) => out.push(ok("lock", "free: a sync can run")),
+                Err(memoria::Error::IndexBusy { .. }) => out.push(ok(
+                    "lock",
+                    "held by another memoria process (a sync in progress)",
+                )),
+                Err(err) => out.push(problem(
+                    Level::Fail,
+                    "lock",
+                    err.to_string(),
+                    "check the permissions of the agent directory",
+                )),
+            }
+        }
+    }
+    let config_warnings = settings.warnings.len();
+    for warning in status.warnings.iter().skip(config_warnings) {
+        if warning.starts_with("no index yet") || warning.contains("does not exist (from ") {
+            continue; // said above
+        }
+        out.push(problem(
+            Level::Warn,
+            "index",
+            warning.clone(),
+            "see the message; `memoria status` lists it too",
+        ));
+    }
+
+    // The live sync.
+    match &status.live {
+        Some(live) => {
+            let state = match live.watcher {
+                WatcherState::Watching => "watching",
+                WatcherState::Polling => "polling",
+                WatcherState::Off => "off",
+            };
+            let what = format!("process {}: {state}", live.pid);
+            match (&live.reason, &live.last_sync_error) {
+                (None, None) => out.push(ok("live", what)),
+                (reason, error) => out.push(problem(
+                    Level::Warn,
+                    "live",
+                    format!(
+                        "{what}: {}",
+                        reason.as_deref().or(error.as_deref()).unwrap_or("")
+                    ),
+                    "see the reason; polling still keeps the index fresh",
+                )),
+            }
+        }
+        None => out.push(ok(
+            "live",
+            "no live sync running (`memoria mcp` or `memoria watch` keep the index fresh)",
+        )),
+    }
+    Ok(out)
+}
