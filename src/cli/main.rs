@@ -224,7 +224,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     match run(Cli::parse()) {
         Ok(code) => code,
@@ -616,7 +616,12 @@ fn model_command(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result
             }
         },
         ModelAction::Pull { repo } => {
-            let dir = memoria::embed::pull(repo)?;
+            let search = model_search(cli, settings)?;
+            let Some(cache) = search.pull_cache() else {
+                bail!("no Hugging Face cache: set HF_HOME or local.modelCacheDir");
+            };
+            eprintln!("downloading {repo} into {}", cache.display());
+            let dir = memoria::embed::pull(repo, cache)?;
             println!("{}", dir.display());
             Ok(ExitCode::SUCCESS)
         }

@@ -86,9 +86,12 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 
     let mut extra_paths: Vec<String> = Vec::new();
     for path in p.defaults.extra_paths.iter().chain(&p.agent.extra_paths) {
-        let path = path.trim();
-        if !path.is_empty() && !extra_paths.iter().any(|seen| seen == path) {
-            extra_paths.push(path.to_string());
+        let path = match path.trim() {
+            home if home.starts_with('~') => expand_home(home, env).display().to_string(),
+            path => path.to_string(),
+        };
+        if !path.is_empty() && !extra_paths.contains(&path) {
+            extra_paths.push(path);
         }
     }
 
@@ -127,8 +130,15 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         sources,
         extra_paths,
         local: LocalSettings {
-            model_path: pick(p, |l| &l.local_model_path),
-            model_cache_dir: pick(p, |l| &l.local_model_cache_dir),
+            // `~` is expanded in every path read from the config.
+            model_path: pick(p, |l| &l.local_model_path).map(|path| {
+                match path.starts_with("hf:") {
+                    true => path,
+                    false => expand_home(&path, env).display().to_string(),
+                }
+            }),
+            model_cache_dir: pick(p, |l| &l.local_model_cache_dir)
+                .map(|dir| expand_home(&dir, env).display().to_string()),
         },
         remote: RemoteSettings {
             base_url: pick(p, |l| &l.remote_base_url),

@@ -190,9 +190,10 @@ pub struct Settings {
 /// `memorySearch.local`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LocalSettings {
-    /// `local.modelPath`: a model directory or `hf:owner/repo`.
+    /// `local.modelPath`: a model directory (`~` expanded) or `hf:owner/repo`.
     pub model_path: Option<String>,
-    /// `local.modelCacheDir`.
+    /// `local.modelCacheDir` (`~` expanded): a Hugging Face cache searched first, where
+    /// `memoria model pull` stores.
     pub model_cache_dir: Option<String>,
 }
 

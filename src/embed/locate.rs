@@ -81,6 +81,16 @@ impl ModelSearch {
     }
 }
 
+impl ModelSearch {
+    /// Where `memoria model pull` stores: `local.modelCacheDir`, else the Hugging Face
+    /// cache lookup searches (`$HF_HUB_CACHE`, `$HF_HOME/hub`, `~/.cache/huggingface/hub`).
+    pub fn pull_cache(&self) -> Option<&Path> {
+        self.config_cache_dir
+            .as_deref()
+            .or(self.hf_cache.as_deref())
+    }
+}
+
 /// Why no model was found (or why an explicitly named one is unusable).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelNotFound {
@@ -231,15 +241,22 @@ const PULL_FILES: &[&str] = &[
     "3_Dense/model.safetensors",
 ];
 
-/// Downloads `repo` into the Hugging Face cache with progress bars and returns the snapshot
-/// directory. Uses `$HF_TOKEN` (google/embeddinggemma-300m is gated: accept the Gemma licence
-/// on huggingface.co first). Needs the `download` feature (on by default).
+/// Downloads `repo` into the Hugging Face cache `cache` (a `hub` directory: the one lookup
+/// searches, see [`ModelSearch::pull_cache`]) with progress bars, and returns the snapshot
+/// directory. `HF_ENDPOINT` names another hub (a mirror); the token is `$HF_TOKEN`, else the
+/// one `huggingface-cli login` saved ([`saved_token`]); google/embeddinggemma-300m is gated:
+/// accept the Gemma licence on huggingface.co first. Needs the `download` feature.
 #[cfg(feature = "download")]
-pub fn pull(repo: &str) -> Result<PathBuf, PullError> {
-    let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
-    let api = hf_hub::api::sync::ApiBuilder::new()
-        .with_progress(true)
-        .with_token(token)
+pub fn pull(repo: &str, cache: &Path) -> Result<PathBuf, PullError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let mut builder =
+        hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(cache.to_path_buf()))
+            .with_progress(true)
+            .with_token(saved_token(var));
+    if let Some(endpoint) = var("HF_ENDPOINT") {
+        builder = builder.with_endpoint(endpoint.trim_end_matches('/').to_string());
+    }
+    let api = builder
         .build()
         .map_err(|e| PullError(format!("cannot set up the download: {e}")))?;
     let model = api.model(repo.to_string());
@@ -247,7 +264,9 @@ pub fn pull(repo: &str) -> Result<PathBuf, PullError> {
     for file in PULL_FILES {
         let path = model.get(file).map_err(|e| {
             PullError(format!(
-                "{repo}/{file}: {e} (needs network access to huggingface.co; gated models need an accepted licence and HF_TOKEN)"
+                "{repo}/{file}: {e} (needs network access to the hub (HF_ENDPOINT, default \
+                 huggingface.co); gated models need an accepted licence and a token: HF_TOKEN \
+                 or `huggingface-cli login`)"
             ))
         })?;
         if *file == "model.safetensors" {
@@ -261,6 +280,22 @@ pub fn pull(repo: &str) -> Result<PathBuf, PullError> {
     })
 }
 
+/// The Hugging Face token: `$HF_TOKEN`, else the file `$HF_TOKEN_PATH`, else `$HF_HOME/token`,
+/// else `~/.cache/huggingface/token` (where `huggingface-cli login` saves it). `var` reads the
+/// environment.
+#[cfg(feature = "download")]
+fn saved_token(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(token) = var("HF_TOKEN") {
+        return Some(token);
+    }
+    let file = var("HF_TOKEN_PATH")
+        .map(PathBuf::from)
+        .or_else(|| var("HF_HOME").map(|home| Path::new(&home).join("token")))
+        .or_else(|| var("HOME").map(|home| Path::new(&home).join(".cache/huggingface/token")))?;
+    let token = std::fs::read_to_string(file).ok()?;
+    Some(token.trim().to_string()).filter(|t| !t.is_empty())
+}
+
 /// Why `memoria model pull` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("model pull failed: {0}")]
@@ -269,6 +304,53 @@ pub struct PullError(pub String);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "download")]
+    #[test]
+    fn the_token_comes_from_hf_token_else_the_saved_login() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_str().unwrap().to_string();
+        std::fs::create_dir_all(tmp.path().join(".cache/huggingface")).unwrap();
+        std::fs::write(tmp.path().join(".cache/huggingface/token"), "hf_saved\n").unwrap();
+        std::fs::create_dir_all(tmp.path().join("hfhome")).unwrap();
+        std::fs::write(tmp.path().join("hfhome/token"), "hf_home_token").unwrap();
+        let hf_home = tmp.path().join("hfhome").to_str().unwrap().to_string();
+        type Vars<'a> = &'a [(&'a str, &'a str)];
+        let table: [(Vars, Option<&str>); 5] = [
+            (&[("HF_TOKEN", "hf_env"), ("HOME", &home)], Some("hf_env")),
+            (&[("HOME", &home)], Some("hf_saved")),
+            (
+                &[("HOME", &home), ("HF_HOME", &hf_home)],
+                Some("hf_home_token"),
+            ),
+            (&[("HF_HOME", "/no/such/dir")], None),
+            (&[], None),
+        ];
+        for (vars, want) in table {
+            let var = |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            };
+            assert_eq!(saved_token(var).as_deref(), want, "{vars:?}");
+        }
+    }
+
+    #[test]
+    fn pull_stores_where_lookup_looks() {
+        let mut search = ModelSearch {
+            cli_dir: None,
+            env_dir: None,
+            config_path: None,
+            config_cache_dir: None,
+            cwd: None,
+            exe_dir: None,
+            hf_cache: Some(PathBuf::from("/hf/hub")),
+        };
+        assert_eq!(search.pull_cache(), Some(Path::new("/hf/hub")));
+        search.config_cache_dir = Some(PathBuf::from("/mine"));
+        assert_eq!(search.pull_cache(), Some(Path::new("/mine")));
+    }
 
     fn model_dir(root: &Path, name: &str) -> PathBuf {
         let dir = root.join(name);
