@@ -521,6 +521,7 @@ impl Memory {
             .map_or(0, |jobs| jobs.len());
         Some(EmbeddingStatus {
             dims: embedder.dims(),
+            device: resolved.device.clone(),
             key_source: resolved.key_source(),
             batch: resolved.batch_state(),
             batch_jobs,
@@ -588,6 +589,7 @@ impl Memory {
             agent_id: self.settings.agent_id.clone(),
             agent_dir: self.dir.root().display().to_string(),
             workspace: self.settings.workspace.display().to_string(),
+            extra_paths: self.settings.extra_paths.clone(),
             generation: manifest.as_ref().map(|m| m.generation),
             identity: self.identity(),
             files: stats.files,

@@ -16,6 +16,8 @@ pub struct Status {
     pub agent_dir: String,
     /// The workspace indexed.
     pub workspace: String,
+    /// `extraPaths`, as configured.
+    pub extra_paths: Vec<String>,
     /// The index generation searches read (none before the first sync).
     pub generation: Option<u64>,
     /// The index identity under the current settings and embedder.
@@ -55,6 +57,8 @@ pub struct Status {
 pub struct EmbeddingStatus {
     /// Length of its vectors.
     pub dims: usize,
+    /// Where a local model runs and in what precision (`cpu, f32, AVX-512 kernels`).
+    pub device: Option<String>,
     /// Where a remote provider's API key came from: `remote.apiKey`,
     /// `models.providers.<name>.apiKey` or an environment variable. Never the key.
     pub key_source: Option<String>,

@@ -771,6 +771,9 @@ fn a_missing_workspace_is_an_error_and_a_vanished_root_keeps_its_index() {
     let out = with_config(&ws, &["status", "--json"]);
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["files"], 2);
+    assert_eq!(status["extraPaths"], serde_json::json!(["../notes"]));
+    let out = with_config(&ws, &["status"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("extra paths  ../notes\n"));
 }
 
 #[test]

@@ -344,4 +344,21 @@ fn hybrid_search_with_the_real_model_matches_the_cli() {
     let payload: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(payload["mode"], "hybrid", "{payload}");
     assert_eq!(text, cli(&g, &["search", query, "--json"]));
+    // status names the device and precision the local model runs with.
+    let status: Value = serde_json::from_str(&cli(&g, &["status", "--json"])).unwrap();
+    let embedding = &status["embedding"];
+    assert_eq!(embedding["dims"], 768);
+    assert!(
+        embedding["device"]
+            .as_str()
+            .unwrap()
+            .starts_with("cpu, f32, "),
+        "{status}"
+    );
+    assert_eq!(embedding["keySource"], Value::Null);
+    let human = cli(&g, &["status"]);
+    assert!(
+        human.contains("model        embeddinggemma-300m (768 dims) on cpu, f32"),
+        "{human}"
+    );
 }

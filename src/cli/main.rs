@@ -418,6 +418,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 println!("agent        {}", status.agent_id);
                 println!("agent dir    {}", status.agent_dir);
                 println!("workspace    {}", status.workspace);
+                if !status.extra_paths.is_empty() {
+                    println!("extra paths  {}", status.extra_paths.join(", "));
+                }
                 match status.generation {
                     Some(generation) => println!("generation   {generation}"),
                     None => println!("generation   (none yet)"),
@@ -441,8 +444,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 if let Some(embedding) = &status.embedding {
                     let model = status.model.as_deref().unwrap_or("?");
                     let vectors = status.vectors.unwrap_or(0);
+                    let device = embedding
+                        .device
+                        .as_deref()
+                        .map_or(String::new(), |d| format!(" on {d}"));
                     println!(
-                        "model        {model} ({} dims); {vectors} vectors",
+                        "model        {model} ({} dims){device}; {vectors} vectors",
                         embedding.dims
                     );
                     if let Some(source) = &embedding.key_source {
@@ -703,6 +710,9 @@ fn index(memory: Memory, force: bool) -> Result<ExitCode> {
             chunks_total,
         } => {
             if bar.length() != Some(chunks_total as u64) {
+                // From bytes to chunks: restart the position, rate and ETA (the bar said
+                // `74802/76 chunks 0.001/s` when it kept the byte count).
+                bar.reset();
                 bar.set_style(
                     ProgressStyle::with_template(
                         "{spinner} embedding [{bar:30}] {pos}/{len} chunks {per_sec} eta {eta}",

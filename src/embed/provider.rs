@@ -36,6 +36,9 @@ pub(crate) struct ResolvedEmbedder {
     pub(crate) model: Option<String>,
     /// Set when the configured provider could not be used.
     pub(crate) fallback: Option<Fallback>,
+    /// Where a local model runs and in what precision (`cpu, f32, AVX-512 kernels`), for
+    /// `status`; `None` for a remote or given embedder.
+    pub(crate) device: Option<String>,
     /// The remote client, when a remote provider serves (for `status`).
     #[cfg(feature = "remote")]
     remote: Option<Arc<super::remote::OpenAiCompatible>>,
@@ -54,6 +57,7 @@ impl ResolvedEmbedder {
             provider,
             model,
             fallback,
+            device: None,
             #[cfg(feature = "remote")]
             remote: None,
         }
@@ -189,6 +193,7 @@ fn try_provider(
                         model: Some(client.model().to_string()),
                         embedder: Some(client.clone()),
                         fallback: None,
+                        device: None,
                         remote: Some(client),
                     }
                 })
@@ -234,10 +239,28 @@ fn try_local(
     let location = resolve_model(&search).map_err(|err| err.to_string())?;
     let embedder =
         load_local(&location.dir).map_err(|err| format!("{}: {err}", location.dir.display()))?;
-    Ok(ResolvedEmbedder::plain(
+    let mut resolved = ResolvedEmbedder::plain(
         Some(embedder),
         "local".into(),
         Some(model.unwrap_or("embeddinggemma-300m").to_string()),
         None,
-    ))
+    );
+    resolved.device = Some(local_device());
+    Ok(resolved)
+}
+
+/// Where the local model runs and in what precision, in words.
+fn local_device() -> String {
+    if cfg!(feature = "cuda") {
+        return "cuda:0, f32".into();
+    }
+    if cfg!(feature = "metal") {
+        return "metal, f32".into();
+    }
+    let kernels = match crate::simd::level() {
+        crate::simd::Level::Avx512 => "AVX-512",
+        crate::simd::Level::Avx2 => "AVX2",
+        crate::simd::Level::Scalar => "scalar",
+    };
+    format!("cpu, f32, {kernels} kernels")
 }
