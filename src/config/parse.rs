@@ -336,12 +336,23 @@ fn parse_layer(ms: &Node) -> Result<Layer, ConfigError> {
         }
     }
     if let Some(store) = ms.section("store", &["driver", "path", "vector"])? {
-        // `driver` exists in OpenClaw's schema with the single value "sqlite"; ignored.
-        store.get_choice("driver", &[("sqlite", ())])?;
+        // `driver` exists in OpenClaw's schema with the single value "sqlite", and
+        // `vector.extensionPath` locates sqlite-vec: memoria has neither, and says so.
+        if store.get_choice("driver", &[("sqlite", ())])?.is_some() {
+            store.warnings.borrow_mut().push(format!(
+                "{}: memoria keeps its index in its own directory format, not SQLite: ignored",
+                store.key_path("driver")
+            ));
+        }
         l.store_path = store.get_nonblank("path")?;
         if let Some(vector) = store.section("vector", &["enabled", "extensionPath"])? {
             l.vector_enabled = vector.get_bool("enabled")?;
-            vector.get_string("extensionPath")?; // sqlite-vec only; ignored
+            if vector.get_string("extensionPath")?.is_some() {
+                vector.warnings.borrow_mut().push(format!(
+                    "{}: sqlite-vec is not used (memoria has its own vector index): ignored",
+                    vector.key_path("extensionPath")
+                ));
+            }
         }
     }
     if let Some(chunking) = ms.section("chunking", &["tokens", "overlap"])? {
