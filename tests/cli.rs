@@ -709,7 +709,7 @@ fn a_missing_workspace_is_an_error_and_a_vanished_root_keeps_its_index() {
     let config = root.path().join("openclaw.json");
     fs::write(
         &config,
-        r#"{agents: {defaults: {memorySearch: {extraPaths: ["../notes"]}}}}"#,
+        r#"{agents: {defaults: {memorySearch: {extraPaths: ["../notes"], store: {driver: "sqlite"}}}}}"#,
     )
     .unwrap();
     let with_config = |ws: &Path, args: &[&str]| {
@@ -746,7 +746,13 @@ fn a_missing_workspace_is_an_error_and_a_vanished_root_keeps_its_index() {
         .unwrap()
         .contains("does not exist"));
     let out = with_config(&typo, &["status"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("does not exist (from --workspace)"));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("does not exist (from --workspace)"), "{text}");
+    // A setting accepted but not acted on is named.
+    assert!(
+        text.contains("openclaw.json: agents.defaults.memorySearch.store.driver: memoria keeps"),
+        "{text}"
+    );
     // A fresh agent directory has nothing to answer from: the search fails, naming it.
     let other_state = tempfile::tempdir().unwrap();
     let out = memoria(other_state.path(), &typo, &["search", "penicillin"])
@@ -893,4 +899,88 @@ fn doctor_says_what_is_wrong_and_what_to_do() {
     assert!(text.contains("FAIL  workspace"), "{text}");
     assert!(text.contains("(from --workspace)"), "{text}");
     assert!(text.contains("2 failed"), "{text}");
+}
+
+#[path = "support/loopback.rs"]
+#[allow(dead_code)]
+mod loopback;
+
+/// `model pull` against a stand-in for the Hugging Face hub (`HF_ENDPOINT`): the files land
+/// in `$HF_HOME/hub`, where `model path` then finds them, and the token is the one
+/// `huggingface-cli login` saved (`$HF_HOME/token`).
+#[test]
+fn model_pull_honours_hf_endpoint_hf_home_and_the_saved_token() {
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+    let hub = loopback::serve(Box::new(|r: &loopback::Request, _| {
+        let Some(file) = r
+            .path
+            .strip_prefix("/google/embeddinggemma-300m/resolve/main/")
+        else {
+            return (404, Vec::new(), "{}".into());
+        };
+        let body = format!("content of {file}");
+        let etag = format!("\"etag-{}\"", file.replace('/', "-"));
+        let mut headers = vec![
+            ("etag".to_string(), etag),
+            ("x-repo-commit".to_string(), COMMIT.to_string()),
+        ];
+        match r.headers.get("range").map(String::as_str) {
+            Some("bytes=0-0") => {
+                headers.push(("Content-Range".into(), format!("bytes 0-0/{}", body.len())));
+                (206, headers, body[..1].to_string())
+            }
+            _ => (200, headers, body),
+        }
+    }));
+    let tmp = tempfile::tempdir().unwrap();
+    let hf_home = tmp.path().join("hf");
+    fs::create_dir_all(&hf_home).unwrap();
+    fs::write(hf_home.join("token"), "hf_saved_login_token\n").unwrap();
+    let memoria_with_hub = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memoria"));
+        cmd.args(["--state-dir", tmp.path().to_str().unwrap()])
+            .args(args)
+            .env("HOME", tmp.path())
+            .env("HF_HOME", &hf_home)
+            .env("HF_ENDPOINT", &hub.url)
+            .env_remove("HF_TOKEN")
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_TOKEN_PATH")
+            .env_remove("MEMORIA_MODEL_DIR")
+            .env_remove("OPENCLAW_CONFIG_PATH")
+            .env_remove("OPENCLAW_STATE_DIR");
+        cmd.output().unwrap()
+    };
+    let out = memoria_with_hub(&["model", "pull"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let expected = hf_home.join(format!(
+        "hub/models--google--embeddinggemma-300m/snapshots/{COMMIT}"
+    ));
+    assert_eq!(dir, expected);
+    assert_eq!(
+        fs::read_to_string(dir.join("2_Dense/config.json")).unwrap(),
+        "content of 2_Dense/config.json"
+    );
+    let requests = hub.requests.lock().unwrap().clone();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert_eq!(
+            r.headers["authorization"], "Bearer hf_saved_login_token",
+            "{}",
+            r.path
+        );
+    }
+    // Lookup finds what pull stored.
+    let out = memoria_with_hub(&["model", "path"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(expected.to_str().unwrap()));
 }

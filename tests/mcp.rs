@@ -361,4 +361,24 @@ fn hybrid_search_with_the_real_model_matches_the_cli() {
         human.contains("model        embeddinggemma-300m (768 dims) on cpu, f32"),
         "{human}"
     );
+    assert_eq!(
+        status["identity"]["chunkTokens"], 400,
+        "camelCase throughout"
+    );
+    // An answer filtered to nothing says why, in the human output too.
+    let human = cli(
+        &g,
+        &["search", "quantum entanglement", "--min-score", "0.99"],
+    );
+    assert!(
+        human.starts_with("no results: no result reached minScore 0.99: "),
+        "{human}"
+    );
+    // Keyword-only for once over this hybrid index: served by keyword, no rebuild.
+    let g_none = globals(tmp.path(), &ws, &["--provider", "none"]);
+    let keyword: Value = serde_json::from_str(&cli(&g_none, &["search", query, "--json"])).unwrap();
+    assert_eq!(keyword["mode"], "fts-only");
+    let after: Value = serde_json::from_str(&cli(&g, &["status", "--json"])).unwrap();
+    assert_eq!(after["generation"], status["generation"]);
+    assert_eq!(after["vectors"], status["vectors"]);
 }
