@@ -984,3 +984,96 @@ fn model_pull_honours_hf_endpoint_hf_home_and_the_saved_token() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(expected.to_str().unwrap()));
 }
+
+/// Run `memoria ARGS` with `input` on standard input.
+fn with_stdin(state: &Path, ws: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = memoria(state, ws, args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn standard_input_feeds_the_config_and_eval_files_one_at_a_time() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    // `--config -`: the config from stdin, named `<stdin>` in its messages.
+    let config =
+        r#"{agents: {defaults: {memorySearch: {extraPaths: ["notes"], chunking: {tokens: 300}}}}}"#;
+    let out = with_stdin(
+        state.path(),
+        &ws,
+        &["--config", "-", "status", "--json"],
+        config,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["identity"]["chunkTokens"], 300);
+    assert_eq!(status["extraPaths"], serde_json::json!(["notes"]));
+    let out = with_stdin(
+        state.path(),
+        &ws,
+        &["--config", "-", "status"],
+        "{agents: 3}",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("<stdin>"));
+    // Two inputs from stdin: refused before anything runs.
+    let out = with_stdin(
+        state.path(),
+        &ws,
+        &["--config", "-", "search", "--queries", "-"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("standard input can feed one input only"));
+
+    // An eval file from stdin (here the qrels).
+    let data = tempfile::tempdir().unwrap();
+    let corpus = data.path().join("corpus.jsonl");
+    let queries = data.path().join("queries.jsonl");
+    fs::write(
+        &corpus,
+        "{\"_id\": \"d1\", \"title\": \"\", \"text\": \"The ferry to Hydra leaves at seven.\"}\n\
+         {\"_id\": \"d2\", \"title\": \"\", \"text\": \"Penicillin allergy noted for Sam.\"}\n",
+    )
+    .unwrap();
+    fs::write(
+        &queries,
+        "{\"_id\": \"q1\", \"text\": \"when does the ferry leave\"}\n",
+    )
+    .unwrap();
+    let args = [
+        "eval",
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--queries",
+        queries.to_str().unwrap(),
+        "--qrels",
+        "-",
+        "--mode",
+        "bm25",
+        "--json",
+    ];
+    let out = with_stdin(
+        state.path(),
+        &ws,
+        &args,
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ndcg") || text.contains("nDCG"), "{text}");
+}

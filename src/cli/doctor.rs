@@ -9,7 +9,7 @@ use anyhow::Result;
 use memoria::config::{self, ProviderKind, Settings};
 use memoria::WatcherState;
 
-use super::{apply_overrides, env_for, model_search, open_memory, Cli};
+use super::{apply_overrides, env_for, load_config, model_search, open_memory, Cli};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -87,7 +87,7 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
             format!("no file at {shown}: OpenClaw's built-in defaults"),
         ));
     }
-    let settings = match config::load_settings(&env, agent) {
+    let settings = match load_config(cli, &env, agent) {
         Ok(settings) => settings,
         Err(_) if explicit && !path.is_file() => Settings::builtin(agent, &env), // said above
         Err(err) => {

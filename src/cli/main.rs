@@ -290,8 +290,66 @@ fn settings(cli: &Cli) -> Result<Settings> {
 }
 
 fn settings_for(cli: &Cli, agent: &str) -> Result<Settings> {
-    let settings = config::load_settings(&env_for(cli)?, agent)?;
+    let settings = load_config(cli, &env_for(cli)?, agent)?;
     apply_overrides(cli, settings)
+}
+
+/// The config's settings for `agent`: the file `env` names, or standard input for
+/// `--config -` (read once per process).
+fn load_config(
+    cli: &Cli,
+    env: &Env,
+    agent: &str,
+) -> std::result::Result<Settings, config::ConfigError> {
+    if cli.config.as_deref() != Some(Path::new("-")) {
+        return config::load_settings(env, agent);
+    }
+    static STDIN: std::sync::OnceLock<std::io::Result<String>> = std::sync::OnceLock::new();
+    let stdin = Path::new("<stdin>");
+    let text = STDIN
+        .get_or_init(|| std::io::read_to_string(std::io::stdin()))
+        .as_ref()
+        .map_err(|e| config::ConfigError::Io {
+            file: stdin.to_path_buf(),
+            error: std::io::Error::new(e.kind(), e.to_string()),
+        })?;
+    let value = config::parse_config_text(text, stdin)?;
+    let mut settings =
+        config::resolve(&value, agent, env).map_err(|e| e.in_file(stdin.to_path_buf()))?;
+    for warning in &mut settings.warnings {
+        *warning = format!("<stdin>: {warning}");
+    }
+    Ok(settings)
+}
+
+/// Refuses two inputs from standard input in one command (it can be read once), and
+/// `--config -` for `mcp`, whose stdin carries the protocol.
+fn one_stdin(cli: &Cli) -> Result<()> {
+    let config = cli.config.as_deref() == Some(Path::new("-"));
+    let dash = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
+    let command = match &cli.command {
+        Command::Mcp => 1,
+        Command::Embed { .. } => 1,
+        Command::Search { queries, .. } => usize::from(dash(queries)),
+        Command::Chunks { file, .. } => usize::from(file == Path::new("-")),
+        Command::Eval {
+            corpus,
+            queries,
+            qrels,
+            ..
+        } => [corpus, queries, qrels]
+            .into_iter()
+            .filter(|p| dash(p))
+            .count(),
+        _ => 0,
+    };
+    if usize::from(config) + command > 1 {
+        bail!(
+            "standard input can feed one input only (`--config -`, `--queries -`, `chunks -`, \
+             an eval file, `embed`'s texts; `mcp` speaks over it)"
+        );
+    }
+    Ok(())
 }
 
 /// The process environment with --state-dir and --config applied.
@@ -334,6 +392,7 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    one_stdin(&cli)?;
     // `mcp` reads one config per agent it serves.
     if let Command::Mcp = cli.command {
         return mcp_command(&cli);
@@ -584,10 +643,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
             mode,
             json,
         } => {
+            // `-` (one of them): standard input, kept as a file named by its content so the
+            // eval cache (keyed by path) stays right.
+            let from_stdin = |path: &PathBuf| -> Result<PathBuf> {
+                if path != Path::new("-") {
+                    return Ok(path.clone());
+                }
+                let text = std::io::read_to_string(std::io::stdin()).context("reading stdin")?;
+                let dir = settings.state_dir.join("eval");
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                let file = dir.join(format!(
+                    "stdin-{}.txt",
+                    &memoria::sha256_hex(text.as_bytes())[..16]
+                ));
+                std::fs::write(&file, text)
+                    .with_context(|| format!("writing {}", file.display()))?;
+                Ok(file)
+            };
             let beir = match (corpus, queries, qrels) {
-                (Some(c), Some(q), Some(r)) => Some((c.as_path(), q.as_path(), r.as_path())),
+                (Some(c), Some(q), Some(r)) => {
+                    Some((from_stdin(c)?, from_stdin(q)?, from_stdin(r)?))
+                }
                 _ => None,
             };
+            let beir = beir
+                .as_ref()
+                .map(|(c, q, r)| (c.as_path(), q.as_path(), r.as_path()));
             run_eval(&cli, &settings, locomo.as_deref(), beir, *mode, *json)
         }
     }
