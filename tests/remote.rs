@@ -448,6 +448,14 @@ fn backfill(root: &Path, url: &str, n: usize) -> Settings {
     s
 }
 
+/// `METHOD path` of each request.
+fn calls(requests: &[Request]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
 fn chunk_count(memory: &Memory) -> u64 {
     memory.status().unwrap().chunks
 }
@@ -473,10 +481,7 @@ fn openai_batch_flow_uploads_creates_polls_and_reads_the_output_file() {
     assert_eq!(payload.results[0].path, "MEMORY.md");
 
     let requests = server.requests.lock().unwrap().clone();
-    let calls: Vec<String> = requests
-        .iter()
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
+    let calls = calls(&requests);
     assert_eq!(
         calls,
         [
@@ -571,10 +576,7 @@ fn gemini_batch_flow_uploads_creates_polls_and_downloads() {
     assert_eq!(payload.results[0].path, "MEMORY.md");
 
     let requests = server.requests.lock().unwrap().clone();
-    let calls: Vec<String> = requests
-        .iter()
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
+    let calls = calls(&requests);
     assert_eq!(
         calls,
         [

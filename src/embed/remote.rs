@@ -442,29 +442,11 @@ impl OpenAiCompatible {
                         .build(),
                 )
                 .call(),
-            Payload::Json(body) => self
-                .authorised(
-                    self.agent
-                        .post(url)
-                        .config()
-                        .timeout_global(Some(timeout))
-                        .build()
-                        .header("Content-Type", "application/json"),
-                )
-                .send_json(body),
+            Payload::Json(body) => self.post(url, timeout, "application/json").send_json(body),
             Payload::Raw {
                 content_type,
                 bytes,
-            } => self
-                .authorised(
-                    self.agent
-                        .post(url)
-                        .config()
-                        .timeout_global(Some(timeout))
-                        .build()
-                        .header("Content-Type", *content_type),
-                )
-                .send(*bytes),
+            } => self.post(url, timeout, content_type).send(*bytes),
         };
         let mut response = response.map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
@@ -489,6 +471,22 @@ impl OpenAiCompatible {
             },
             _ => Answer::Fatal { status, text },
         })
+    }
+
+    fn post(
+        &self,
+        url: &str,
+        timeout: Duration,
+        content_type: &str,
+    ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+        self.authorised(
+            self.agent
+                .post(url)
+                .config()
+                .timeout_global(Some(timeout))
+                .build()
+                .header("Content-Type", content_type),
+        )
     }
 
     fn authorised<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {

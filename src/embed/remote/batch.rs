@@ -135,15 +135,7 @@ impl OpenAiCompatible {
         );
         let url = format!("{}/files", self.base);
         let content_type = format!("multipart/form-data; boundary={boundary}");
-        let file = self.call(
-            &url,
-            Payload::Raw {
-                content_type: &content_type,
-                bytes: &body,
-            },
-            CallLimits::BATCH,
-        )?;
-        let file = self.field(&url, &self.json_of(&url, file)?, "/id")?;
+        let file = self.upload(&url, &content_type, &body, "/id")?;
         let url = format!("{}/batches", self.base);
         let request = json!({
             "input_file_id": file,
@@ -181,15 +173,7 @@ impl OpenAiCompatible {
         let (root, version) = self.gemini_root();
         let url = format!("{root}/upload{version}/files?uploadType=multipart");
         let content_type = format!("multipart/related; boundary={boundary}");
-        let file = self.call(
-            &url,
-            Payload::Raw {
-                content_type: &content_type,
-                bytes: &body,
-            },
-            CallLimits::BATCH,
-        )?;
-        let file = self.field(&url, &self.json_of(&url, file)?, "/file/name")?;
+        let file = self.upload(&url, &content_type, &body, "/file/name")?;
         let url = format!(
             "{}/{}:asyncBatchEmbedContent",
             self.base,
@@ -215,6 +199,22 @@ impl OpenAiCompatible {
             }
             _ => (self.base.clone(), String::new()),
         }
+    }
+
+    /// Sends a multipart body and returns the answer's string at `pointer` (the file id).
+    fn upload(
+        &self,
+        url: &str,
+        content_type: &str,
+        body: &[u8],
+        pointer: &str,
+    ) -> Result<String, EmbedError> {
+        let payload = Payload::Raw {
+            content_type,
+            bytes: body,
+        };
+        let answer = self.call(url, payload, CallLimits::BATCH)?;
+        self.field(url, &self.json_of(url, answer)?, pointer)
     }
 
     fn json_of(&self, url: &str, text: String) -> Result<Value, EmbedError> {
