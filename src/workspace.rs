@@ -55,9 +55,9 @@ pub struct MemoryFile {
 pub struct Discovery {
     pub files: Vec<MemoryFile>,
     pub warnings: Vec<String>,
-    /// Extra paths that are configured but not there now (an unmounted drive, a moved
-    /// folder), as workspace-relative paths: what was indexed from them is kept, not
-    /// removed, until they come back.
+    /// Extra paths (and the sessions directory) that are configured but not there now (an
+    /// unmounted drive, a moved folder), as workspace-relative paths (`sessions`): what was
+    /// indexed from them is kept, not removed, until they come back.
     pub vanished: Vec<String>,
 }
 
@@ -89,7 +89,12 @@ pub fn discover(workspace: &Path, extra_paths: &[String], sessions: Option<&Path
 fn discover_sessions(dir: &Path, discovery: &mut Discovery) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return,
+        // Normal before the first session; a directory that vanished later (a moved state
+        // directory) must not empty the index of its transcripts either.
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            discovery.vanished.push("sessions".into());
+            return;
+        }
         Err(err) => {
             discovery.warnings.push(format!(
                 "sessions {}: cannot list directory: {err}",
