@@ -41,6 +41,12 @@ pub enum Error {
         /// Where it came from: a config key, `--workspace`, or the default.
         origin: String,
     },
+    /// A request memoria refuses (bad input to `append`), and why.
+    #[error("{message}")]
+    Rejected {
+        /// What was wrong, naming the argument.
+        message: String,
+    },
     /// Another process holds the agent directory's writer lock.
     #[error("index busy: another memoria process is writing {dir} (try again when it finishes)")]
     IndexBusy {

@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod append;
 mod chunk;
 pub mod config;
 mod digest;
@@ -43,6 +44,7 @@ pub mod embed;
 mod error;
 pub mod eval;
 mod fallback;
+pub mod flush;
 mod index;
 mod live;
 mod search;
@@ -72,6 +74,9 @@ fn keyword_only_over(current: &Identity, built: &Identity) -> bool {
         && current.chunk_overlap == built.chunk_overlap
         && current.sources == built.sources
 }
+
+/// How long an append waits for the live sync to index the note.
+const APPEND_SYNC_WAIT: Duration = Duration::from_secs(10);
 
 /// What started a sync: it decides whether session transcripts below their deltas wait
 /// (not when asked for) and whether a batch embedding job may be waited for (not by a
@@ -479,6 +484,70 @@ impl Memory {
             }
         }
         Ok(response)
+    }
+
+    /// Appends `text` to the daily log `memory/<date>.md` (created with its heading), the
+    /// one write memoria makes to memory files; see [`append`](crate::append). The index is
+    /// synced right after, so the note is searchable at once (unless another sync holds the
+    /// index: that one, or the watcher, picks it up).
+    pub fn append(&self, text: &str, date: &str) -> Result<append::Appended> {
+        if !self.settings.workspace.is_dir() {
+            return Err(Error::WorkspaceMissing {
+                path: self.settings.workspace.clone(),
+                origin: self.settings.workspace_origin.clone(),
+            });
+        }
+        let appended = append::append(&self.settings.workspace, text, date)?;
+        // Searchable at once: sync now, as a search would (never waiting for a batch job).
+        // When this process's live sync holds the index, ask it and wait a little for it;
+        // another process's sync, or the watcher, picks the note up otherwise.
+        match self.dir.lock_writer() {
+            Ok(lock) => {
+                let discovery = self.discover();
+                if let Err(err) =
+                    self.sync_locked(&lock, &discovery, false, Trigger::Search, &|_| {})
+                {
+                    tracing::warn!("syncing after an append: {err}");
+                }
+            }
+            Err(_) => {
+                if let Some(link) = self.live_link() {
+                    link.request_sync();
+                    link.wait_until(APPEND_SYNC_WAIT, || {
+                        let manifest = self.dir.manifest().ok().flatten();
+                        !self.is_dirty(manifest.as_ref(), &self.discover())
+                    });
+                }
+            }
+        }
+        Ok(appended)
+    }
+
+    /// What a session reads at start: `MEMORY.md` first when `private` (a private main
+    /// session, never a group chat), then the daily logs `memory/<day>.md` of `days`
+    /// (`YYYY-MM-DD`, oldest first); only the files that exist.
+    pub fn session_context(&self, days: &[String], private: bool) -> Vec<GetPayload> {
+        let paths = private
+            .then(|| "MEMORY.md".to_string())
+            .into_iter()
+            .chain(days.iter().map(|day| format!("memory/{day}.md")));
+        paths
+            .filter(|path| self.settings.workspace.join(path).is_file())
+            .map(|path| self.memory_get(&path, None, None))
+            .filter(|payload| payload.error.is_none())
+            .collect()
+    }
+
+    /// The pre-compaction memory flush decision for session `key` (SPEC §9): `session` is
+    /// (session tokens, context window, compaction count), `today` the user's date
+    /// (`YYYY-MM-DD`). Once per compaction cycle: a flush decided is recorded.
+    pub fn flush_plan(
+        &self,
+        key: &str,
+        session: (u64, u64, u64),
+        today: &str,
+    ) -> Result<flush::FlushPlan> {
+        flush::plan_session(&self.settings, &self.dir, key, session, today)
     }
 
     /// The `memory_search` tool: never fails, errors become the SPEC §6 error payload.

@@ -811,6 +811,9 @@ fn help_on_every_option_completions_man_chunks_and_not_found() {
         "embed",
         "eval",
         "doctor",
+        "flush-plan",
+        "append",
+        "context",
     ];
     for sub in subcommands {
         let out = run(state.path(), &ws, &[sub, "--help"]);
@@ -1076,4 +1079,145 @@ fn standard_input_feeds_the_config_and_eval_files_one_at_a_time() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ndcg") || text.contains("nDCG"), "{text}");
+}
+
+#[test]
+fn flush_plan_once_per_cycle_per_session_with_todays_date() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let plan = |args: &[&str]| -> Value {
+        let mut all = vec!["flush-plan", "--context-window", "200000", "--json"];
+        all.extend_from_slice(args);
+        json(state.path(), &ws, &all)
+    };
+    let below = plan(&["--session-tokens", "1000"]);
+    assert_eq!(below["flush"], false);
+    assert!(below["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("1000 session tokens, below the threshold 176000"));
+    let at = plan(&["--session-tokens", "176000"]);
+    assert_eq!(at["flush"], true, "{at}");
+    assert_eq!(at["threshold"], 176000);
+    assert_eq!(
+        at["systemPrompt"],
+        "Session nearing compaction. Store durable memories now."
+    );
+    let prompt = at["prompt"].as_str().unwrap();
+    let date = prompt
+        .split("memory/")
+        .nth(1)
+        .and_then(|rest| rest.split(".md").next())
+        .unwrap();
+    assert!(
+        date.len() == 10 && date.as_bytes()[4] == b'-' && date.starts_with("20"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("NO_REPLY"));
+    // Once per compaction cycle, per session.
+    let again = plan(&["--session-tokens", "180000"]);
+    assert_eq!(again["flush"], false);
+    assert!(again["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("already flushed in compaction cycle 0"));
+    assert_eq!(
+        plan(&["--session-tokens", "180000", "--compaction-count", "1"])["flush"],
+        true
+    );
+    assert_eq!(
+        plan(&["--session-tokens", "180000", "--session-key", "other"])["flush"],
+        true
+    );
+    // OpenClaw's own record in sessions.json counts too.
+    let sessions = state.path().join("agents/main/sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    fs::write(
+        sessions.join("sessions.json"),
+        r#"{"s2": {"sessionId": "x", "memoryFlushCompactionCount": 4}}"#,
+    )
+    .unwrap();
+    let s2 = |cycle: &str| {
+        plan(&[
+            "--session-tokens",
+            "180000",
+            "--session-key",
+            "s2",
+            "--compaction-count",
+            cycle,
+        ])
+    };
+    assert_eq!(s2("4")["flush"], false);
+    assert_eq!(s2("5")["flush"], true);
+    // A read-only workspace: no flush (the agent could not write its notes).
+    let ro = tempfile::tempdir().unwrap();
+    let mut permissions = fs::metadata(ro.path()).unwrap().permissions();
+    permissions.set_readonly(true);
+    fs::set_permissions(ro.path(), permissions).unwrap();
+    let out = run(
+        state.path(),
+        ro.path(),
+        &[
+            "flush-plan",
+            "--session-tokens",
+            "190000",
+            "--context-window",
+            "200000",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut permissions = fs::metadata(ro.path()).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    fs::set_permissions(ro.path(), permissions).unwrap();
+    assert!(
+        text.starts_with("flush        no\nreason       the workspace is not writable"),
+        "{text}"
+    );
+}
+
+#[test]
+fn append_and_context_through_the_cli() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    fs::write(ws.join("MEMORY.md"), "Sam is allergic to penicillin.\n").unwrap();
+    let today = jiff::Zoned::now().date();
+    let yesterday = today.yesterday().unwrap();
+    fs::write(ws.join(format!("memory/{yesterday}.md")), "# yesterday\n").unwrap();
+    fs::write(ws.join("memory/2001-01-01.md"), "# long ago\n").unwrap();
+    // `append` without --date writes today's log, created with its heading.
+    let out = run(state.path(), ws, &["append", "- Booked the ferry."]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("appended to memory/{today}.md#L3-L3\n")
+    );
+    let out = memoria(state.path(), ws, &["append", "   ", "--date", "2030-01-01"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`text` is empty"));
+    // The appended note is found by the next search.
+    let payload = json(state.path(), ws, &["search", "ferry", "--json"]);
+    assert_eq!(paths(&payload), [format!("memory/{today}.md")]);
+
+    let files = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["context", "--json"];
+        all.extend_from_slice(args);
+        json(state.path(), ws, &all)["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let daily = [
+        format!("memory/{yesterday}.md"),
+        format!("memory/{today}.md"),
+    ];
+    assert_eq!(files(&[]), daily);
+    let mut private = vec!["MEMORY.md".to_string()];
+    private.extend(daily.iter().cloned());
+    assert_eq!(files(&["--private"]), private);
 }

@@ -224,7 +224,16 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["memory_search", "memory_get"]);
+    assert_eq!(
+        tools,
+        [
+            "memory_search",
+            "memory_get",
+            "memory_append",
+            "memory_context"
+        ]
+    );
+    assert_eq!(out["tools"][2]["inputSchema"]["required"], json!(["text"]));
     assert_eq!(out["tools"][0]["inputSchema"]["required"], json!(["query"]));
     assert_eq!(out["tools"][1]["inputSchema"]["required"], json!(["path"]));
     assert!(
@@ -381,4 +390,64 @@ fn hybrid_search_with_the_real_model_matches_the_cli() {
     let after: Value = serde_json::from_str(&cli(&g, &["status", "--json"])).unwrap();
     assert_eq!(after["generation"], status["generation"]);
     assert_eq!(after["vectors"], status["vectors"]);
+}
+
+#[test]
+fn memory_append_adds_to_the_daily_log_and_refuses_bad_input() {
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = workspace(tmp.path());
+    let g = globals(tmp.path(), &ws, &["--provider", "none"]);
+    cli(&g, &["index"]);
+    let calls = json!([
+        {"name": "memory_append", "arguments": {"text": "- The ferry to Hydra leaves at 7.", "date": "2030-01-02"}},
+        {"name": "memory_append", "arguments": {"text": "- Bring the passports.", "date": "2030-01-02"}},
+        {"name": "memory_get", "arguments": {"path": "memory/2030-01-02.md"}},
+        {"name": "memory_append", "arguments": {"text": "x", "date": "2030-02-30"}},
+        {"name": "memory_append", "arguments": {"date": "2030-01-02"}},
+        {"name": "memory_search", "arguments": {"query": "ferry to Hydra"}},
+        {"name": "memory_context", "arguments": {"private": true}},
+        {"name": "memory_context", "arguments": {"private": "yes"}},
+    ]);
+    let out = client(&python, tmp.path(), &g, calls);
+    let first: Value = serde_json::from_str(&ok_text(&out["calls"][0], false)).unwrap();
+    assert_eq!(
+        first,
+        json!({"path": "memory/2030-01-02.md", "startLine": 3, "endLine": 3})
+    );
+    let second: Value = serde_json::from_str(&ok_text(&out["calls"][1], false)).unwrap();
+    assert_eq!(second["startLine"], 4);
+    let got: Value = serde_json::from_str(&ok_text(&out["calls"][2], false)).unwrap();
+    assert_eq!(
+        got["text"],
+        "# 2030-01-02\n\n- The ferry to Hydra leaves at 7.\n- Bring the passports.\n"
+    );
+    assert!(error_message(&out["calls"][3]).contains("`date`"));
+    assert!(error_message(&out["calls"][4]).contains("`text`"));
+    // Searchable through the normal sync.
+    let found: Value = serde_json::from_str(&ok_text(&out["calls"][5], false)).unwrap();
+    assert_eq!(
+        found["results"][0]["path"], "memory/2030-01-02.md",
+        "{found}"
+    );
+    // The session context: MEMORY.md only when private.
+    let context: Value = serde_json::from_str(&ok_text(&out["calls"][6], false)).unwrap();
+    assert_eq!(context["files"][0]["path"], "MEMORY.md", "{context}");
+    assert!(error_message(&out["calls"][7]).contains("`private`"));
+    // The CLI appends the same way.
+    let text = cli(
+        &g,
+        &[
+            "append",
+            "- Hotel booked.",
+            "--date",
+            "2030-01-02",
+            "--json",
+        ],
+    );
+    let appended: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (appended["startLine"].clone(), appended["endLine"].clone()),
+        (json!(5), json!(5))
+    );
 }

@@ -151,6 +151,48 @@ enum Command {
     },
     /// Print the man page (roff) to stdout: `memoria man > memoria.1`.
     Man,
+    /// Append a note to today's daily log, memory/YYYY-MM-DD.md (created with its heading):
+    /// the only write memoria makes to memory files, for agents without file tools.
+    Append {
+        /// The text to append (`-` reads stdin); it may start with `-` (a list item).
+        #[arg(allow_hyphen_values = true)]
+        text: String,
+        /// The day's log to append to, YYYY-MM-DD (default: today, local time).
+        #[arg(long, value_name = "DATE")]
+        date: Option<String>,
+        /// Print {"path", "startLine", "endLine"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What a session reads at start: today's and yesterday's daily logs, and MEMORY.md in a
+    /// private (main) session only.
+    Context {
+        /// A private main session: MEMORY.md too (never in group or channel chats).
+        #[arg(long)]
+        private: bool,
+        /// Print {"files": [{"path", "text"}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Whether the agent runtime should run the pre-compaction memory flush now, and its
+    /// prompts: once per compaction cycle per session (SPEC §9).
+    FlushPlan {
+        /// Tokens in the session's context now.
+        #[arg(long, value_name = "N")]
+        session_tokens: u64,
+        /// The model's context window, in tokens.
+        #[arg(long, value_name = "N")]
+        context_window: u64,
+        /// Compactions the session has been through (its current cycle).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        compaction_count: u64,
+        /// The session; flushes are tracked per session.
+        #[arg(long, value_name = "KEY", default_value = "main")]
+        session_key: String,
+        /// Print {"flush", "reason", "threshold", "systemPrompt", "prompt"}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check the config, workspace, embedder and model files, index, lock and live sync,
     /// and say what to do about each problem (exit 1 when a check fails).
     Doctor,
@@ -332,6 +374,7 @@ fn one_stdin(cli: &Cli) -> Result<()> {
         Command::Embed { .. } => 1,
         Command::Search { queries, .. } => usize::from(dash(queries)),
         Command::Chunks { file, .. } => usize::from(file == Path::new("-")),
+        Command::Append { text, .. } => usize::from(text == "-"),
         Command::Eval {
             corpus,
             queries,
@@ -561,6 +604,73 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 for warning in &status.warnings {
                     println!("warning      {warning}");
                 }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Append { text, date, json } => {
+            let text = match text.as_str() {
+                "-" => std::io::read_to_string(std::io::stdin()).context("reading stdin")?,
+                text => text.to_string(),
+            };
+            let date = date.clone().unwrap_or_else(mcp::today);
+            let memory =
+                Memory::open_with(settings, EmbedderChoice::FromSettings { model_dir: None })?;
+            let appended = memory.append(&text, &date)?;
+            if *json {
+                println!("{}", serde_json::to_string(&appended)?);
+            } else {
+                println!(
+                    "appended to {}#L{}-L{}",
+                    appended.path, appended.start_line, appended.end_line
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Context { private, json } => {
+            let memory =
+                Memory::open_with(settings, EmbedderChoice::FromSettings { model_dir: None })?;
+            let files = mcp::session_context(&memory, *private);
+            if *json {
+                println!("{}", serde_json::json!({ "files": files }));
+            } else {
+                for file in &files {
+                    println!(
+                        "## {}\n\n{}",
+                        file["path"].as_str().unwrap_or(""),
+                        file["text"].as_str().unwrap_or("").trim_end()
+                    );
+                }
+                if files.is_empty() {
+                    println!(
+                        "no daily log for today or yesterday{}",
+                        if *private { ", and no MEMORY.md" } else { "" }
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::FlushPlan {
+            session_tokens,
+            context_window,
+            compaction_count,
+            session_key,
+            json,
+        } => {
+            let today = mcp::today();
+            let memory =
+                Memory::open_with(settings, EmbedderChoice::FromSettings { model_dir: None })?;
+            let plan = memory.flush_plan(
+                session_key,
+                (*session_tokens, *context_window, *compaction_count),
+                &today,
+            )?;
+            if *json {
+                println!("{}", serde_json::to_string(&plan)?);
+            } else {
+                println!("flush        {}", if plan.flush { "yes" } else { "no" });
+                println!("reason       {}", plan.reason);
+                println!("system       {}", plan.system_prompt);
+                println!("prompt       {}", plan.prompt);
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -1,4 +1,4 @@
-//! `memoria mcp`: the `memory_search` and `memory_get` tools over the Model Context Protocol
+//! `memoria mcp`: the `memory_search`, `memory_get` and `memory_append` tools over the Model Context Protocol
 //! (stdio, JSON-RPC), with the official SDK (`rmcp`).
 //!
 //! One process serves one or more agents (`--agent` repeated). Each agent is one
@@ -41,6 +41,8 @@ pub struct Server {
 
 const SEARCH: &str = "memory_search";
 const GET: &str = "memory_get";
+const APPEND: &str = "memory_append";
+const CONTEXT: &str = "memory_context";
 
 impl Server {
     pub fn new(agents: Vec<Agent>) -> Server {
@@ -81,15 +83,40 @@ impl Server {
             "required": ["path"],
             "additionalProperties": false,
         });
+        let mut append = json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "description": "The note to keep: a line or a few (Markdown)."},
+                "date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "description": "The daily log to append to, YYYY-MM-DD (default: today, local time)."},
+            },
+            "required": ["text"],
+            "additionalProperties": false,
+        });
+        let mut context = json!({
+            "type": "object",
+            "properties": {
+                "private": {"type": "boolean", "description": "A private main session: MEMORY.md too (never in group or channel chats; default false)."},
+            },
+            "additionalProperties": false,
+        });
         if let Some(agent) = agent {
             search["properties"]["agent"] = agent.clone();
-            get["properties"]["agent"] = agent;
+            get["properties"]["agent"] = agent.clone();
+            append["properties"]["agent"] = agent.clone();
+            context["properties"]["agent"] = agent;
         }
         let read_only = ToolAnnotations::new()
             .read_only(true)
             .destructive(false)
             .idempotent(true)
             .open_world(false);
+        let context_tool = Tool::new(
+            CONTEXT,
+            "What a session reads at start: today's and yesterday's daily logs, and MEMORY.md \
+             when `private` is true (a private main session only).",
+            object(context),
+        )
+        .annotate(read_only.clone());
         vec![
             Tool::new(
                 SEARCH,
@@ -105,6 +132,21 @@ impl Server {
                 object(get),
             )
             .annotate(read_only),
+            Tool::new(
+                APPEND,
+                "Append a note to the daily log memory/YYYY-MM-DD.md (created with its heading), \
+                 for agents without file tools: adds to the end, never rewrites. Returns the \
+                 path and line range; memory_search finds it after the next sync.",
+                object(append),
+            )
+            .annotate(
+                ToolAnnotations::new()
+                    .read_only(false)
+                    .destructive(false)
+                    .idempotent(false)
+                    .open_world(false),
+            ),
+            context_tool,
         ]
     }
 
@@ -163,8 +205,34 @@ impl Server {
                 let payload = blocking(move || memory.memory_get(&path, from, lines)).await?;
                 result(&payload, payload.error.is_some())
             }
+            APPEND => {
+                args.only(&["text", "date", "agent"])?;
+                let text = args
+                    .string("text")?
+                    .ok_or_else(|| invalid("`text` is required"))?
+                    .to_string();
+                let date = args.string("date")?.map_or_else(today, str::to_string);
+                let memory = self.agent(&args)?.memory.clone();
+                match blocking(move || memory.append(&text, &date)).await? {
+                    Ok(appended) => result(&appended, false),
+                    Err(memoria::Error::Rejected { message }) => Err(invalid(message)),
+                    Err(err) => result(&json!({"error": err.to_string()}), true),
+                }
+            }
+            CONTEXT => {
+                args.only(&["private", "agent"])?;
+                let private = match args.present("private") {
+                    None => false,
+                    Some(value) => value
+                        .as_bool()
+                        .ok_or_else(|| invalid("`private`: expected true or false"))?,
+                };
+                let memory = self.agent(&args)?.memory.clone();
+                let files = blocking(move || session_context(&memory, private)).await?;
+                result(&json!({ "files": files }), false)
+            }
             other => Err(invalid(format!(
-                "unknown tool {other:?}: this server has {SEARCH} and {GET}"
+                "unknown tool {other:?}: this server has {SEARCH}, {GET}, {APPEND} and {CONTEXT}"
             ))),
         }
     }
@@ -177,7 +245,7 @@ impl ServerHandler for Server {
             .with_instructions(
                 "Agent memory. Call memory_search before answering questions about prior work, \
                  decisions, dates, people, preferences or todos; then memory_get to read the \
-                 lines a hit cites.",
+                 lines a hit cites. memory_append keeps a note in today's daily log.",
             )
     }
 
@@ -227,6 +295,29 @@ pub async fn serve(
 
 /// A tool result: the payload as structured content and as its one text item, the same
 /// bytes the CLI's `--json` prints.
+/// Today in the user's time zone, `YYYY-MM-DD`: the daily log of the moment.
+pub fn today() -> String {
+    jiff::Zoned::now().date().to_string()
+}
+
+/// What a session reads at start (the memory docs' routine): yesterday's and today's daily
+/// logs (local dates), and `MEMORY.md` first in a private main session only; the files that
+/// exist, as `{"path", "text"}`.
+pub fn session_context(memory: &Memory, private: bool) -> Vec<Value> {
+    let today = jiff::Zoned::now().date();
+    let mut days: Vec<String> = today
+        .yesterday()
+        .map(|d| d.to_string())
+        .into_iter()
+        .collect();
+    days.push(today.to_string());
+    memory
+        .session_context(&days, private)
+        .into_iter()
+        .map(|file| json!({"path": file.path, "text": file.text}))
+        .collect()
+}
+
 fn result(payload: &impl serde::Serialize, is_error: bool) -> Result<CallToolResult, McpError> {
     let text = serde_json::to_string(payload)
         .map_err(|err| McpError::internal_error(format!("serialising the payload: {err}"), None))?;

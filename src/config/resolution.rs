@@ -38,7 +38,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
                 .into(),
         );
     }
-    // Accepted settings memoria does not act on yet (issue 15) are named, never silent.
+    // Accepted settings memoria does not act on yet (the QMD sidecar) are named.
     if p.backend == Some(Backend::Qmd) {
         warnings.push(
             "memory.backend is \"qmd\", but memoria does not run the QMD sidecar yet: the \
@@ -48,17 +48,6 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
     } else if p.qmd.is_some() {
         warnings.push(
             "memory.qmd is set, but memoria does not run the QMD sidecar yet: ignored".into(),
-        );
-    }
-    if p.flush_enabled.is_some()
-        || p.flush_soft_threshold_tokens.is_some()
-        || p.flush_system_prompt.is_some()
-        || p.flush_prompt.is_some()
-    {
-        warnings.push(
-            "compaction.memoryFlush is read, but memoria does not plan memory flushes yet: the \
-             agent runtime decides when to flush"
-                .into(),
         );
     }
     let provider = pick(p, |l| &l.provider).unwrap_or(ProviderKind::Auto);

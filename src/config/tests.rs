@@ -459,10 +459,6 @@ fn settings_not_acted_on_are_warnings() {
             json!({"memory": {"qmd": {"command": "qmd"}}}),
             "memory.qmd is set",
         ),
-        (
-            json!({"agents": {"defaults": {"compaction": {"memoryFlush": {"enabled": true}}}}}),
-            "compaction.memoryFlush is read",
-        ),
     ];
     let not_yet = not_yet.into_iter().chain([
         (

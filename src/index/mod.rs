@@ -6,6 +6,7 @@
 //!   LOCK                 held (flock) by the one process that writes
 //!   cache.redb           embedding cache, shared by every generation
 //!   batches.json         batch embedding jobs submitted and not yet read (atomic rename)
+//!   flush.json           the compaction cycle of each session's last memory flush
 //!   gen-000001/          one index generation
 //!     catalog.redb       source of truth: files, chunks (text, lines, hash), vectors
 //!     text/              tantivy BM25 index, derived; commit payload = catalog seq
@@ -52,6 +53,9 @@ const MANIFEST: &str = "manifest.json";
 /// Batch embedding jobs submitted and not yet read (`embed::batch`); absent when none.
 const BATCHES: &str = "batches.json";
 const BATCHES_TMP: &str = "batches.json.tmp";
+/// The compaction cycle of each session's last memory flush (`flush`).
+const FLUSH: &str = "flush.json";
+const FLUSH_TMP: &str = "flush.json.tmp";
 const LOCK: &str = "LOCK";
 const GEN_PREFIX: &str = "gen-";
 /// Written first into every directory memoria creates or adopts as an agent directory:
@@ -275,6 +279,23 @@ impl AgentDir {
         }
     }
 
+    /// The memory flush record (`flush.json`), if any.
+    pub fn flush_record(&self) -> Result<Option<Vec<u8>>> {
+        let path = self.root.join(FLUSH);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Replaces the memory flush record atomically, creating the agent directory if needed
+    /// (no writer lock: it is not part of the index).
+    pub fn write_flush_record(&self, bytes: &[u8]) -> Result<()> {
+        self.adopt()?;
+        atomic::write_atomic(&self.root.join(FLUSH), bytes)
+    }
+
     /// Directory of generation `n`.
     pub fn generation_dir(&self, n: u64) -> PathBuf {
         self.root.join(format!("{GEN_PREFIX}{n:06}"))
@@ -283,7 +304,8 @@ impl AgentDir {
     /// Deletes every generation other than `keep` and the manifest's temporary file:
     /// leftovers of interrupted builds or of a swap that crashed before deleting the old
     /// generation. Only names memoria makes are touched: directories (not symlinks) named
-    /// `gen-` and digits, `manifest.json.tmp` and `batches.json.tmp`. Everything else stays, whatever its
+    /// `gen-` and digits, and the `.tmp` files of `manifest.json`, `batches.json` and
+    /// `flush.json`. Everything else stays, whatever its
     /// name.
     pub fn remove_leftovers(&self, _lock: &WriterLock, keep: Option<u64>) -> Result<()> {
         let entries = fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
@@ -298,7 +320,7 @@ impl AgentDir {
                 if Some(n) != keep && kind.is_dir() {
                     fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
                 }
-            } else if (name == MANIFEST_TMP || name == BATCHES_TMP) && kind.is_file() {
+            } else if [MANIFEST_TMP, BATCHES_TMP, FLUSH_TMP].contains(&name) && kind.is_file() {
                 fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
             }
         }

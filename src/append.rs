@@ -1,0 +1,271 @@
+//! Appending to the daily log, for agents without file tools (`memory_append`,
+//! `memoria append`). **This is the only place memoria writes to a memory file**, and it
+//! only ever adds to the end of `memory/YYYY-MM-DD.md`: existing content is never
+//! rewritten.
+//!
+//! - The block (the text, ending with a newline) is written with one `write(2)` on a file
+//!   opened with `O_APPEND`, then `fsync`ed: concurrent appenders, in any process, never
+//!   interleave or overwrite each other, and on a journaling file system in ordered mode
+//!   (ext4's default) a crash leaves the file without the block or with all of it.
+//! - A new day's file appears with its `# YYYY-MM-DD` heading already in it (written to a
+//!   temporary file, then hard-linked into place), so two first appenders cannot both
+//!   write a heading and no block lands before it.
+//! - Appenders take turns on an advisory lock of the file, so each reports its own line
+//!   range.
+//! - A file that does not end with a newline (edited by hand) gets one before the block,
+//!   so the block starts on its own line.
+//! - Symlinks are not followed (`memory/` or the day's file being one is refused), as
+//!   everywhere in memoria.
+//!
+//! [`Memory::append`](crate::Memory::append) syncs right after, so the block is searchable
+//! at once.
+
+use std::fs::{self, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::{Error, Result};
+
+/// The largest block accepted (a note, not a document).
+pub const MAX_APPEND_BYTES: usize = 64 * 1024;
+
+/// Where a block landed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Appended {
+    /// The daily log, relative to the workspace (`memory/2026-11-24.md`).
+    pub path: String,
+    /// The block's first line (1-based).
+    pub start_line: usize,
+    /// The block's last line.
+    pub end_line: usize,
+}
+
+/// True for a real calendar date written `YYYY-MM-DD`.
+pub fn is_date(date: &str) -> bool {
+    let bytes = date.as_bytes();
+    if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
+        return false;
+    }
+    let number = |range: std::ops::Range<usize>| -> Option<u32> {
+        let part = &date[range];
+        part.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    let (Some(y), Some(m), Some(d)) = (number(0..4), number(5..7), number(8..10)) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// Appends `text` to `<workspace>/memory/<date>.md` (see the module documentation).
+pub(crate) fn append(workspace: &Path, text: &str, date: &str) -> Result<Appended> {
+    let rejected = |message: String| Error::Rejected { message };
+    if !is_date(date) {
+        return Err(rejected(format!(
+            "`date`: expected YYYY-MM-DD, got {date:?}"
+        )));
+    }
+    let text = text.trim_end();
+    if text.trim().is_empty() {
+        return Err(rejected("`text` is empty: nothing to append".into()));
+    }
+    if text.len() > MAX_APPEND_BYTES || text.contains('\0') {
+        return Err(rejected(format!(
+            "`text`: at most {MAX_APPEND_BYTES} bytes of text, without NUL"
+        )));
+    }
+    let dir = workspace.join("memory");
+    match fs::symlink_metadata(&dir) {
+        Ok(meta) if meta.file_type().is_symlink() || !meta.is_dir() => {
+            return Err(rejected(format!(
+                "{}: not a directory (or a symlink, which memoria does not follow)",
+                dir.display()
+            )))
+        }
+        Ok(_) => {}
+        Err(_) => fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?,
+    }
+    let rel = format!("memory/{date}.md");
+    let path = workspace.join(&rel);
+    create_day(&dir, &path, date)?;
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(rejected(format!(
+            "{}: a symlink, which memoria does not follow",
+            path.display()
+        )));
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    // Appenders in every process take turns (so each knows its line numbers); the one
+    // write goes to the end whatever happened before the lock.
+    file.lock().map_err(|e| Error::io(&path, e))?;
+    let (lines, ends_with_newline) = count_lines(&mut file, &path)?;
+    let block = format!("{text}\n");
+    let bytes = match ends_with_newline {
+        true => block.clone(),
+        false => format!("\n{block}"),
+    };
+    file.write_all(bytes.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| Error::io(&path, e))?;
+    drop(file); // releases the lock
+    Ok(Appended {
+        path: rel,
+        start_line: lines + 1,
+        end_line: lines + block.lines().count(),
+    })
+}
+
+/// Creates the day's file with its heading, atomically: written to a temporary file (not
+/// Markdown, so never indexed) and hard-linked into place, so no appender ever sees the
+/// file without its heading and two first appenders cannot both write one.
+fn create_day(dir: &Path, path: &Path, date: &str) -> Result<()> {
+    if fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{date}.md.memoria-new-{}-{n}", std::process::id()));
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(format!("# {date}\n\n").as_bytes())?;
+            f.sync_all()
+        });
+    let linked = written.and_then(|()| match fs::hard_link(&tmp, path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    });
+    let _ = fs::remove_file(&tmp);
+    linked.map_err(|e| Error::io(path, e))?;
+    crate::index::atomic::sync_dir(dir)
+}
+
+/// The file's line count (a last line without a newline counts) and whether it ends with
+/// a newline (an empty file does, for this purpose).
+fn count_lines(file: &mut fs::File, path: &Path) -> Result<(usize, bool)> {
+    let mut text = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut text))
+        .map_err(|e| Error::io(path, e))?;
+    let newlines = text.iter().filter(|&&b| b == b'\n').count();
+    match text.last() {
+        None => Ok((0, true)),
+        Some(b'\n') => Ok((newlines, true)),
+        Some(_) => Ok((newlines + 1, false)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        for (date, ok) in [
+            ("2026-11-24", true),
+            ("2024-02-29", true),
+            ("2026-02-29", false),
+            ("2026-13-01", false),
+            ("2026-11-31", false),
+            ("2026-1-05", false),
+            ("2026-11-24.md", false),
+            ("../2026-11", false),
+            ("２０２６-11-24", false),
+        ] {
+            assert_eq!(is_date(date), ok, "{date}");
+        }
+    }
+
+    #[test]
+    fn appends_create_the_day_then_add_blocks_without_rewriting() {
+        let ws = tempfile::tempdir().unwrap();
+        let a = append(ws.path(), "- Sam prefers tea.\n\n", "2026-11-24").unwrap();
+        assert_eq!(
+            (a.path.as_str(), a.start_line, a.end_line),
+            ("memory/2026-11-24.md", 3, 3)
+        );
+        let b = append(ws.path(), "- Two\n- lines", "2026-11-24").unwrap();
+        assert_eq!((b.start_line, b.end_line), (4, 5));
+        let file = ws.path().join("memory/2026-11-24.md");
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            "# 2026-11-24\n\n- Sam prefers tea.\n- Two\n- lines\n"
+        );
+        // A hand edit without a final newline: the block still starts on its own line.
+        let mut f = OpenOptions::new().append(true).open(&file).unwrap();
+        f.write_all(b"edited by hand").unwrap();
+        let c = append(ws.path(), "after the edit", "2026-11-24").unwrap();
+        assert_eq!((c.start_line, c.end_line), (7, 7));
+        assert!(fs::read_to_string(&file)
+            .unwrap()
+            .ends_with("- lines\nedited by hand\nafter the edit\n"));
+    }
+
+    #[test]
+    fn bad_input_is_refused_naming_it() {
+        let ws = tempfile::tempdir().unwrap();
+        for (text, date, says) in [
+            ("x", "2026-02-30", "`date`"),
+            ("   \n", "2026-11-24", "`text` is empty"),
+            ("a\0b", "2026-11-24", "without NUL"),
+        ] {
+            let err = append(ws.path(), text, date).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        #[cfg(unix)]
+        {
+            let elsewhere = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink(elsewhere.path(), ws.path().join("memory")).unwrap();
+            let err = append(ws.path(), "x", "2026-11-24")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("symlink"), "{err}");
+            assert!(fs::read_dir(elsewhere.path()).unwrap().next().is_none());
+        }
+    }
+
+    #[test]
+    fn concurrent_appends_lose_nothing() {
+        let ws = tempfile::tempdir().unwrap();
+        std::thread::scope(|scope| {
+            for t in 0..8 {
+                let ws = ws.path();
+                scope.spawn(move || {
+                    for i in 0..50 {
+                        append(ws, &format!("- thread {t} note {i}"), "2026-11-24").unwrap();
+                    }
+                });
+            }
+        });
+        let text = fs::read_to_string(ws.path().join("memory/2026-11-24.md")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "# 2026-11-24", "one heading");
+        assert_eq!(lines.iter().filter(|l| l.starts_with("# ")).count(), 1);
+        assert_eq!(lines.len(), 2 + 8 * 50);
+        for t in 0..8 {
+            for i in 0..50 {
+                let line = format!("- thread {t} note {i}");
+                assert_eq!(lines.iter().filter(|l| **l == line).count(), 1, "{line}");
+            }
+        }
+    }
+}
