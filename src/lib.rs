@@ -240,11 +240,7 @@ impl Memory {
         progress: &dyn Fn(SyncProgress),
     ) -> Result<SyncReport> {
         // A vanished or mistyped workspace would look like every note deleted: refuse.
-        if !self.settings.workspace.is_dir() {
-            let err = Error::WorkspaceMissing {
-                path: self.settings.workspace.clone(),
-                origin: self.settings.workspace_origin.clone(),
-            };
+        if let Some(err) = self.workspace_missing() {
             *self.sync_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.to_string());
             return Err(err);
         }
@@ -274,6 +270,14 @@ impl Memory {
         let report = result?;
         self.views.invalidate();
         Ok(report)
+    }
+
+    /// [`Error::WorkspaceMissing`] when the workspace is not a directory.
+    fn workspace_missing(&self) -> Option<Error> {
+        (!self.settings.workspace.is_dir()).then(|| Error::WorkspaceMissing {
+            path: self.settings.workspace.clone(),
+            origin: self.settings.workspace_origin.clone(),
+        })
     }
 
     fn sync_error(&self) -> Option<String> {
@@ -491,11 +495,8 @@ impl Memory {
     /// synced right after, so the note is searchable at once (unless another sync holds the
     /// index: that one, or the watcher, picks it up).
     pub fn append(&self, text: &str, date: &str) -> Result<append::Appended> {
-        if !self.settings.workspace.is_dir() {
-            return Err(Error::WorkspaceMissing {
-                path: self.settings.workspace.clone(),
-                origin: self.settings.workspace_origin.clone(),
-            });
+        if let Some(err) = self.workspace_missing() {
+            return Err(err);
         }
         let appended = append::append(&self.settings.workspace, text, date)?;
         // Searchable at once: sync now, as a search would (never waiting for a batch job).
@@ -611,14 +612,8 @@ impl Memory {
             .unwrap_or_default();
         let mut warnings = self.settings.warnings.clone();
         warnings.extend(stats.warnings.iter().cloned());
-        if !self.settings.workspace.is_dir() {
-            warnings.push(
-                Error::WorkspaceMissing {
-                    path: self.settings.workspace.clone(),
-                    origin: self.settings.workspace_origin.clone(),
-                }
-                .to_string(),
-            );
+        if let Some(err) = self.workspace_missing() {
+            warnings.push(err.to_string());
         }
         if manifest.is_none() {
             warnings.push("no index yet: run `memoria index`".into());

@@ -543,6 +543,12 @@ fn embed_missing(
         .map(|(_, hash, _)| cache_key(&plan.cache_key, hash))
         .collect();
 
+    let store = Store {
+        catalog,
+        cache: cache.as_ref(),
+        plan,
+    };
+
     // Vectors at hand: the cache, then the generation being replaced.
     let mut todo: Vec<usize> = Vec::new();
     for (n, batch) in missing.chunks(EMBED_BATCH).enumerate() {
@@ -577,13 +583,11 @@ fn embed_missing(
     let mut awaiting = 0u64;
     if let Some(api) = plan.embedder.batch_api() {
         let outcome = run_batches(dir, lock, api, plan, &missing, &todo, report)?;
-        let mut fresh = Vec::new();
-        let mut found = Vec::new();
+        let mut embedded = Vec::new();
         todo.retain(|&i| {
-            let (id, hash, _) = &missing[i];
+            let hash = &missing[i].1;
             if let Some(vector) = outcome.vectors.get(hash) {
-                fresh.push((keys[i].clone(), vector.clone()));
-                found.push((id.clone(), vector.clone()));
+                embedded.push((i, vector.clone()));
                 false
             } else if outcome.waiting.contains(hash) {
                 awaiting += 1;
@@ -592,13 +596,7 @@ fn embed_missing(
                 true
             }
         });
-        report.embedded += found.len();
-        if !found.is_empty() {
-            catalog.put_vectors(&found)?;
-        }
-        if let Some(cache) = cache.as_ref().filter(|_| !fresh.is_empty()) {
-            cache.put_many(&fresh, plan.cache_max_entries)?;
-        }
+        store.put(&missing, &keys, embedded, report)?;
     } else if dir.batch_jobs()?.is_some() {
         // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
         dir.write_batch_jobs(lock, None)?;
@@ -625,23 +623,54 @@ fn embed_missing(
                 break;
             }
         };
-        let mut fresh = Vec::with_capacity(batch.len());
-        let mut found = Vec::with_capacity(batch.len());
-        for (&i, embedding) in batch.iter().zip(embedded) {
-            fresh.push((keys[i].clone(), embedding.vector.clone()));
-            found.push((missing[i].0.clone(), embedding.vector));
-        }
-        report.embedded += found.len();
-        catalog.put_vectors(&found)?;
-        if let Some(cache) = &cache {
-            cache.put_many(&fresh, plan.cache_max_entries)?;
-        }
+        let embedded = batch
+            .iter()
+            .copied()
+            .zip(embedded.into_iter().map(|e| e.vector));
+        store.put(&missing, &keys, embedded.collect(), report)?;
         progress(SyncProgress::Embedding {
             chunks_done: ((n + 1) * EMBED_BATCH).min(total),
             chunks_total: total,
         });
     }
     Ok(awaiting)
+}
+
+/// Where freshly embedded vectors go: the catalog (by chunk id) and the embedding cache
+/// (by cache key).
+struct Store<'a> {
+    catalog: &'a Catalog,
+    cache: Option<&'a EmbeddingCache>,
+    plan: &'a EmbedPlan<'a>,
+}
+
+impl Store<'_> {
+    /// Stores the vectors of `missing[i]` for each `(i, vector)`, counted as embedded.
+    fn put(
+        &self,
+        missing: &[(String, String, String)],
+        keys: &[String],
+        embedded: Vec<(usize, Vec<f32>)>,
+        report: &mut SyncReport,
+    ) -> Result<()> {
+        if embedded.is_empty() {
+            return Ok(());
+        }
+        let fresh: Vec<(String, Vec<f32>)> = embedded
+            .iter()
+            .map(|(i, vector)| (keys[*i].clone(), vector.clone()))
+            .collect();
+        let found: Vec<(String, Vec<f32>)> = embedded
+            .into_iter()
+            .map(|(i, vector)| (missing[i].0.clone(), vector))
+            .collect();
+        report.embedded += found.len();
+        self.catalog.put_vectors(&found)?;
+        if let Some(cache) = self.cache {
+            cache.put_many(&fresh, self.plan.cache_max_entries)?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs [`batch::run`] over the texts of `missing[todo]`, with the jobs recorded in the

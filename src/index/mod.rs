@@ -258,12 +258,7 @@ impl AgentDir {
 
     /// The recorded batch embedding jobs (`batches.json`), if any.
     pub fn batch_jobs(&self) -> Result<Option<Vec<u8>>> {
-        let path = self.root.join(BATCHES);
-        match fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&path, e)),
-        }
+        self.read_if_present(BATCHES)
     }
 
     /// Records the batch embedding jobs atomically; `None` removes the record.
@@ -281,12 +276,7 @@ impl AgentDir {
 
     /// The memory flush record (`flush.json`), if any.
     pub fn flush_record(&self) -> Result<Option<Vec<u8>>> {
-        let path = self.root.join(FLUSH);
-        match fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&path, e)),
-        }
+        self.read_if_present(FLUSH)
     }
 
     /// Replaces the memory flush record atomically, creating the agent directory if needed
@@ -294,6 +284,16 @@ impl AgentDir {
     pub fn write_flush_record(&self, bytes: &[u8]) -> Result<()> {
         self.adopt()?;
         atomic::write_atomic(&self.root.join(FLUSH), bytes)
+    }
+
+    /// The bytes of the file `name` in the directory, `None` when it does not exist.
+    fn read_if_present(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.root.join(name);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
     }
 
     /// Directory of generation `n`.
