@@ -840,13 +840,7 @@ fn help_on_every_option_completions_man_chunks_and_not_found() {
     let out = run(state.path(), &ws, &["chunks", "MEMORY.md", "--json"]);
     let chunks: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(chunks[0]["startLine"], 1);
-    let mut child = memoria(state.path(), &ws, &["chunks", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"# Title\nA line.\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = with_stdin(state.path(), &ws, &["chunks", "-"], "# Title\nA line.\n");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("<stdin>: 1 chunk"));
 
     // A memory file that is not there: the payload reads empty (as OpenClaw's tool does),

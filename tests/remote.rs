@@ -448,6 +448,12 @@ fn backfill(root: &Path, url: &str, n: usize) -> Settings {
     s
 }
 
+/// The loopback server with the batch APIs: jobs answer `polls` times "in progress",
+/// then finish (or fail, with `fail`).
+fn batch_server(polls: usize, fail: bool) -> loopback::Server {
+    serve(batches(DIMS, BatchMode { polls, fail }))
+}
+
 /// `METHOD path` of each request.
 fn calls(requests: &[Request]) -> Vec<String> {
     requests
@@ -462,13 +468,7 @@ fn chunk_count(memory: &Memory) -> u64 {
 
 #[test]
 fn openai_batch_flow_uploads_creates_polls_and_reads_the_output_file() {
-    let server = serve(batches(
-        DIMS,
-        BatchMode {
-            polls: 2,
-            fail: false,
-        },
-    ));
+    let server = batch_server(2, false);
     let tmp = tempfile::tempdir().unwrap();
     let memory = Memory::open(backfill(tmp.path(), &server.url, 120)).unwrap();
     let report = memory.sync(false, &|_| {}).unwrap();
@@ -550,13 +550,7 @@ fn openai_batch_flow_uploads_creates_polls_and_reads_the_output_file() {
 
 #[test]
 fn gemini_batch_flow_uploads_creates_polls_and_downloads() {
-    let server = serve(batches(
-        DIMS,
-        BatchMode {
-            polls: 1,
-            fail: false,
-        },
-    ));
+    let server = batch_server(1, false);
     let tmp = tempfile::tempdir().unwrap();
     let mut s = backfill(tmp.path(), &server.url, 110);
     s.provider = ProviderKind::Gemini;
@@ -618,13 +612,7 @@ fn gemini_batch_flow_uploads_creates_polls_and_downloads() {
 
 #[test]
 fn a_failed_batch_job_falls_back_to_direct_requests() {
-    let server = serve(batches(
-        DIMS,
-        BatchMode {
-            polls: 0,
-            fail: true,
-        },
-    ));
+    let server = batch_server(0, true);
     let tmp = tempfile::tempdir().unwrap();
     let memory = Memory::open(backfill(tmp.path(), &server.url, 100)).unwrap();
     let report = memory.sync(false, &|_| {}).unwrap();
@@ -654,13 +642,7 @@ fn a_failed_batch_job_falls_back_to_direct_requests() {
 
 #[test]
 fn without_waiting_a_later_sync_reads_the_job() {
-    let server = serve(batches(
-        DIMS,
-        BatchMode {
-            polls: 0,
-            fail: false,
-        },
-    ));
+    let server = batch_server(0, false);
     let tmp = tempfile::tempdir().unwrap();
     let mut s = backfill(tmp.path(), &server.url, 100);
     s.remote.batch.wait = false;
