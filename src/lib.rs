@@ -38,6 +38,7 @@
 
 pub mod append;
 mod chunk;
+mod collection;
 pub mod config;
 mod digest;
 pub mod embed;
@@ -47,6 +48,7 @@ mod fallback;
 pub mod flush;
 mod index;
 mod live;
+mod qmd;
 mod search;
 mod session;
 mod simd;
@@ -99,6 +101,7 @@ pub use fallback::Fallback;
 pub use index::catalog::ChunkRecord;
 pub use index::{Identity, FORMAT_VERSION};
 pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
+pub use qmd::QmdStatus;
 pub use search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, Served};
 pub use status::{EmbeddingStatus, Status};
 pub use sync::{SyncProgress, SyncReport};
@@ -137,6 +140,10 @@ pub struct Memory {
     sync_error: Mutex<Option<String>>,
     /// The live sync, while one runs ([`Memory::start_live`]).
     live: Mutex<Option<Arc<live::Link>>>,
+    /// `memory.qmd.paths`, indexed and readable (empty unless the backend is QMD).
+    collections: Vec<collection::Collection>,
+    /// The QMD sidecar, when `memory.backend` is `qmd`.
+    qmd: Option<Arc<qmd::Sidecar>>,
 }
 
 impl Memory {
@@ -153,7 +160,12 @@ impl Memory {
         }
         config::validate_agent_id(&settings.agent_id)?;
         let dir = AgentDir::open(&settings.store.dir)?;
+        let collections = qmd::configured_collections(&settings);
+        let qmd = (settings.backend == config::Backend::Qmd)
+            .then(|| Arc::new(qmd::Sidecar::new(&settings, &collections)));
         Ok(Memory {
+            collections,
+            qmd,
             settings,
             dir,
             choice,
@@ -216,6 +228,7 @@ impl Memory {
         workspace::discover(
             &self.settings.workspace,
             &self.settings.extra_paths,
+            &self.collections,
             self.settings.sessions_dir().as_deref(),
         )
     }
@@ -226,7 +239,13 @@ impl Memory {
     pub fn sync(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         let lock = self.dir.lock_writer()?;
         let discovery = self.discover();
-        self.sync_locked(&lock, &discovery, force, Trigger::Requested, progress)
+        let report = self.sync_locked(&lock, &discovery, force, Trigger::Requested, progress)?;
+        drop(lock);
+        // QMD's own index too (its failure is kept for `status`, never fails the sync).
+        if let Some(qmd) = &self.qmd {
+            let _ = qmd.update(true);
+        }
+        Ok(report)
     }
 
     /// `background`: an automatic sync (on search, watcher, interval), which defers a
@@ -369,7 +388,10 @@ impl Memory {
         {
             return Err(Error::AlreadyLive);
         }
-        let (link, handle) = live::start(self.clone(), Box::new(on_event));
+        let (link, mut handle) = live::start(self.clone(), Box::new(on_event));
+        if let Some(qmd) = &self.qmd {
+            handle.attach_qmd(qmd.maintain());
+        }
         *live = Some(link);
         Ok(handle)
     }
@@ -393,6 +415,13 @@ impl Memory {
         let lock = self.dir.lock_writer()?;
         self.sync_locked(&lock, &discovery, false, Trigger::Live, &|_| {})
             .map(Some)
+    }
+
+    /// The live sync committed changes: QMD's index follows (`update.debounceMs`).
+    fn files_changed(&self) {
+        if let Some(qmd) = &self.qmd {
+            qmd.files_changed();
+        }
     }
 
     /// What one freshness check (listing + stat of the workspace) costs now.
@@ -432,24 +461,103 @@ impl Memory {
     /// Searches memory: the ranked hits and what served them (SPEC §5).
     pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
         let query = query.trim();
+        let empty = |warning: &str| {
+            let mut served = configured(self.resolved(), None);
+            served.backend = self.qmd.as_ref().map(|_| "builtin".to_string());
+            Ok(SearchResponse::new(
+                Vec::new(),
+                served,
+                Some(warning.into()),
+            ))
+        };
         if query.is_empty() {
-            return Ok(SearchResponse {
-                hits: Vec::new(),
-                served: configured(self.resolved(), None),
-                warning: Some("the query is empty".into()),
-            });
+            return empty("the query is empty");
         }
         if options.corpus == Corpus::Sessions && self.settings.sessions_dir().is_none() {
-            return Ok(SearchResponse {
-                hits: Vec::new(),
-                served: configured(self.resolved(), None),
-                warning: Some(
-                    "session transcripts are not indexed: set experimental.sessionMemory = true \
-                     and add \"sessions\" to memorySearch.sources"
-                        .into(),
+            return empty(
+                "session transcripts are not indexed: set experimental.sessionMemory = true \
+                 and add \"sessions\" to memorySearch.sources",
+            );
+        }
+        let mut qmd_failure = None;
+        if let Some(qmd) = &self.qmd {
+            if let Err(why) = qmd::scope::check(&self.settings.qmd.scope, &options.chat) {
+                return empty(&why);
+            }
+            // QMD holds no transcripts: a sessions-only search is memoria's.
+            if options.corpus != Corpus::Sessions {
+                match qmd.search(query) {
+                    Ok(hits) => return Ok(self.qmd_response(hits)),
+                    Err(why) => qmd_failure = Some(why),
+                }
+            }
+        }
+        let mut response = self.search_builtin(query, options)?;
+        if self.qmd.is_some() {
+            response.served.backend = Some("builtin".into());
+        }
+        if let Some(why) = qmd_failure {
+            let reason = match response.served.fallback.take() {
+                Some(inner) => format!(
+                    "{why}; memoria's own index answers ({} fell back: {})",
+                    inner.from, inner.reason
                 ),
+                None => format!("{why}; memoria's own index answers"),
+            };
+            response.served.fallback = Some(Fallback {
+                from: "qmd".into(),
+                reason,
             });
         }
+        Ok(response)
+    }
+
+    /// A QMD answer as a response: QMD's order and scores (its own scale: `minScore` is not
+    /// applied), its snippets within `limits`.
+    fn qmd_response(&self, hits: Vec<qmd::QmdHit>) -> SearchResponse {
+        let mode = match self.settings.qmd.search_mode {
+            config::SearchMode::Query => Mode::Hybrid,
+            config::SearchMode::Search => Mode::FtsOnly,
+            config::SearchMode::Vsearch => Mode::VectorOnly,
+        };
+        let warning = hits
+            .is_empty()
+            .then(|| "QMD found nothing for this query".to_string());
+        let hits = hits
+            .into_iter()
+            .map(|hit| Hit {
+                id: format!("qmd:{}#L{}", hit.path, hit.start_line),
+                chunk: ChunkRecord {
+                    source: search::pipeline::source_of(&hit.path).into(),
+                    path: hit.path,
+                    start_line: hit.start_line,
+                    end_line: hit.end_line,
+                    hash: sha256_hex(hit.snippet.as_bytes()),
+                    text: hit.snippet,
+                },
+                score: hit.score,
+                text_score: 0.0,
+                vector_score: None,
+            })
+            .collect();
+        let limits = &self.settings.qmd.limits;
+        SearchResponse {
+            hits,
+            served: Served {
+                provider: "qmd".into(),
+                model: None,
+                mode,
+                fallback: None,
+                backend: Some("qmd".into()),
+            },
+            warning,
+            snippet_chars: limits.max_snippet_chars,
+            injected_chars: Some(limits.max_injected_chars),
+        }
+    }
+
+    /// memoria's own search.
+    fn search_builtin(&self, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
         self.freshen()?;
         let mut view = self.views.current(&self.dir)?;
         if view.text().is_err() && self.settings.sync.on_search {
@@ -555,7 +663,8 @@ impl Memory {
     pub fn memory_search(&self, query: &str, options: &SearchOptions) -> SearchPayload {
         match self.search(query, options) {
             Ok(response) => {
-                tools::search_payload(&response, self.settings.citations, options.group_context)
+                let group = options.chat.chat_type != config::ChatType::Direct;
+                tools::search_payload(&response, self.settings.citations, group)
             }
             Err(err) => SearchPayload::unavailable(err.to_string()),
         }
@@ -563,8 +672,12 @@ impl Memory {
 
     /// The `memory_get` tool (SPEC §6): whole file, or `lines` lines from line `from`.
     pub fn memory_get(&self, path: &str, from: Option<i64>, lines: Option<i64>) -> GetPayload {
-        let resolved =
-            workspace::resolve_get_path(&self.settings.workspace, &self.settings.extra_paths, path);
+        let resolved = workspace::resolve_get_path(
+            &self.settings.workspace,
+            &self.settings.extra_paths,
+            &self.collections,
+            path,
+        );
         match resolved.and_then(|target| workspace::read_allowed(&target, path)) {
             Ok(bytes) => GetPayload {
                 path: path.to_string(),
@@ -641,6 +754,17 @@ impl Memory {
                 )),
             }
         }
+        let qmd = self.qmd.as_ref().map(|q| q.status());
+        if let Some(qmd) = &qmd {
+            if qmd.serving != "qmd" {
+                warnings.push(format!(
+                    "memory.backend is \"qmd\", but memoria's own index answers for now: {}",
+                    qmd.last_error.as_deref().unwrap_or("QMD failed")
+                ));
+            } else if let Some(error) = &qmd.last_error {
+                warnings.push(format!("QMD: {error}"));
+            }
+        }
         // This process's live sync, else another process's (its `live.json`).
         let live = match self.live_link() {
             Some(link) => Some(link.status()),
@@ -660,6 +784,12 @@ impl Memory {
             chunks: stats.chunks,
             bytes: stats.bytes,
             vectors: stats.embedding.as_ref().map(|e| e.vectors),
+            backend: match self.settings.backend {
+                config::Backend::Builtin => "builtin",
+                config::Backend::Qmd => "qmd",
+            }
+            .into(),
+            qmd,
             mode: served.mode.as_str().to_string(),
             provider: served.provider,
             model: served.model,

@@ -272,6 +272,8 @@ pub(crate) fn first_index_wait() -> Duration {
 pub struct LiveSync {
     link: Arc<Link>,
     thread: Option<JoinHandle<()>>,
+    /// The QMD sidecar's maintenance thread, with the QMD backend.
+    qmd: Option<crate::qmd::Maintenance>,
 }
 
 impl LiveSync {
@@ -285,7 +287,13 @@ impl LiveSync {
         self.link.status()
     }
 
+    /// Keeps the QMD sidecar's maintenance running as long as this live sync.
+    pub(crate) fn attach_qmd(&mut self, maintenance: crate::qmd::Maintenance) {
+        self.qmd = Some(maintenance);
+    }
+
     fn shutdown(&mut self) {
+        self.qmd = None;
         self.link.send(Trigger::Stop);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -337,7 +345,14 @@ pub(crate) fn start(
             None
         }
     };
-    (link.clone(), LiveSync { link, thread })
+    (
+        link.clone(),
+        LiveSync {
+            link,
+            thread,
+            qmd: None,
+        },
+    )
 }
 
 struct Worker {
@@ -469,6 +484,7 @@ impl Worker {
                         .map(|e| format!("embedding failed: {e}"));
                 });
                 (self.on_event)(&LiveEvent::Synced(report));
+                self.memory.files_changed();
                 // Open the new generation now, so the next search does not pay for it.
                 self.memory.warm_view();
                 if embed_error.is_some() {
@@ -688,6 +704,14 @@ fn roots(settings: &Settings) -> Vec<(PathBuf, RecursiveMode)> {
     }
     if let Some(sessions) = settings.sessions_dir() {
         wanted.push((existing(&absolute(&sessions)), RecursiveMode::NonRecursive));
+    }
+    for collection in crate::qmd::configured_collections(settings) {
+        let root = collection.root;
+        if is_dir(&root) {
+            wanted.push((root, RecursiveMode::Recursive));
+        } else {
+            wanted.push((existing(&root), RecursiveMode::NonRecursive));
+        }
     }
     // Recursive roots first, so that anything they cover is dropped.
     wanted.sort_by_key(|(path, mode)| (*mode == RecursiveMode::NonRecursive, path.clone()));

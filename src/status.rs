@@ -30,6 +30,10 @@ pub struct Status {
     pub bytes: u64,
     /// Chunks with a vector (absent for a keyword-only index).
     pub vectors: Option<u64>,
+    /// `memory.backend`: `builtin`, or `qmd` (see [`qmd`](Self::qmd) for which engine answers).
+    pub backend: String,
+    /// The QMD sidecar, with the QMD backend.
+    pub qmd: Option<crate::QmdStatus>,
     /// The mode searches are served in (`hybrid`, `fts-only`).
     pub mode: String,
     /// The embedding provider (`none` when keyword-only).

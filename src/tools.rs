@@ -51,6 +51,9 @@ pub struct SearchPayload {
     /// What was configured but could not serve, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
+    /// With `memory.backend = "qmd"`: `qmd`, or `builtin` when memoria's index answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
     /// True in an error payload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
@@ -80,6 +83,7 @@ impl SearchPayload {
             mode: None,
             citations: None,
             fallback: None,
+            backend: None,
             disabled: Some(true),
             unavailable: Some(true),
             error: Some(error.into()),
@@ -88,7 +92,9 @@ impl SearchPayload {
     }
 }
 
-/// Builds the `memory_search` payload from ranked hits.
+/// Builds the `memory_search` payload from ranked hits: each snippet is the first
+/// `snippet_chars` of its chunk, and while `injected_chars` bounds them all, the snippets
+/// are cut (and the hits after the budget dropped) to fit it.
 pub fn search_payload(
     response: &SearchResponse,
     citations: Citations,
@@ -98,19 +104,26 @@ pub fn search_payload(
         hits,
         served,
         warning,
+        snippet_chars,
+        injected_chars,
     } = response;
     let cite = citations.shown(group_context);
+    let mut budget = injected_chars.unwrap_or(usize::MAX);
     let results = hits
         .iter()
-        .map(|hit| {
+        .map_while(|hit| {
             let chunk = &hit.chunk;
             let citation = citation(&chunk.path, chunk.start_line, chunk.end_line);
-            let mut snippet = snippet(&chunk.text);
+            if budget == 0 {
+                return None;
+            }
+            let mut snippet = cut_utf16(&chunk.text, (*snippet_chars).min(budget)).to_string();
+            budget -= snippet.encode_utf16().count();
             if cite {
                 snippet.push_str("\n\nSource: ");
                 snippet.push_str(&citation);
             }
-            SearchResult {
+            Some(SearchResult {
                 path: chunk.path.clone(),
                 start_line: chunk.start_line,
                 end_line: chunk.end_line,
@@ -118,7 +131,7 @@ pub fn search_payload(
                 snippet,
                 source: chunk.source.clone(),
                 citation: cite.then_some(citation),
-            }
+            })
         })
         .collect();
     SearchPayload {
@@ -128,6 +141,7 @@ pub fn search_payload(
         mode: Some(served.mode.as_str().to_string()),
         citations: Some(citations.as_str().to_string()),
         fallback: served.fallback.clone(),
+        backend: served.backend.clone(),
         disabled: None,
         unavailable: None,
         error: None,
@@ -144,16 +158,17 @@ pub fn citation(path: &str, start: usize, end: usize) -> String {
     }
 }
 
-/// The first [`SNIPPET_CHARS`] UTF-16 units of `text`, never splitting a character.
-pub fn snippet(text: &str) -> String {
+/// The first `max` UTF-16 units of `text` (OpenClaw counts JavaScript string length), never
+/// splitting a character.
+fn cut_utf16(text: &str, max: usize) -> &str {
     let mut units = 0;
     for (byte, ch) in text.char_indices() {
         units += ch.len_utf16();
-        if units > SNIPPET_CHARS {
-            return text[..byte].to_string();
+        if units > max {
+            return &text[..byte];
         }
     }
-    text.to_string()
+    text
 }
 
 /// The `memory_get` payload.
@@ -231,9 +246,9 @@ mod tests {
     fn citations_and_snippets() {
         assert_eq!(citation("memory/a.md", 3, 3), "memory/a.md#L3");
         assert_eq!(citation("memory/a.md", 1, 14), "memory/a.md#L1-L14");
-        assert_eq!(snippet(&"x".repeat(800)).len(), 700);
+        assert_eq!(cut_utf16(&"x".repeat(800), SNIPPET_CHARS).len(), 700);
         let astral = "😀".repeat(400); // 800 units: 350 characters fit
-        assert_eq!(snippet(&astral).chars().count(), 350);
+        assert_eq!(cut_utf16(&astral, SNIPPET_CHARS).chars().count(), 350);
         assert!(Citations::Auto.shown(false));
         assert!(!Citations::Auto.shown(true));
         assert!(!Citations::Off.shown(false));
@@ -260,12 +275,9 @@ mod tests {
             model: None,
             mode: Mode::FtsOnly,
             fallback: None,
+            backend: None,
         };
-        let response = SearchResponse {
-            hits: vec![hit],
-            served,
-            warning: None,
-        };
+        let response = SearchResponse::new(vec![hit], served, None);
         let json = serde_json::to_value(search_payload(&response, Citations::On, false)).unwrap();
         assert_eq!(
             json,
@@ -276,6 +288,19 @@ mod tests {
                 "provider": "none", "model": null, "mode": "fts-only", "citations": "on"
             })
         );
+        // QMD's limits: 3 units per snippet, 5 in all: the second is cut, the third dropped.
+        let mut qmd = response.clone();
+        qmd.hits = vec![qmd.hits[0].clone(); 3];
+        qmd.hits
+            .iter_mut()
+            .for_each(|h| h.chunk.text = "abcdef".into());
+        qmd.snippet_chars = 3;
+        qmd.injected_chars = Some(5);
+        qmd.served.backend = Some("qmd".into());
+        let payload = search_payload(&qmd, Citations::Off, false);
+        let snippets: Vec<_> = payload.results.iter().map(|r| r.snippet.as_str()).collect();
+        assert_eq!(snippets, ["abc", "ab"]);
+        assert_eq!(payload.backend.as_deref(), Some("qmd"));
         let json = serde_json::to_value(SearchPayload::unavailable("boom")).unwrap();
         assert_eq!(
             json,

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use crate::collection::{split_cited, Collection};
 use crate::Error;
 
 /// Directories never walked into.
@@ -73,10 +74,15 @@ impl Discovery {
     }
 }
 
-/// Lists the memory files of `workspace`, plus the transcripts in `sessions` when session
-/// memory is on (sorted by `rel_path`).
-pub fn discover(workspace: &Path, extra_paths: &[String], sessions: Option<&Path>) -> Discovery {
-    let mut discovery = discover_memory(workspace, extra_paths);
+/// Lists the memory files of `workspace` and the files of the QMD `collections`, plus the
+/// transcripts in `sessions` when session memory is on (sorted by `rel_path`).
+pub fn discover(
+    workspace: &Path,
+    extra_paths: &[String],
+    collections: &[Collection],
+    sessions: Option<&Path>,
+) -> Discovery {
+    let mut discovery = discover_memory(workspace, extra_paths, collections);
     if let Some(dir) = sessions {
         discover_sessions(dir, &mut discovery);
         discovery.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
@@ -130,7 +136,11 @@ fn discover_sessions(dir: &Path, discovery: &mut Discovery) {
     }
 }
 
-fn discover_memory(workspace: &Path, extra_paths: &[String]) -> Discovery {
+fn discover_memory(
+    workspace: &Path,
+    extra_paths: &[String],
+    collections: &[Collection],
+) -> Discovery {
     let mut found = Found {
         workspace,
         discovery: Discovery::default(),
@@ -189,6 +199,34 @@ fn discover_memory(workspace: &Path, extra_paths: &[String]) -> Discovery {
             Ok(_) => warn(&mut found, "not a .md file"),
         }
     }
+    for collection in collections {
+        let root = &collection.root;
+        match fs::symlink_metadata(root) {
+            Ok(meta) if meta.is_dir() => found.add_collection(collection),
+            Ok(meta) if meta.file_type().is_symlink() => found.discovery.warnings.push(format!(
+                "memory.qmd.paths ({}): {}: symlinks are not followed, skipped",
+                collection.name,
+                root.display()
+            )),
+            Ok(_) => found.discovery.warnings.push(format!(
+                "memory.qmd.paths ({}): {}: not a directory, skipped",
+                collection.name,
+                root.display()
+            )),
+            Err(_) => {
+                found
+                    .discovery
+                    .vanished
+                    .push(collection.cited_root(workspace));
+                found.discovery.warnings.push(format!(
+                    "memory.qmd.paths ({}): {}: not found; what was indexed from it is kept \
+                     until it comes back",
+                    collection.name,
+                    root.display()
+                ));
+            }
+        }
+    }
     let mut discovery = found.discovery;
     discovery.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     discovery
@@ -225,7 +263,7 @@ impl Found<'_> {
     fn add_walked(&mut self, root: &Path) {
         let real_root = real_path(root);
         let rel_root = relative_path(self.workspace, root);
-        for path in walk_markdown(root, &mut self.discovery.warnings) {
+        for path in walk_files(root, &mut self.discovery.warnings, &is_markdown) {
             let Ok(walked) = path.strip_prefix(root) else {
                 self.add_file(path); // not reached: walks list paths under their root
                 continue;
@@ -237,6 +275,26 @@ impl Found<'_> {
             } else {
                 format!("{rel_root}/{walked}")
             };
+            self.add(path, real, rel_path);
+        }
+    }
+}
+
+impl Found<'_> {
+    /// The collection's files, cited as [`Collection::cite`] says.
+    fn add_collection(&mut self, collection: &Collection) {
+        let root = &collection.root;
+        let real_root = real_path(root);
+        let matches = |path: &Path| {
+            path.strip_prefix(root)
+                .is_ok_and(|rel| collection.matches(&slash_path(rel)))
+        };
+        for path in walk_files(root, &mut self.discovery.warnings, &matches) {
+            let Ok(walked) = path.strip_prefix(root) else {
+                continue; // not reached: walks list paths under their root
+            };
+            let real = real_root.join(walked);
+            let rel_path = collection.cite(self.workspace, &slash_path(walked));
             self.add(path, real, rel_path);
         }
     }
@@ -289,8 +347,13 @@ fn is_symlink(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
-/// Recursively lists `*.md` regular files under `dir`, never following symlinks.
-fn walk_markdown(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+/// Recursively lists the regular files under `dir` that `wanted` accepts, never following
+/// symlinks.
+fn walk_files(
+    dir: &Path,
+    warnings: &mut Vec<String>,
+    wanted: &dyn Fn(&Path) -> bool,
+) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -311,7 +374,7 @@ fn walk_markdown(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
                 // Two such names that differ only in their invalid bytes would share one
                 // lossy path: one would never be indexed, and a citation could not be read
                 // back. Skipped, and said.
-                if file_type.is_dir() || is_markdown(&path) {
+                if file_type.is_dir() || wanted(&path) {
                     warnings.push(format!(
                         "{}: the name is not valid UTF-8, so it cannot be cited exactly; \
                          skipped (rename it to index it)",
@@ -324,9 +387,9 @@ fn walk_markdown(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
                 if !IGNORED_DIRS.iter().any(|ignored| name == *ignored) {
                     stack.push(path);
                 }
-            } else if file_type.is_file() && is_markdown(&path) {
+            } else if file_type.is_file() && wanted(&path) {
                 out.push(path);
-            } else if file_type.is_symlink() && is_markdown(&path) {
+            } else if file_type.is_symlink() && wanted(&path) {
                 warnings.push(format!(
                     "{}: is a symlink; memoria does not follow symlinks in the workspace, skipped",
                     path.display()
@@ -398,16 +461,32 @@ pub(crate) struct GetTarget {
 /// configured extra paths; the path must end in `.md`, must not escape its root with `..`,
 /// and no component below the root may be a symlink. The file itself need not exist
 /// (a missing allowed file reads as empty).
+///
+/// QMD collections add their files (those their glob matches): `qmd/<name>/<path>` for a
+/// collection outside the workspace, the workspace-relative path for one inside it.
 pub(crate) fn resolve_get_path(
     workspace: &Path,
     extra_paths: &[String],
+    collections: &[Collection],
     requested: &str,
 ) -> Result<GetTarget, PathDenied> {
     let requested_trim = requested.trim();
     if requested_trim.is_empty() {
         return Err(PathDenied("path is required".into()));
     }
+    if let Some((collection, rel)) = split_cited(collections, requested_trim) {
+        return collection_target(collection, rel, requested);
+    }
     let target = absolute_in(workspace, Path::new(requested_trim));
+    if let Some(collection) = collections
+        .iter()
+        .find(|c| c.in_workspace(workspace) && target.starts_with(&c.root))
+    {
+        let rel = slash_path(target.strip_prefix(&collection.root).unwrap_or(&target));
+        if collection.matches(&rel) {
+            return collection_target(collection, &rel, requested);
+        }
+    }
     if !is_markdown(&target) {
         return Err(PathDenied(format!(
             "{requested}: only .md memory files can be read"
@@ -433,6 +512,46 @@ pub(crate) fn resolve_get_path(
     }
     Ok(GetTarget {
         base: root.base.clone(),
+        file: target,
+    })
+}
+
+/// The file `rel` of `collection`, if the collection holds it: inside its root, matched by
+/// its glob, no symlink below the root.
+fn collection_target(
+    collection: &Collection,
+    rel: &str,
+    requested: &str,
+) -> Result<GetTarget, PathDenied> {
+    let target = absolute_in(&collection.root, Path::new(rel));
+    let inside = target
+        .strip_prefix(&collection.root)
+        .ok()
+        .filter(|below| !below.as_os_str().is_empty());
+    let Some(below) = inside else {
+        return Err(PathDenied(format!(
+            "{requested}: outside the QMD collection {} ({})",
+            collection.name,
+            collection.root.display()
+        )));
+    };
+    if !collection.matches(&slash_path(below)) {
+        return Err(PathDenied(format!(
+            "{requested}: not a file of the QMD collection {} (pattern {})",
+            collection.name, collection.pattern
+        )));
+    }
+    check_no_symlinks(&collection.root, &target).map_err(|component| {
+        PathDenied(format!(
+            "{requested}: {} is a symlink; memory files are read only through real paths",
+            component.display()
+        ))
+    })?;
+    if fs::metadata(&target).is_ok_and(|meta| !meta.is_file()) {
+        return Err(PathDenied(format!("{requested}: not a regular file")));
+    }
+    Ok(GetTarget {
+        base: collection.root.clone(),
         file: target,
     })
 }
@@ -619,7 +738,7 @@ mod tests {
             "memory/projects".to_string(), // duplicates memory/** → de-duplicated
             "../alias/projects".to_string(), // the same, through a symlinked ancestor
         ];
-        let found = discover(&ws, &extras, None);
+        let found = discover(&ws, &extras, &[], None);
         let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
         assert_eq!(
             paths,
@@ -658,7 +777,7 @@ mod tests {
                 write(&path.join("inner.md"), "y");
             }
         }
-        let found = discover(&ws, &[], None);
+        let found = discover(&ws, &[], &[], None);
         let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
         assert_eq!(paths, vec!["memory/ok.md"]);
         assert_eq!(found.warnings.len(), 3, "{:?}", found.warnings);
@@ -676,13 +795,13 @@ mod tests {
         std::os::unix::fs::symlink(tmp.path().join("elsewhere/memory"), ws.join("memory")).unwrap();
         std::os::unix::fs::symlink(tmp.path().join("elsewhere/MEMORY.md"), ws.join("MEMORY.md"))
             .unwrap();
-        let found = discover(&ws, &[], None);
+        let found = discover(&ws, &[], &[], None);
         assert!(found.files.is_empty());
         assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
         assert!(found.warnings[0].starts_with("MEMORY.md: is a symlink"));
         assert!(found.warnings[1].starts_with("memory/: is a symlink"));
 
-        let missing = discover(&tmp.path().join("no-such-ws"), &[], None);
+        let missing = discover(&tmp.path().join("no-such-ws"), &[], &[], None);
         assert!(missing.files.is_empty());
         assert!(missing.warnings[0].contains("no-such-ws: not a directory"));
     }
@@ -746,7 +865,7 @@ mod tests {
             ("", false),
         ];
         for (path, allowed) in cases {
-            let got = resolve_get_path(&ws, &extras, path);
+            let got = resolve_get_path(&ws, &extras, &[], path);
             assert_eq!(got.is_ok(), allowed, "path {path:?}: {got:?}");
         }
     }
@@ -779,7 +898,7 @@ mod tests {
                 }
             });
             for _ in 0..5_000 {
-                let read = resolve_get_path(&ws, &[], "memory/x.md")
+                let read = resolve_get_path(&ws, &[], &[], "memory/x.md")
                     .and_then(|target| read_allowed(&target, "memory/x.md"));
                 match read {
                     Ok(Some(bytes)) if bytes == b"SECRET" => outside += 1,

@@ -159,6 +159,19 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
             &["zzzz-nothing-matches"],
             json!({"query": "zzzz-nothing-matches"}),
         ),
+        // The chat: no citations in a group (citations: auto).
+        (
+            &[
+                "postgres",
+                "--chat-type",
+                "group",
+                "--channel",
+                "discord",
+                "--session-key",
+                "agent:main:1",
+            ],
+            json!({"query": "postgres", "chatType": "group", "channel": "discord", "sessionKey": "agent:main:1"}),
+        ),
     ];
     let gets: &[(&[&str], Value)] = &[
         (&["MEMORY.md"], json!({"path": "MEMORY.md"})),
@@ -194,6 +207,10 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
         (
             json!({"name": "memory_search", "arguments": {"query": "x", "corpus": "mail"}}),
             "`corpus`",
+        ),
+        (
+            json!({"name": "memory_search", "arguments": {"query": "x", "chatType": "dm"}}),
+            "`chatType`: expected direct, group or channel",
         ),
         (
             json!({"name": "memory_search", "arguments": {"query": "x", "limit": 3}}),

@@ -105,6 +105,16 @@ enum Command {
         /// Which sources to search: memory, sessions or all (default: every enabled one).
         #[arg(long, value_enum, default_value = "all")]
         corpus: CorpusArg,
+        /// The chat the search serves: citations are hidden in group and channel chats, and
+        /// with the QMD backend memory.qmd.scope decides whether results are shown.
+        #[arg(long, value_enum, default_value = "direct")]
+        chat_type: ChatTypeArg,
+        /// The chat's channel (telegram, discord, …), for memory.qmd.scope.
+        #[arg(long, value_name = "NAME")]
+        channel: Option<String>,
+        /// The session key, for memory.qmd.scope's keyPrefix rules.
+        #[arg(long, value_name = "KEY")]
+        session_key: Option<String>,
         /// Print the memory_search tool payload verbatim.
         #[arg(long)]
         json: bool,
@@ -251,6 +261,13 @@ enum CorpusArg {
     All,
     Memory,
     Sessions,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ChatTypeArg {
+    Direct,
+    Group,
+    Channel,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -458,6 +475,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             max_results,
             min_score,
             corpus,
+            chat_type,
+            channel,
+            session_key,
             json,
         } => {
             let memory = open_memory(&cli, settings)?;
@@ -469,7 +489,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     CorpusArg::Memory => Corpus::Memory,
                     CorpusArg::Sessions => Corpus::Sessions,
                 },
-                ..SearchOptions::default()
+                chat: memoria::config::Chat {
+                    chat_type: match chat_type {
+                        ChatTypeArg::Direct => memoria::config::ChatType::Direct,
+                        ChatTypeArg::Group => memoria::config::ChatType::Group,
+                        ChatTypeArg::Channel => memoria::config::ChatType::Channel,
+                    },
+                    channel: channel.clone(),
+                    session_key: session_key.clone(),
+                },
             };
             match (query, queries) {
                 (_, Some(file)) => search_batch(&memory, file, &options),
@@ -536,6 +564,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     status.identity.chunk_overlap,
                     status.identity.sources.join(",")
                 );
+                if let Some(qmd) = &status.qmd {
+                    println!(
+                        "backend      qmd ({}; now answering: {}); collections {}",
+                        qmd.command,
+                        qmd.serving,
+                        qmd.collections.join(",")
+                    );
+                }
                 println!(
                     "mode         {} (provider {})",
                     status.mode, status.provider

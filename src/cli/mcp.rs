@@ -25,6 +25,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 
+use memoria::config::{Chat, ChatType};
 use memoria::{Corpus, Memory, SearchOptions};
 
 /// One served agent.
@@ -69,6 +70,9 @@ impl Server {
                 "maxResults": {"type": "integer", "minimum": 1, "description": "Results to return (default: query.maxResults, 6)."},
                 "minScore": {"type": "number", "minimum": 0, "maximum": 1, "description": "Lowest score returned (default: query.minScore, 0.35)."},
                 "corpus": {"type": "string", "enum": ["memory", "sessions", "all"], "description": "Which sources to search (default: every enabled source)."},
+                "chatType": {"type": "string", "enum": ["direct", "group", "channel"], "description": "The chat this search serves (default: direct). Citations are hidden in group and channel chats; with the QMD backend, memory.qmd.scope decides whether results are shown."},
+                "channel": {"type": "string", "description": "The chat's channel (telegram, discord, …), for memory.qmd.scope."},
+                "sessionKey": {"type": "string", "description": "The session key, for memory.qmd.scope's keyPrefix rules."},
             },
             "required": ["query"],
             "additionalProperties": false,
@@ -171,7 +175,16 @@ impl Server {
         let args = Args(arguments.unwrap_or_default());
         match name {
             SEARCH => {
-                args.only(&["query", "maxResults", "minScore", "corpus", "agent"])?;
+                args.only(&[
+                    "query",
+                    "maxResults",
+                    "minScore",
+                    "corpus",
+                    "chatType",
+                    "channel",
+                    "sessionKey",
+                    "agent",
+                ])?;
                 let query = args
                     .string("query")?
                     .ok_or_else(|| invalid("`query` is required"))?
@@ -187,7 +200,18 @@ impl Server {
                             ))
                         })?,
                     },
-                    ..SearchOptions::default()
+                    chat: Chat {
+                        chat_type: match args.string("chatType")? {
+                            None => ChatType::Direct,
+                            Some(name) => ChatType::parse(name).ok_or_else(|| {
+                                invalid(format!(
+                                    "`chatType`: expected direct, group or channel, got {name:?}"
+                                ))
+                            })?,
+                        },
+                        channel: args.string("channel")?.map(str::to_string),
+                        session_key: args.string("sessionKey")?.map(str::to_string),
+                    },
                 };
                 let memory = self.agent(&args)?.memory.clone();
                 let payload = blocking(move || memory.memory_search(&query, &options)).await?;

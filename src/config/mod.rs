@@ -15,7 +15,7 @@
 //! * `agents.defaults.workspace` / `agents.list[i].workspace` name the workspace.
 //! * `agents.defaults.compaction.{reserveTokensFloor, memoryFlush.*}` tune the memory flush.
 //! * `memory.{backend, citations, qmd}` choose the backend and the citation mode; `memory.qmd`
-//!   is kept as an opaque JSON object for the QMD sidecar.
+//!   configures the QMD sidecar (see [`qmd`](self::QmdSettings)).
 //!
 //! # Strictness
 //! An OpenClaw config has many other sections (models, channels, gateway, …): they are ignored,
@@ -58,6 +58,7 @@ mod env;
 mod error;
 mod node;
 mod parse;
+mod qmd;
 mod resolution;
 mod settings;
 #[cfg(test)]
@@ -69,6 +70,7 @@ use serde_json::{Map, Value};
 
 pub use env::{config_file, expand_home, state_dir, Env};
 pub use error::ConfigError;
+pub use qmd::*;
 pub use settings::*;
 
 ///

@@ -102,7 +102,7 @@ pub(super) struct Parsed {
     pub(super) workspace: Option<(String, String)>,
     pub(super) backend: Option<Backend>,
     pub(super) citations: Option<Citations>,
-    pub(super) qmd: Option<Value>,
+    pub(super) qmd: Option<super::qmd::QmdSettings>,
     /// `models.providers.<name>.apiKey`.
     pub(super) provider_keys: std::collections::BTreeMap<String, Secret>,
     pub(super) reserve_tokens_floor: Option<i64>,
@@ -145,7 +145,10 @@ fn parse_with(
     if let Some(memory) = root.section("memory", &["backend", "citations", "qmd", "search"])? {
         parsed.backend = memory.get_choice("backend", BACKENDS)?;
         parsed.citations = memory.get_choice("citations", CITATIONS)?;
-        parsed.qmd = memory.object("qmd")?.map(|n| n.value.clone());
+        parsed.qmd = match memory.object("qmd")? {
+            Some(node) => Some(super::qmd::parse(&node)?),
+            None => None,
+        };
         if let Some(search) = memory.object("search")? {
             newer_defaults = Some((parse_layer(&search)?, search.path.clone()));
         }

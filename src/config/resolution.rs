@@ -38,16 +38,17 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
                 .into(),
         );
     }
-    // Accepted settings memoria does not act on yet (the QMD sidecar) are named.
+    // The QMD settings act only with the QMD backend; what they hold that memoria does
+    // not act on is named.
+    let mut qmd = p.qmd.clone().unwrap_or_default();
+    qmd.expand_home(env);
     if p.backend == Some(Backend::Qmd) {
-        warnings.push(
-            "memory.backend is \"qmd\", but memoria does not run the QMD sidecar yet: the \
-             built-in engine serves (memory.qmd is ignored)"
-                .into(),
-        );
+        warnings.extend(qmd.unused.iter().cloned());
     } else if p.qmd.is_some() {
         warnings.push(
-            "memory.qmd is set, but memoria does not run the QMD sidecar yet: ignored".into(),
+            "memory.qmd is set, but memory.backend is not \"qmd\": the QMD sidecar does not \
+             run and memory.qmd.paths are not indexed"
+                .into(),
         );
     }
     let provider = pick(p, |l| &l.provider).unwrap_or(ProviderKind::Auto);
@@ -193,7 +194,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         },
         session_memory,
         backend: p.backend.unwrap_or(Backend::Builtin),
-        qmd: p.qmd.clone(),
+        qmd,
         provider_keys: p.provider_keys.clone(),
         citations: p.citations.unwrap_or(Citations::Auto),
         compaction: CompactionSettings {

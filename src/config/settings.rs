@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde_json::Value;
-
 use super::env::Env;
 use super::parse::Parsed;
+use super::qmd::QmdSettings;
 use super::resolution::finalize;
 
 /// Embedding provider (`memorySearch.provider`, `memorySearch.fallback`).
@@ -100,6 +99,52 @@ pub enum Backend {
     Qmd,
 }
 
+/// The kind of chat a search serves (OpenClaw's `chatType`): it decides whether citations
+/// (`auto`) and QMD hits (`memory.qmd.scope`) are shown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ChatType {
+    /// A one-to-one chat with the agent's owner; also the CLI's and the library's default.
+    #[default]
+    Direct,
+    /// A group chat.
+    Group,
+    /// A channel.
+    Channel,
+}
+
+impl ChatType {
+    /// Parses `direct`, `group` or `channel`.
+    pub fn parse(name: &str) -> Option<ChatType> {
+        match name {
+            "direct" => Some(ChatType::Direct),
+            "group" => Some(ChatType::Group),
+            "channel" => Some(ChatType::Channel),
+            _ => None,
+        }
+    }
+
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatType::Direct => "direct",
+            ChatType::Group => "group",
+            ChatType::Channel => "channel",
+        }
+    }
+}
+
+/// The chat a search serves, as the agent runtime knows it: decides citations (`auto`) and,
+/// with the QMD backend, `memory.qmd.scope`. The default is the owner's direct chat.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Chat {
+    /// `direct`, `group` or `channel`.
+    pub chat_type: ChatType,
+    /// The channel (`telegram`, `discord`, …), when known.
+    pub channel: Option<String>,
+    /// The session key, when known.
+    pub session_key: Option<String>,
+}
+
 /// Whether snippets carry a `Source:` citation footer (`memory.citations`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Citations {
@@ -176,8 +221,8 @@ pub struct Settings {
     pub session_memory: bool,
     /// `memory.backend`.
     pub backend: Backend,
-    /// `memory.qmd`, untouched.
-    pub qmd: Option<Value>,
+    /// `memory.qmd` (its defaults when unset); acted on only when `backend` is QMD.
+    pub qmd: QmdSettings,
     /// `models.providers.<name>.apiKey` (`openai`, `google`, `voyage`, `mistral`, `ollama`):
     /// the keys OpenClaw keeps with its chat models, read after `remote.apiKey`.
     pub provider_keys: BTreeMap<String, Secret>,

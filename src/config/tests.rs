@@ -178,8 +178,6 @@ fn memory_and_compaction_keys() {
         ("{memory: {citations: 'auto'}}", get!(citations), "Auto"),
         ("{memory: {citations: 'on'}}", get!(citations), "On"),
         ("{memory: {citations: 'off'}}", get!(citations), "Off"),
-        ("{}", get!(qmd), "None"),
-        ("{memory: {qmd: {command: 'qmd', limits: {timeoutMs: 4000}}}}", get!(qmd), "Some(Object {\"command\": String(\"qmd\"), \"limits\": Object {\"timeoutMs\": Number(4000)}})"),
         ("{}", get!(compaction), "CompactionSettings { reserve_tokens_floor: 20000, memory_flush: MemoryFlushSettings { enabled: true, soft_threshold_tokens: 4000, system_prompt: None, prompt: None } }"),
         ("{agents: {defaults: {compaction: {reserveTokensFloor: 1000, mode: 'safeguard', memoryFlush: {enabled: false, softThresholdTokens: 10, systemPrompt: 'S', prompt: 'P', other: 1}}}}}",
          get!(compaction), "CompactionSettings { reserve_tokens_floor: 1000, memory_flush: MemoryFlushSettings { enabled: false, soft_threshold_tokens: 10, system_prompt: Some(\"S\"), prompt: Some(\"P\") } }"),
@@ -452,8 +450,12 @@ fn settings_not_acted_on_are_warnings() {
     assert!(warnings[0].starts_with("remote.batch.enabled is true, but batch indexing applies"));
     let not_yet = [
         (
-            json!({"memory": {"backend": "qmd"}}),
-            "memory.backend is \"qmd\"",
+            json!({"memory": {"backend": "qmd", "qmd": {"sessions": {"enabled": true}}}}),
+            "memory.qmd.sessions.enabled: memoria does not export",
+        ),
+        (
+            json!({"memory": {"backend": "qmd", "qmd": {"update": {"commandTimeoutMs": 5}}}}),
+            "memory.qmd.update.commandTimeoutMs: memoria writes",
         ),
         (
             json!({"memory": {"qmd": {"command": "qmd"}}}),
@@ -1005,4 +1007,175 @@ fn the_newer_config_layout() {
         s.warnings,
         ["memory.search.providr: unknown key, ignored (a newer OpenClaw setting, or a typo?)"]
     );
+}
+
+/// `memory.qmd`: every documented key, defaults, names, durations and errors.
+#[test]
+fn qmd_settings() {
+    let text = r#"{memory: {backend: 'qmd', qmd: {
+        command: '/opt/qmd/bin/qmd', includeDefaultMemory: false, searchMode: 'search',
+        paths: [{name: 'docs', path: '~/notes', pattern: '**/*.{md,txt}'},
+                {path: '../Team Notes/'}, {path: '/srv/team notes'}],
+        sessions: {enabled: false, retentionDays: 30, exportDir: '/tmp/x'},
+        update: {interval: '10m', debounceMs: 500, onBoot: false, waitForBootSync: true,
+                 embedInterval: 0, updateTimeoutMs: 9000, embedTimeoutMs: 8000},
+        limits: {maxResults: 3, maxSnippetChars: 200, maxInjectedChars: 500, timeoutMs: 1500},
+        scope: {default: 'allow', rules: [{action: 'deny', match: {chatType: 'group', channel: 'discord', keyPrefix: 'agent:'}}]},
+    }}}"#;
+    let s = resolve_str(text, "main").unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let q = &s.qmd;
+    assert_eq!(q.command, "/opt/qmd/bin/qmd");
+    assert!(!q.include_default_memory);
+    assert_eq!(q.search_mode, SearchMode::Search);
+    let paths: Vec<_> = q
+        .paths
+        .iter()
+        .map(|p| {
+            (
+                p.name.as_str(),
+                p.path.display().to_string(),
+                p.pattern.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("docs", "/home/u/notes".to_string(), "**/*.{md,txt}"),
+            ("team-notes", "../Team Notes/".to_string(), "**/*.md"),
+            ("team-notes-2", "/srv/team notes".to_string(), "**/*.md"),
+        ]
+    );
+    assert_eq!(
+        q.sessions,
+        QmdSessions {
+            enabled: false,
+            retention_days: Some(30),
+            export_dir: Some("/tmp/x".into())
+        }
+    );
+    let ms = std::time::Duration::from_millis;
+    assert_eq!(
+        q.update,
+        QmdUpdate {
+            interval: Some(ms(600_000)),
+            debounce: ms(500),
+            on_boot: false,
+            wait_for_boot_sync: true,
+            embed_interval: None,
+            command_timeout: ms(30_000),
+            update_timeout: ms(9000),
+            embed_timeout: ms(8000),
+        }
+    );
+    assert_eq!(
+        q.limits,
+        QmdLimits {
+            max_results: 3,
+            max_snippet_chars: 200,
+            max_injected_chars: 500,
+            timeout: ms(1500)
+        }
+    );
+    assert_eq!(
+        q.scope,
+        SendPolicy {
+            default: PolicyAction::Allow,
+            rules: vec![PolicyRule {
+                action: PolicyAction::Deny,
+                chat_type: Some(ChatType::Group),
+                channel: Some("discord".into()),
+                key_prefix: Some("agent:".into()),
+            }],
+        }
+    );
+    // Defaults: the seeds' (interval 5 m, 6 results, 4 s, direct chats only).
+    let d = resolve_str("{memory: {backend: 'qmd'}}", "main")
+        .unwrap()
+        .qmd;
+    assert_eq!(d, QmdSettings::default());
+    assert_eq!(d.update.interval, Some(ms(300_000)));
+    assert_eq!(d.scope, SendPolicy::direct_only());
+
+    let durations: &[(&str, Option<u64>)] = &[
+        ("'5m'", Some(300_000)),
+        ("'30s'", Some(30_000)),
+        ("'500ms'", Some(500)),
+        ("'1h'", Some(3_600_000)),
+        ("'1d'", Some(86_400_000)),
+        ("'2'", Some(120_000)),
+        ("2", Some(120_000)),
+        ("0", None),
+        ("'0m'", None),
+    ];
+    for (raw, want) in durations {
+        let text = format!("{{memory: {{qmd: {{update: {{interval: {raw}}}}}}}}}");
+        let got = resolve_str(&text, "main").unwrap().qmd.update.interval;
+        assert_eq!(got, want.map(ms), "{raw}");
+    }
+
+    let errors: &[(&str, &str)] = &[
+        (
+            "{paths: [{name: 'x'}]}",
+            "memory.qmd.paths[0].path: missing",
+        ),
+        (
+            "{paths: [{path: '/a', name: 'a b'}]}",
+            "memory.qmd.paths[0].name: \"a b\": a collection name",
+        ),
+        (
+            "{paths: [{path: '/a', name: 'd'}, {path: '/b', name: 'd'}]}",
+            "memory.qmd.paths[1].name: \"d\" names another",
+        ),
+        (
+            "{paths: [{path: '/a', name: 'memory-dir'}]}",
+            "memory.qmd.paths[0].name: \"memory-dir\" names another",
+        ),
+        (
+            "{paths: [{path: '/a', pattern: 'a['}]}",
+            "memory.qmd.paths[0].pattern: not a glob pattern",
+        ),
+        (
+            "{update: {interval: '5 parsecs'}}",
+            "memory.qmd.update.interval: expected a duration",
+        ),
+        (
+            "{update: {interval: true}}",
+            "memory.qmd.update.interval: expected a duration",
+        ),
+        (
+            "{scope: {default: 'maybe'}}",
+            "memory.qmd.scope.default: expected one of \"allow\", \"deny\"",
+        ),
+        (
+            "{scope: {rules: [{match: {chatType: 'dm'}}]}}",
+            "memory.qmd.scope.rules[0].action: missing",
+        ),
+        (
+            "{scope: {rules: [{action: 'allow', match: {chatType: 'dm'}}]}}",
+            "memory.qmd.scope.rules[0].match.chatType: expected one of",
+        ),
+        (
+            "{searchMode: 'fast'}",
+            "memory.qmd.searchMode: expected one of",
+        ),
+        (
+            "{limits: {timeoutMs: 'soon'}}",
+            "memory.qmd.limits.timeoutMs: expected an integer",
+        ),
+    ];
+    for (qmd, want) in errors {
+        let text = format!("{{memory: {{backend: 'qmd', qmd: {qmd}}}}}");
+        let err = resolve_str(&text, "main").unwrap_err().to_string();
+        assert!(err.contains(want), "{qmd}: {err}");
+    }
+    let unknown = resolve_str(
+        "{memory: {backend: 'qmd', qmd: {limits: {maxTokens: 1}}}}",
+        "main",
+    )
+    .unwrap()
+    .warnings;
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert!(unknown[0].starts_with("memory.qmd.limits.maxTokens: unknown key"));
 }

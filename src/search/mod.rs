@@ -27,6 +27,9 @@ pub struct Served {
     pub mode: Mode,
     /// What was configured but could not serve, and why.
     pub fallback: Option<Fallback>,
+    /// With `memory.backend = "qmd"`: the engine that answered (`qmd`, or `builtin` when
+    /// memoria's own index did); `None` with the built-in backend.
+    pub backend: Option<String>,
 }
 
 /// Size of the candidate pool each side of hybrid search fetches (SPEC §5):

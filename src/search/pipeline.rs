@@ -48,8 +48,9 @@ pub struct SearchOptions {
     pub max_results: Option<usize>,
     /// Lowest score returned (`query.minScore` when unset), clamped to 0..1.
     pub min_score: Option<f64>,
-    /// The caller is a group or channel chat (citations `auto` are then hidden).
-    pub group_context: bool,
+    /// The chat the search serves (citations `auto` are hidden in group and channel chats;
+    /// with the QMD backend, `memory.qmd.scope` decides on it). Default: a direct chat.
+    pub chat: crate::config::Chat,
     /// Which sources to search (`corpus`): every enabled one by default.
     pub corpus: Corpus,
 }
@@ -97,6 +98,24 @@ pub struct SearchResponse {
     /// Why the answer is empty or partial when the hits alone cannot say (a corpus that is
     /// not indexed); the payload's `warning`.
     pub warning: Option<String>,
+    /// UTF-16 units of each hit's text shown as its snippet (700; QMD's
+    /// `limits.maxSnippetChars`).
+    pub snippet_chars: usize,
+    /// UTF-16 units of all snippets together, when bounded (QMD's `limits.maxInjectedChars`).
+    pub injected_chars: Option<usize>,
+}
+
+impl SearchResponse {
+    /// A response with the usual snippet length and no total bound.
+    pub fn new(hits: Vec<Hit>, served: Served, warning: Option<String>) -> SearchResponse {
+        SearchResponse {
+            hits,
+            served,
+            warning,
+            snippet_chars: crate::tools::SNIPPET_CHARS,
+            injected_chars: None,
+        }
+    }
 }
 
 /// Why an answer is empty although candidates were found: none reached `min_score`.
@@ -145,6 +164,7 @@ pub(crate) fn configured(embedder: &ResolvedEmbedder, manifest: Option<&Manifest
             Mode::FtsOnly
         },
         fallback: embedder.fallback.clone(),
+        backend: None,
     };
     if let Some(reason) = manifest.and_then(embedding_failure) {
         served.mode = Mode::FtsOnly;
@@ -316,11 +336,7 @@ impl Searcher<'_> {
                 Some(Hit::new(r, chunk))
             })
             .collect();
-        Ok(SearchResponse {
-            hits,
-            served,
-            warning,
-        })
+        Ok(SearchResponse::new(hits, served, warning))
     }
 
     /// Vector candidates, `Ok(None)` when the index has no vectors to search, or the reason
