@@ -5,8 +5,17 @@
 //!
 //! - The block (the text, ending with a newline) is written with one `write(2)` on a file
 //!   opened with `O_APPEND`, then `fsync`ed: concurrent appenders, in any process, never
-//!   interleave or overwrite each other, and on a journaling file system in ordered mode
-//!   (ext4's default) a crash leaves the file without the block or with all of it.
+//!   interleave or overwrite each other.
+//! - **A crash never leaves half a block.** One `write(2)` is not enough for that: Linux
+//!   stops a write between pages when the process is killed, and a power cut can keep a
+//!   prefix. So before writing, the appender records its intent (the file's length and the
+//!   block) in `memory/.<date>.md.memoria-append` (written atomically; not Markdown, so
+//!   never indexed), and removes it once the block is fsynced. The next append to any day
+//!   ([`recover`]) finds a leftover record and rolls it forward: if the file ends with a
+//!   prefix of the block, exactly at the recorded length, the rest is appended (the block
+//!   ends up whole); if it holds the block already, the record is just dropped; if the file
+//!   changed otherwise (edited by hand since), it is left alone and the record dropped,
+//!   with a warning. Until then `status` names the pending record.
 //! - A new day's file appears with its `# YYYY-MM-DD` heading already in it (written to a
 //!   temporary file, then hard-linked into place), so two first appenders cannot both
 //!   write a heading and no block lands before it.
@@ -24,7 +33,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
@@ -115,15 +124,24 @@ pub(crate) fn append(workspace: &Path, text: &str, date: &str) -> Result<Appende
     // Appenders in every process take turns (so each knows its line numbers); the one
     // write goes to the end whatever happened before the lock.
     file.lock().map_err(|e| Error::io(&path, e))?;
-    let (lines, ends_with_newline) = count_lines(&mut file, &path)?;
+    let intent = intent_path(&path);
+    roll_forward(&mut file, &path, &intent)?;
+    let (lines, ends_with_newline, length) = count_lines(&mut file, &path)?;
     let block = format!("{text}\n");
     let bytes = match ends_with_newline {
         true => block.clone(),
         false => format!("\n{block}"),
     };
+    let record = Intent {
+        offset: length,
+        block: bytes.clone(),
+    };
+    let record = serde_json::to_vec(&record).map_err(|e| Error::io(&intent, e.into()))?;
+    crate::index::atomic::write_atomic(&intent, &record)?;
     file.write_all(bytes.as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(|e| Error::io(&path, e))?;
+    let _ = fs::remove_file(&intent);
     drop(file); // releases the lock
     Ok(Appended {
         path: rel,
@@ -159,19 +177,144 @@ fn create_day(dir: &Path, path: &Path, date: &str) -> Result<()> {
     crate::index::atomic::sync_dir(dir)
 }
 
-/// The file's line count (a last line without a newline counts) and whether it ends with
-/// a newline (an empty file does, for this purpose).
-fn count_lines(file: &mut fs::File, path: &Path) -> Result<(usize, bool)> {
+/// The file's line count (a last line without a newline counts), whether it ends with a
+/// newline (an empty file does, for this purpose), and its length.
+fn count_lines(file: &mut fs::File, path: &Path) -> Result<(usize, bool, u64)> {
+    let text = read_all(file, path)?;
+    let newlines = text.iter().filter(|&&b| b == b'\n').count();
+    let length = text.len() as u64;
+    match text.last() {
+        None => Ok((0, true, length)),
+        Some(b'\n') => Ok((newlines, true, length)),
+        Some(_) => Ok((newlines + 1, false, length)),
+    }
+}
+
+fn read_all(file: &mut fs::File, path: &Path) -> Result<Vec<u8>> {
     let mut text = Vec::new();
     file.seek(SeekFrom::Start(0))
         .and_then(|_| file.read_to_end(&mut text))
         .map_err(|e| Error::io(path, e))?;
-    let newlines = text.iter().filter(|&&b| b == b'\n').count();
-    match text.last() {
-        None => Ok((0, true)),
-        Some(b'\n') => Ok((newlines, true)),
-        Some(_) => Ok((newlines + 1, false)),
+    Ok(text)
+}
+
+/// An append in progress: the day file's length before it, and the bytes being added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Intent {
+    offset: u64,
+    block: String,
+}
+
+/// What to do with a leftover [`Intent`], given the file's content now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RollForward {
+    /// The block is there, whole: drop the record.
+    Done,
+    /// The file ends with the block's first bytes: append these, the rest of it.
+    Complete(Vec<u8>),
+    /// The file changed otherwise since (edited by hand): leave it, drop the record.
+    Changed,
+}
+
+/// The decision for `intent` over `file` (pure).
+fn decide(file: &[u8], intent: &Intent) -> RollForward {
+    let block = intent.block.as_bytes();
+    let Some(tail) = usize::try_from(intent.offset)
+        .ok()
+        .and_then(|offset| file.get(offset..))
+    else {
+        return RollForward::Changed; // shorter than before the append: cut by someone
+    };
+    if tail.starts_with(block) {
+        RollForward::Done
+    } else if block.starts_with(tail) {
+        RollForward::Complete(block[tail.len()..].to_vec())
+    } else {
+        RollForward::Changed
     }
+}
+
+/// `memory/.<date>.md.memoria-append`, the record of an append in progress to `day`.
+fn intent_path(day: &Path) -> std::path::PathBuf {
+    let name = day.file_name().unwrap_or_default().to_string_lossy();
+    day.with_file_name(format!(".{name}{INTENT_SUFFIX}"))
+}
+
+const INTENT_SUFFIX: &str = ".memoria-append";
+
+/// Rolls a leftover intent for the locked day `file` forward (module docs).
+fn roll_forward(file: &mut fs::File, path: &Path, intent_file: &Path) -> Result<()> {
+    let bytes = match fs::read(intent_file) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(intent_file, e)),
+    };
+    let Ok(intent) = serde_json::from_slice::<Intent>(&bytes) else {
+        // Not one of ours in a readable state (cut while being written cannot happen:
+        // records are written atomically); drop it.
+        tracing::warn!(
+            "{}: unreadable append record, removed",
+            intent_file.display()
+        );
+        return fs::remove_file(intent_file).map_err(|e| Error::io(intent_file, e));
+    };
+    match decide(&read_all(file, path)?, &intent) {
+        RollForward::Done => {}
+        RollForward::Complete(rest) => {
+            tracing::warn!(
+                "{}: an interrupted append is completed ({} bytes)",
+                path.display(),
+                rest.len()
+            );
+            file.write_all(&rest)
+                .and_then(|()| file.sync_all())
+                .map_err(|e| Error::io(path, e))?;
+        }
+        RollForward::Changed => tracing::warn!(
+            "{}: an interrupted append was not completed: the file changed since",
+            path.display()
+        ),
+    }
+    fs::remove_file(intent_file).map_err(|e| Error::io(intent_file, e))
+}
+
+/// The days with an interrupted append waiting to be completed (`memory/<date>.md`).
+pub(crate) fn pending(workspace: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(workspace.join("memory")) else {
+        return Vec::new();
+    };
+    let mut days: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let day = name.strip_prefix('.')?.strip_suffix(INTENT_SUFFIX)?;
+            Some(format!("memory/{day}"))
+        })
+        .collect();
+    days.sort();
+    days
+}
+
+/// Completes every interrupted append of the workspace (each under its file's lock).
+pub(crate) fn recover(workspace: &Path) -> Result<()> {
+    for day in pending(workspace) {
+        let path = workspace.join(&day);
+        if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            continue;
+        }
+        let mut file = match OpenOptions::new().read(true).append(true).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The day file is gone: nothing to complete.
+                let _ = fs::remove_file(intent_path(&path));
+                continue;
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        file.lock().map_err(|e| Error::io(&path, e))?;
+        roll_forward(&mut file, &path, &intent_path(&path))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -241,6 +384,79 @@ mod tests {
             assert!(err.contains("symlink"), "{err}");
             assert!(fs::read_dir(elsewhere.path()).unwrap().next().is_none());
         }
+    }
+
+    #[test]
+    fn leftover_intents_roll_forward() {
+        let intent = |offset: u64, block: &str| Intent {
+            offset,
+            block: block.into(),
+        };
+        let table: &[(&str, Intent, RollForward)] = &[
+            (
+                "# d\n\n",
+                intent(5, "- a\n"),
+                RollForward::Complete(b"- a\n".to_vec()),
+            ),
+            (
+                "# d\n\n- ",
+                intent(5, "- a\n"),
+                RollForward::Complete(b"a\n".to_vec()),
+            ),
+            ("# d\n\n- a\n", intent(5, "- a\n"), RollForward::Done),
+            ("# d\n\n- a\nmore\n", intent(5, "- a\n"), RollForward::Done),
+            ("# d\n\nhand edit", intent(5, "- a\n"), RollForward::Changed),
+            ("# d\n", intent(5, "- a\n"), RollForward::Changed),
+        ];
+        for (file, intent, want) in table {
+            assert_eq!(&decide(file.as_bytes(), intent), want, "{file:?}");
+        }
+    }
+
+    /// A crash mid-append, as Linux can leave it (a prefix written: a kill between pages
+    /// or a power cut): the next append completes the block first, so it ends up whole.
+    #[test]
+    fn an_interrupted_append_is_completed_by_the_next() {
+        let ws = tempfile::tempdir().unwrap();
+        append(ws.path(), "- before", "2026-11-23").unwrap();
+        let day = ws.path().join("memory/2026-11-23.md");
+        let length = fs::metadata(&day).unwrap().len();
+        let block = format!("{}\n", "x".repeat(9000));
+        let record = serde_json::to_vec(&Intent {
+            offset: length,
+            block: block.clone(),
+        })
+        .unwrap();
+        fs::write(intent_path(&day), record).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&day).unwrap();
+        f.write_all(&block.as_bytes()[..4096]).unwrap();
+        drop(f);
+        assert_eq!(pending(ws.path()), ["memory/2026-11-23.md"]);
+        // Another day's append completes it too (recover), then appends its own block.
+        recover(ws.path()).unwrap();
+        append(ws.path(), "- today", "2026-11-24").unwrap();
+        assert!(pending(ws.path()).is_empty());
+        assert_eq!(
+            fs::read_to_string(&day).unwrap(),
+            format!("# 2026-11-23\n\n- before\n{block}")
+        );
+        // A record whose file was edited since is dropped without touching the file.
+        fs::write(
+            intent_path(&day),
+            serde_json::to_vec(&Intent {
+                offset: 3,
+                block: "- gone\n".into(),
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        let before = fs::read_to_string(&day).unwrap();
+        append(ws.path(), "- next", "2026-11-23").unwrap();
+        assert_eq!(
+            fs::read_to_string(&day).unwrap(),
+            format!("{before}- next\n")
+        );
+        assert!(pending(ws.path()).is_empty());
     }
 
     #[test]

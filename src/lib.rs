@@ -606,6 +606,8 @@ impl Memory {
         if let Some(err) = self.workspace_missing() {
             return Err(err);
         }
+        // Complete any append a crash interrupted first (see `append`).
+        append::recover(&self.settings.workspace)?;
         let appended = append::append(&self.settings.workspace, text, date)?;
         // Searchable at once: sync now, as a search would (never waiting for a batch job).
         // When this process's live sync holds the index, ask it and wait a little for it;
@@ -730,6 +732,11 @@ impl Memory {
         }
         if manifest.is_none() {
             warnings.push("no index yet: run `memoria index`".into());
+        }
+        for day in append::pending(&self.settings.workspace) {
+            warnings.push(format!(
+                "{day}: an append was interrupted (a crash?); the next append completes it"
+            ));
         }
         if let Some(awaiting) = stats
             .embedding

@@ -1215,3 +1215,80 @@ fn append_and_context_through_the_cli() {
     private.extend(daily.iter().cloned());
     assert_eq!(files(&["--private"]), private);
 }
+
+/// `memoria append` killed (SIGKILL) at points spread over its whole run, many times: after
+/// the next append, every block is in the daily log whole or not at all. (Whether a kill
+/// lands inside the write itself is chance; `append`'s unit tests build that state
+/// deterministically.)
+#[cfg(unix)]
+#[test]
+fn killed_appends_leave_whole_blocks() {
+    let state = tempfile::tempdir().unwrap();
+    let ws_dir = tempfile::tempdir().unwrap();
+    let ws = ws_dir.path();
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    let block = |i: usize| -> String {
+        (0..900)
+            .map(|line| {
+                format!("- block {i:02} line {line:03} ........................................\n")
+            })
+            .collect::<String>()
+    };
+    let started = Instant::now();
+    run(
+        state.path(),
+        ws,
+        &["append", &block(0), "--date", "2030-01-01"],
+    );
+    let full = started.elapsed();
+    let tries = 24;
+    for i in 1..=tries {
+        let mut child = memoria(
+            state.path(),
+            ws,
+            &["append", &block(i), "--date", "2030-01-01"],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        std::thread::sleep(full * i as u32 / tries as u32);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    run(
+        state.path(),
+        ws,
+        &["append", "- after the kills", "--date", "2030-01-01"],
+    );
+    let text = fs::read_to_string(ws.join("memory/2030-01-01.md")).unwrap();
+    assert!(text.starts_with("# 2030-01-01\n\n"));
+    assert!(text.ends_with("- after the kills\n"));
+    let mut whole = 0;
+    for i in 0..=tries {
+        let body = block(i);
+        let lines = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("- block {i:02} ")))
+            .count();
+        match lines {
+            0 => {}
+            900 => {
+                assert_eq!(
+                    text.matches(body.as_str()).count(),
+                    1,
+                    "block {i} appears once, whole"
+                );
+                whole += 1;
+            }
+            n => panic!("block {i}: {n} of its 900 lines"),
+        }
+    }
+    assert!(whole >= 1);
+    let status = json(state.path(), ws, &["status", "--json"]);
+    assert!(
+        !status["warnings"].to_string().contains("interrupted"),
+        "{}",
+        status["warnings"]
+    );
+}
