@@ -238,6 +238,10 @@ impl Memory {
     /// available. Fails with [`Error::IndexBusy`] when another process is writing.
     pub fn sync(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         let lock = self.dir.lock_writer()?;
+        if let Some(qmd) = &self.qmd {
+            // The transcripts QMD searches are indexed here too (the fallback's copy).
+            qmd.export_sessions();
+        }
         let discovery = self.discover();
         let report = self.sync_locked(&lock, &discovery, force, Trigger::Requested, progress)?;
         drop(lock);

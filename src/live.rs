@@ -333,6 +333,7 @@ pub(crate) fn start(
                 poll: None,
                 last_watch_attempt: None,
                 backoff: FAILURE_BACKOFF.0,
+                synced: false,
             }
             .run(rx)
         });
@@ -366,6 +367,8 @@ struct Worker {
     poll: Option<Duration>,
     last_watch_attempt: Option<Instant>,
     backoff: Duration,
+    /// A sync has committed since the start.
+    synced: bool,
 }
 
 impl Worker {
@@ -484,7 +487,11 @@ impl Worker {
                         .map(|e| format!("embedding failed: {e}"));
                 });
                 (self.on_event)(&LiveEvent::Synced(report));
-                self.memory.files_changed();
+                // QMD's boot update covers what the first sync found.
+                if self.synced {
+                    self.memory.files_changed();
+                }
+                self.synced = true;
                 // Open the new generation now, so the next search does not pay for it.
                 self.memory.warm_view();
                 if embed_error.is_some() {

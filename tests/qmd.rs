@@ -400,3 +400,110 @@ fn real_qmd_indexes_the_collections() {
         "{payload}"
     );
 }
+
+#[test]
+fn transcripts_are_exported_for_the_sessions_collection() {
+    let mut fx = Fixture::new("exit 1");
+    fx.settings.qmd.sessions.enabled = true;
+    let sessions = fx.root.join("state/agents/main/sessions");
+    write(
+        &sessions.join("s1.jsonl"),
+        "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"remind me about the Lisbon ferry\"}}\n",
+    );
+    let memory = fx.memory();
+    memory.sync(false, &|_| {}).unwrap();
+    let export = fx.root.join("state/agents/main/qmd/sessions/s1.md");
+    assert_eq!(
+        fs::read_to_string(&export).unwrap(),
+        "# Session s1\n\nUser: remind me about the Lisbon ferry\n"
+    );
+    let yml = fs::read_to_string(fx.root.join("index.yml.seen")).unwrap();
+    assert!(yml.contains("  sessions:\n"), "{yml}");
+    // QMD fails here: memoria's own index has the export, cited as QMD would cite it.
+    let payload = search(&memory, "Lisbon ferry");
+    assert_eq!(
+        payload["results"][0]["path"], "qmd/sessions/s1.md",
+        "{payload}"
+    );
+    assert!(memory
+        .memory_get("qmd/sessions/s1.md", None, None)
+        .text
+        .contains("Lisbon ferry"));
+    // The transcript gone: so is its export (the next update or index).
+    fs::remove_file(sessions.join("s1.jsonl")).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    assert!(!export.exists());
+}
+
+#[test]
+fn a_live_memory_keeps_qmd_updated() {
+    // `update` takes 300 ms: a search that waits for the boot run comes after it.
+    let mut fx = Fixture::new("cat \"$ANSWER\"");
+    let slow_update = fs::read_to_string(&fx.settings.qmd.command)
+        .unwrap()
+        .replace(
+            "update|embed) exit 0",
+            "update) sleep 0.3; exit 0 ;;\n  embed) exit 0",
+        );
+    fs::write(&fx.settings.qmd.command, slow_update).unwrap();
+    fx.settings.qmd.update.wait_for_boot_sync = true;
+    fx.settings.qmd.update.interval = Some(Duration::from_millis(400));
+    fx.settings.qmd.update.debounce = Duration::from_millis(50);
+    fx.settings.sync.watch_debounce_ms = 50;
+    let memory = std::sync::Arc::new(fx.memory());
+    let live = memory.start_live(|_| {}).unwrap();
+    let payload = search(&memory, "postgres");
+    assert_eq!(payload["backend"], "qmd", "{payload}");
+    let log = fx.log();
+    let first: Vec<&str> = log.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(&first[..3], ["update", "embed", "query"], "{log}");
+    // Every update.interval, another update (no embed: embedInterval is an hour).
+    std::thread::sleep(Duration::from_millis(1200));
+    let updates = fx.log().matches("update ").count();
+    assert!(updates >= 2, "{}", fx.log());
+    assert_eq!(fx.log().matches("embed ").count(), 1);
+    live.stop();
+    let after = fx.log().matches("update ").count();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(
+        fx.log().matches("update ").count(),
+        after,
+        "stopped with the live sync"
+    );
+    let status = memory.status().unwrap();
+    let qmd = status.qmd.unwrap();
+    assert!(
+        qmd.last_update.is_some() && qmd.last_embed.is_some(),
+        "{qmd:?}"
+    );
+}
+
+#[test]
+fn a_change_to_memory_files_updates_qmd_after_the_debounce() {
+    let mut fx = Fixture::new("cat \"$ANSWER\"");
+    fx.settings.qmd.update.interval = None;
+    fx.settings.qmd.update.debounce = Duration::from_millis(100);
+    fx.settings.sync.watch_debounce_ms = 50;
+    let memory = std::sync::Arc::new(fx.memory());
+    let live = memory.start_live(|_| {}).unwrap();
+    let settled = |want: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while fx.log().matches("update ").count() < want && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        fx.log().matches("update ").count()
+    };
+    assert_eq!(settled(1), 1, "the boot update");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        fx.log().matches("update ").count(),
+        1,
+        "no interval: no more"
+    );
+    write(
+        &fx.root.join("notes/new.md"),
+        "A new note about Postgres.\n",
+    );
+    assert_eq!(settled(2), 2, "{}", fx.log());
+    live.stop();
+}

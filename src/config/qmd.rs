@@ -65,7 +65,8 @@ pub struct QmdSessions {
     pub enabled: bool,
     /// `retentionDays`.
     pub retention_days: Option<u64>,
-    /// `exportDir`.
+    /// `exportDir` (`~` expanded; relative to the workspace), else
+    /// `<stateDir>/agents/<agentId>/qmd/sessions`.
     pub export_dir: Option<String>,
 }
 
@@ -202,10 +203,13 @@ impl Default for QmdSettings {
 }
 
 impl QmdSettings {
-    /// Expands a leading `~` of every collection path.
+    /// Expands a leading `~` of every collection path and of `sessions.exportDir`.
     pub(super) fn expand_home(&mut self, env: &super::Env) {
         for path in &mut self.paths {
             path.path = super::expand_home(&path.path.to_string_lossy(), env);
+        }
+        if let Some(dir) = &mut self.sessions.export_dir {
+            *dir = super::expand_home(dir, env).display().to_string();
         }
     }
 }
@@ -309,13 +313,6 @@ pub(super) fn parse(node: &Node) -> Result<QmdSettings, ConfigError> {
     if let Some(scope) = node.section("scope", &["default", "rules"])? {
         q.scope = parse_scope(&scope)?;
     }
-    if q.sessions.enabled {
-        q.unused.push(
-            "memory.qmd.sessions.enabled: memoria does not export session transcripts to a QMD \
-             collection; index them with experimental.sessionMemory and sources [\"sessions\"]"
-                .into(),
-        );
-    }
     Ok(q)
 }
 
@@ -350,7 +347,7 @@ fn parse_paths(node: &Node) -> Result<Vec<QmdPath>, ConfigError> {
             None => (derived_name(&raw), false),
         };
         let taken =
-            |n: &str| DEFAULT_COLLECTIONS.contains(&n) || named.iter().any(|p| p.1 && p.0 == n);
+            |n: &str| RESERVED_COLLECTIONS.contains(&n) || named.iter().any(|p| p.1 && p.0 == n);
         if explicit && taken(&name) {
             return Err(ConfigError::invalid(
                 &entry.key_path("name"),
@@ -365,7 +362,7 @@ fn parse_paths(node: &Node) -> Result<Vec<QmdPath>, ConfigError> {
         let mut name = base.clone();
         let mut n = 1;
         while !explicit
-            && (DEFAULT_COLLECTIONS.contains(&name.as_str())
+            && (RESERVED_COLLECTIONS.contains(&name.as_str())
                 || paths.iter().any(|p| p.name == name)
                 || named[i + 1..]
                     .iter()
@@ -385,6 +382,9 @@ fn parse_paths(node: &Node) -> Result<Vec<QmdPath>, ConfigError> {
 
 /// The collections memoria adds for `includeDefaultMemory`, as OpenClaw names them.
 pub const DEFAULT_COLLECTIONS: &[&str] = &["memory-root", "memory-alt", "memory-dir"];
+/// Names `paths[].name` may not take: the default collections and `sessions` (the exported
+/// transcripts).
+pub const RESERVED_COLLECTIONS: &[&str] = &["memory-root", "memory-alt", "memory-dir", "sessions"];
 
 fn valid_name(name: &str) -> bool {
     !name.is_empty()

@@ -450,10 +450,6 @@ fn settings_not_acted_on_are_warnings() {
     assert!(warnings[0].starts_with("remote.batch.enabled is true, but batch indexing applies"));
     let not_yet = [
         (
-            json!({"memory": {"backend": "qmd", "qmd": {"sessions": {"enabled": true}}}}),
-            "memory.qmd.sessions.enabled: memoria does not export",
-        ),
-        (
             json!({"memory": {"backend": "qmd", "qmd": {"update": {"commandTimeoutMs": 5}}}}),
             "memory.qmd.update.commandTimeoutMs: memoria writes",
         ),
@@ -1131,6 +1127,10 @@ fn qmd_settings() {
         (
             "{paths: [{path: '/a', name: 'memory-dir'}]}",
             "memory.qmd.paths[0].name: \"memory-dir\" names another",
+        ),
+        (
+            "{paths: [{path: '/a', name: 'sessions'}]}",
+            "memory.qmd.paths[0].name: \"sessions\" names another",
         ),
         (
             "{paths: [{path: '/a', pattern: 'a['}]}",

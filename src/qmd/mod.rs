@@ -11,8 +11,9 @@
 //!
 //! **Collections.** The configured `paths` become named collections, plus OpenClaw's
 //! `memory-root` (`MEMORY.md`), `memory-alt` (`memory.md`) and `memory-dir` (`memory/**/*.md`)
-//! when `includeDefaultMemory`. memoria indexes the configured ones itself too, so the
-//! fallback serves the same documents.
+//! when `includeDefaultMemory`, plus `sessions` (the agent's transcripts exported as
+//! Markdown, `sessions.rs`) when `sessions.enabled`. memoria indexes the configured ones
+//! and the exports itself too, so the fallback serves the same documents.
 //!
 //! **Maintenance.** `qmd update` (and `qmd embed`) keep QMD's index fresh. A live memory
 //! (`memoria mcp`, `memoria watch`) runs them on a thread of their own: at start when
@@ -33,6 +34,7 @@ mod home;
 mod output;
 mod process;
 pub(crate) mod scope;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,14 +55,16 @@ pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// memoria's record of the last `qmd update` / `qmd embed`, in QMD's home.
 const STATE_FILE: &str = "memoria-qmd.json";
 
-/// The configured collections (`memory.qmd.paths`), with their paths resolved against the
-/// workspace; empty unless the backend is QMD.
+/// The collections memoria indexes itself for the QMD backend (empty otherwise): the
+/// configured ones (`memory.qmd.paths`), with their paths resolved against the workspace,
+/// and the exported transcripts (`memory.qmd.sessions`) unless memoria indexes the
+/// transcripts themselves (`experimental.sessionMemory`).
 pub(crate) fn configured_collections(settings: &Settings) -> Vec<Collection> {
     if settings.backend != crate::config::Backend::Qmd {
         return Vec::new();
     }
     let workspace = absolute(&settings.workspace);
-    settings
+    let mut collections: Vec<Collection> = settings
         .qmd
         .paths
         .iter()
@@ -70,7 +74,30 @@ pub(crate) fn configured_collections(settings: &Settings) -> Vec<Collection> {
                 .map_err(|err| tracing::warn!("{err}"))
                 .ok()
         })
-        .collect()
+        .collect();
+    if settings.sessions_dir().is_none() {
+        collections.extend(sessions_collection(settings));
+    }
+    collections
+}
+
+/// The exported transcripts' collection, when `memory.qmd.sessions.enabled`.
+fn sessions_collection(settings: &Settings) -> Option<Collection> {
+    let export = settings
+        .qmd
+        .sessions
+        .enabled
+        .then(|| export_dir(settings))?;
+    Collection::new(sessions::COLLECTION, &export, "*.md").ok()
+}
+
+fn export_dir(settings: &Settings) -> PathBuf {
+    let home = home::Home::new(&settings.state_dir, &settings.agent_id);
+    sessions::export_dir(
+        settings.qmd.sessions.export_dir.as_deref().map(Path::new),
+        &absolute(&settings.workspace),
+        home.root(),
+    )
 }
 
 /// OpenClaw's collections of the workspace's memory files (`includeDefaultMemory`).
@@ -125,6 +152,13 @@ pub struct QmdStatus {
     pub last_error: Option<String>,
 }
 
+/// Where transcripts are exported from and to (`memory.qmd.sessions`).
+struct SessionExport {
+    source: PathBuf,
+    dir: PathBuf,
+    retention: Option<Duration>,
+}
+
 #[derive(Default)]
 struct State {
     /// The last search failure and when: searches skip QMD for [`RETRY_AFTER`].
@@ -140,6 +174,7 @@ pub(crate) struct Sidecar {
     home: home::Home,
     record_file: PathBuf,
     collections: Vec<Collection>,
+    sessions: Option<SessionExport>,
     state: Mutex<State>,
     /// Set while a maintenance thread runs; `true` once its boot run is done.
     boot: (Mutex<Option<bool>>, Condvar),
@@ -157,6 +192,22 @@ impl Sidecar {
             collections.extend(default_collections(&workspace));
         }
         collections.extend(configured.iter().cloned());
+        let sessions = settings.qmd.sessions.enabled.then(|| SessionExport {
+            source: settings
+                .state_dir
+                .join("agents")
+                .join(&settings.agent_id)
+                .join("sessions"),
+            dir: export_dir(settings),
+            retention: settings
+                .qmd
+                .sessions
+                .retention_days
+                .map(|days| Duration::from_secs(days.saturating_mul(86_400))),
+        });
+        if !collections.iter().any(|c| c.name == sessions::COLLECTION) {
+            collections.extend(sessions_collection(settings));
+        }
         let home = home::Home::new(&settings.state_dir, &settings.agent_id);
         Sidecar {
             settings: settings.qmd.clone(),
@@ -164,6 +215,7 @@ impl Sidecar {
             record_file: home.root().join(STATE_FILE),
             home,
             collections,
+            sessions,
             state: Mutex::new(State::default()),
             boot: (Mutex::new(None), Condvar::new()),
             changed: Mutex::new(None),
@@ -286,8 +338,35 @@ impl Sidecar {
             .is_none_or(|at| unix_now().saturating_sub(at) >= interval.as_secs())
     }
 
-    /// `qmd update`, then `qmd embed` when `embed`; failures are kept for `status`.
+    /// Exports the transcripts for the `sessions` collection (`memory.qmd.sessions`).
+    pub(crate) fn export_sessions(&self) {
+        let Some(export) = &self.sessions else {
+            return;
+        };
+        match sessions::export(
+            &export.source,
+            &export.dir,
+            export.retention,
+            SystemTime::now(),
+        ) {
+            Ok(done) if done.written + done.removed > 0 => tracing::info!(
+                "exported transcripts for QMD: {} written, {} removed",
+                done.written,
+                done.removed
+            ),
+            Ok(_) => {}
+            Err(why) => {
+                let why = format!("exporting transcripts for QMD: {why}");
+                tracing::warn!("{why}");
+                self.state().last_error = Some(why);
+            }
+        }
+    }
+
+    /// `qmd update`, then `qmd embed` when `embed`; failures are kept for `status`. The
+    /// transcripts are exported first.
     pub(crate) fn update(&self, embed: bool) -> Result<(), String> {
+        self.export_sessions();
         let update = &self.settings.update;
         let mut result = self
             .run(&["update"], update.update_timeout)
