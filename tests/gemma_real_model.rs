@@ -210,3 +210,41 @@ fn whitespace_and_empty_texts_match_sentence_transformers() {
         assert!(cos >= 0.99999, "{kind:?} {text:?}: cosine {cos}");
     }
 }
+
+/// The GPU build (`--features cuda`) on a GPU: the golden cases on `cuda:0`, f32, within the
+/// same gate as the CPU. Skipped, with a note, when no CUDA device can run the model (this
+/// also covers a machine with the CUDA libraries but no GPU or driver).
+#[cfg(feature = "cuda")]
+#[test]
+fn golden_cases_match_pytorch_on_cuda() {
+    let (Ok(dir), Some(cases)) = (std::env::var("MEMORIA_TEST_MODEL_DIR"), golden()) else {
+        return;
+    };
+    let on_gpu = Device::new_cuda(0)
+        .map_err(|e| e.to_string())
+        .and_then(|device| {
+            GemmaEmbedder::load(&dir, &device, GemmaOptions::default()).map_err(|e| e.to_string())
+        })
+        .and_then(|m| {
+            m.embed(&["probe"], EmbedKind::Query)
+                .map_err(|e| e.to_string())
+                .map(|_| m)
+        });
+    let m = match on_gpu {
+        Ok(m) => m,
+        Err(why) => {
+            let why = why.lines().next().unwrap_or_default();
+            eprintln!("note: no usable CUDA device ({why}); skipping the CUDA golden test");
+            return;
+        }
+    };
+    for kind in [EmbedKind::Query, EmbedKind::Document] {
+        let sel: Vec<&Case> = cases.iter().filter(|c| c.kind == kind).collect();
+        let texts: Vec<&str> = sel.iter().map(|c| c.text.as_str()).collect();
+        let out = m.embed(&texts, kind).unwrap();
+        for (c, e) in sel.iter().zip(&out) {
+            let cos = cosine(&e.vector, &c.embedding);
+            assert!(cos >= 0.9999, "{:?} on cuda: cosine {cos}", c.text);
+        }
+    }
+}

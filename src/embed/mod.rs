@@ -230,27 +230,85 @@ pub fn default_device() -> Result<candle_core::Device> {
     Ok(candle_core::Device::Cpu)
 }
 
-/// Loads the local EmbeddingGemma model from `dir` on [`default_device`].
+/// Loads the local EmbeddingGemma model from `dir`: on the GPU when the build has a usable
+/// one, else on the CPU (see [`load_local_on`]).
+pub fn load_local(dir: &std::path::Path) -> Result<std::sync::Arc<dyn Embedder>> {
+    load_local_on(dir).map(|(embedder, _)| embedder)
+}
+
+/// Loads the local EmbeddingGemma model from `dir`, and says where it runs, in words
+/// (`cuda:0, f32`, `cpu, f32, AVX-512 kernels`).
+///
+/// A build with a GPU backend (`cuda`, `metal`) loads on the GPU and checks it with one
+/// short embedding. When there is no usable GPU (no device, no driver, a failing kernel),
+/// the model runs on the CPU instead, and the words say why.
 ///
 /// A model already loaded in this process from the same directory (by another
 /// [`Memory`](crate::Memory): one per agent) is shared rather than loaded again; it is
 /// freed when the last user drops it. Concurrent first loads of one directory load once.
-pub fn load_local(dir: &std::path::Path) -> Result<std::sync::Arc<dyn Embedder>> {
+pub fn load_local_on(dir: &std::path::Path) -> Result<(std::sync::Arc<dyn Embedder>, String)> {
     use std::sync::{Arc, Mutex, Weak};
-    static LOADED: Mutex<Vec<(std::path::PathBuf, Weak<dyn Embedder>)>> = Mutex::new(Vec::new());
+    type Loaded = (std::path::PathBuf, Weak<dyn Embedder>, String);
+    static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
     let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-    loaded.retain(|(_, weak)| weak.strong_count() > 0);
+    loaded.retain(|(_, weak, _)| weak.strong_count() > 0);
     if let Some(shared) = loaded
         .iter()
-        .find(|(path, _)| *path == key)
-        .and_then(|(_, weak)| weak.upgrade())
+        .find(|(path, _, _)| *path == key)
+        .and_then(|(_, weak, device)| Some((weak.upgrade()?, device.clone())))
     {
         return Ok(shared);
     }
-    let device = default_device()?;
-    let embedder: Arc<dyn Embedder> =
-        Arc::new(GemmaEmbedder::load(dir, &device, GemmaOptions::default())?);
-    loaded.push((key, Arc::downgrade(&embedder)));
-    Ok(embedder)
+    let (embedder, device) = load_on_best_device(dir)?;
+    let embedder: Arc<dyn Embedder> = Arc::new(embedder);
+    loaded.push((key, Arc::downgrade(&embedder), device.clone()));
+    Ok((embedder, device))
+}
+
+/// The GPU when the build has one and it works, else the CPU (with the reason).
+fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)> {
+    #[cfg(any(feature = "cuda", feature = "metal"))]
+    let gpu_failed = {
+        let on_gpu = default_device().and_then(|device| {
+            let embedder = GemmaEmbedder::load(dir, &device, GemmaOptions::default())?;
+            embedder.embed(&["memoria device check"], EmbedKind::Query)?;
+            Ok(embedder)
+        });
+        match on_gpu {
+            Ok(embedder) => return Ok((embedder, gpu_words().into())),
+            // A model that cannot be read fails the same way on the CPU.
+            Err(err @ (EmbedError::MissingFile { .. } | EmbedError::Io { .. })) => return Err(err),
+            Err(err) => {
+                tracing::warn!(
+                    "{}: the GPU cannot run the model ({err}); using the CPU",
+                    gpu_words()
+                );
+                Some(format!("{} failed: {err}", gpu_words()))
+            }
+        }
+    };
+    #[cfg(not(any(feature = "cuda", feature = "metal")))]
+    let gpu_failed: Option<String> = None;
+    let embedder = GemmaEmbedder::load(dir, &candle_core::Device::Cpu, GemmaOptions::default())?;
+    let kernels = match crate::simd::level() {
+        crate::simd::Level::Avx512 => "AVX-512",
+        crate::simd::Level::Avx2 => "AVX2",
+        crate::simd::Level::Scalar => "scalar",
+    };
+    let mut words = format!("cpu, f32, {kernels} kernels");
+    if let Some(why) = gpu_failed {
+        words.push_str(&format!(" ({why})"));
+    }
+    Ok((embedder, words))
+}
+
+/// The GPU of this build, in words.
+#[cfg(any(feature = "cuda", feature = "metal"))]
+fn gpu_words() -> &'static str {
+    if cfg!(feature = "cuda") {
+        "cuda:0, f32"
+    } else {
+        "metal, f32"
+    }
 }

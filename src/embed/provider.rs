@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::locate::{resolve_model, ModelSearch};
-use super::{load_local, Embedder};
+use super::{load_local_on, Embedder};
 use crate::config::{ProviderKind, Settings};
 use crate::fallback::Fallback;
 
@@ -237,30 +237,14 @@ fn try_local(
         settings.local.model_cache_dir.as_ref().map(PathBuf::from),
     );
     let location = resolve_model(&search).map_err(|err| err.to_string())?;
-    let embedder =
-        load_local(&location.dir).map_err(|err| format!("{}: {err}", location.dir.display()))?;
+    let (embedder, device) =
+        load_local_on(&location.dir).map_err(|err| format!("{}: {err}", location.dir.display()))?;
     let mut resolved = ResolvedEmbedder::plain(
         Some(embedder),
         "local".into(),
         Some(model.unwrap_or("embeddinggemma-300m").to_string()),
         None,
     );
-    resolved.device = Some(local_device());
+    resolved.device = Some(device);
     Ok(resolved)
-}
-
-/// Where the local model runs and in what precision, in words.
-fn local_device() -> String {
-    if cfg!(feature = "cuda") {
-        return "cuda:0, f32".into();
-    }
-    if cfg!(feature = "metal") {
-        return "metal, f32".into();
-    }
-    let kernels = match crate::simd::level() {
-        crate::simd::Level::Avx512 => "AVX-512",
-        crate::simd::Level::Avx2 => "AVX2",
-        crate::simd::Level::Scalar => "scalar",
-    };
-    format!("cpu, f32, {kernels} kernels")
 }
