@@ -488,7 +488,7 @@ impl Memory {
             if let Err(why) = qmd::scope::check(&self.settings.qmd.scope, &options.chat) {
                 return empty(&why);
             }
-            // QMD holds no transcripts: a sessions-only search is memoria's.
+            // QMD has no corpus filter: a sessions-only search is memoria's own.
             if options.corpus != Corpus::Sessions {
                 match qmd.search(query) {
                     Ok(hits) => return Ok(self.qmd_response(hits)),
