@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::workspace::{normalize, relative_path};
+use crate::workspace::{join_cited, normalize, relative_path};
 
 /// The prefix of citations of files outside the workspace.
 pub const CITE_PREFIX: &str = "qmd/";
@@ -60,19 +60,10 @@ impl Collection {
 
     /// How memoria cites the collection's file `rel`.
     pub fn cite(&self, workspace: &Path, rel: &str) -> String {
-        if self.in_workspace(workspace) {
-            let root = relative_path(workspace, &self.root);
-            if root.is_empty() {
-                rel.to_string()
-            } else {
-                format!("{root}/{rel}")
-            }
-        } else {
-            format!("{CITE_PREFIX}{}/{rel}", self.name)
-        }
+        join_cited(&self.cited_root(workspace), rel)
     }
 
-    /// How memoria cites the collection's directory itself (for vanished roots).
+    /// How memoria cites the collection's directory itself (its files are below it).
     pub fn cited_root(&self, workspace: &Path) -> String {
         if self.in_workspace(workspace) {
             relative_path(workspace, &self.root)

@@ -38,6 +38,7 @@
 
 pub mod append;
 mod chunk;
+mod clock;
 mod collection;
 pub mod config;
 mod digest;
@@ -491,7 +492,7 @@ impl Memory {
             // QMD has no corpus filter: a sessions-only search is memoria's own.
             if options.corpus != Corpus::Sessions {
                 match qmd.search(query) {
-                    Ok(hits) => return Ok(self.qmd_response(hits)),
+                    Ok(hits) => return Ok(qmd::response(hits, &self.settings.qmd)),
                     Err(why) => qmd_failure = Some(why),
                 }
             }
@@ -514,50 +515,6 @@ impl Memory {
             });
         }
         Ok(response)
-    }
-
-    /// A QMD answer as a response: QMD's order and scores (its own scale: `minScore` is not
-    /// applied), its snippets within `limits`.
-    fn qmd_response(&self, hits: Vec<qmd::QmdHit>) -> SearchResponse {
-        let mode = match self.settings.qmd.search_mode {
-            config::SearchMode::Query => Mode::Hybrid,
-            config::SearchMode::Search => Mode::FtsOnly,
-            config::SearchMode::Vsearch => Mode::VectorOnly,
-        };
-        let warning = hits
-            .is_empty()
-            .then(|| "QMD found nothing for this query".to_string());
-        let hits = hits
-            .into_iter()
-            .map(|hit| Hit {
-                id: format!("qmd:{}#L{}", hit.path, hit.start_line),
-                chunk: ChunkRecord {
-                    source: search::pipeline::source_of(&hit.path).into(),
-                    path: hit.path,
-                    start_line: hit.start_line,
-                    end_line: hit.end_line,
-                    hash: sha256_hex(hit.snippet.as_bytes()),
-                    text: hit.snippet,
-                },
-                score: hit.score,
-                text_score: 0.0,
-                vector_score: None,
-            })
-            .collect();
-        let limits = &self.settings.qmd.limits;
-        SearchResponse {
-            hits,
-            served: Served {
-                provider: "qmd".into(),
-                model: None,
-                mode,
-                fallback: None,
-                backend: Some("qmd".into()),
-            },
-            warning,
-            snippet_chars: limits.max_snippet_chars,
-            injected_chars: Some(limits.max_injected_chars),
-        }
     }
 
     /// memoria's own search.
@@ -795,11 +752,7 @@ impl Memory {
             chunks: stats.chunks,
             bytes: stats.bytes,
             vectors: stats.embedding.as_ref().map(|e| e.vectors),
-            backend: match self.settings.backend {
-                config::Backend::Builtin => "builtin",
-                config::Backend::Qmd => "qmd",
-            }
-            .into(),
+            backend: self.settings.backend.as_str().into(),
             qmd,
             mode: served.mode.as_str().to_string(),
             provider: served.provider,

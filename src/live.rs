@@ -37,16 +37,17 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::unix_now;
 use crate::config::Settings;
 use crate::index::atomic::write_atomic;
-use crate::workspace::absolute_in;
+use crate::workspace::{absolute, absolute_in};
 use crate::{Error, Memory, SyncReport};
 
 /// `MEMORIA_WATCH=poll` makes the live sync poll instead of watching.
@@ -590,12 +591,6 @@ impl Worker {
     }
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// The debounced watcher and the roots it watches.
 struct Watch {
     debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
@@ -749,13 +744,6 @@ fn existing(path: &Path) -> PathBuf {
             Some(parent) if !parent.as_os_str().is_empty() => dir = parent,
             _ => return PathBuf::from("/"),
         }
-    }
-}
-
-fn absolute(path: &Path) -> PathBuf {
-    match std::env::current_dir() {
-        Ok(cwd) => absolute_in(&cwd, path),
-        Err(_) => path.to_path_buf(),
     }
 }
 

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
@@ -492,9 +492,7 @@ pub fn sync(
         chunks: report.chunks,
         bytes: files.iter().map(|(_, r)| r.size).sum(),
         warnings: warnings.clone(),
-        synced_at: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        synced_at: crate::clock::unix_now(),
         workspace_digest: digest_of(discovery, &stats),
         embedding,
     };

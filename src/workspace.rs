@@ -261,42 +261,41 @@ impl Found<'_> {
     /// part: per-root work, not per-file (resolving every file was most of the freshness
     /// check a search runs: 33 ms at 2,700 files).
     fn add_walked(&mut self, root: &Path) {
+        let cited_root = relative_path(self.workspace, root);
+        self.add_tree(root, &cited_root, &is_markdown);
+    }
+
+    /// The collection's files (those its glob matches), cited as [`Collection::cite`] says.
+    fn add_collection(&mut self, collection: &Collection) {
+        let root = &collection.root;
+        let matches = |path: &Path| {
+            path.strip_prefix(root)
+                .is_ok_and(|rel| collection.matches(&slash_path(rel)))
+        };
+        self.add_tree(root, &collection.cited_root(self.workspace), &matches);
+    }
+
+    /// The files under `root` that `wanted` accepts, cited as `cited_root/<walked path>`.
+    fn add_tree(&mut self, root: &Path, cited_root: &str, wanted: &dyn Fn(&Path) -> bool) {
         let real_root = real_path(root);
-        let rel_root = relative_path(self.workspace, root);
-        for path in walk_files(root, &mut self.discovery.warnings, &is_markdown) {
+        for path in walk_files(root, &mut self.discovery.warnings, wanted) {
             let Ok(walked) = path.strip_prefix(root) else {
                 self.add_file(path); // not reached: walks list paths under their root
                 continue;
             };
             let real = real_root.join(walked);
-            let walked = slash_path(walked);
-            let rel_path = if rel_root.is_empty() {
-                walked
-            } else {
-                format!("{rel_root}/{walked}")
-            };
+            let rel_path = join_cited(cited_root, &slash_path(walked));
             self.add(path, real, rel_path);
         }
     }
 }
 
-impl Found<'_> {
-    /// The collection's files, cited as [`Collection::cite`] says.
-    fn add_collection(&mut self, collection: &Collection) {
-        let root = &collection.root;
-        let real_root = real_path(root);
-        let matches = |path: &Path| {
-            path.strip_prefix(root)
-                .is_ok_and(|rel| collection.matches(&slash_path(rel)))
-        };
-        for path in walk_files(root, &mut self.discovery.warnings, &matches) {
-            let Ok(walked) = path.strip_prefix(root) else {
-                continue; // not reached: walks list paths under their root
-            };
-            let real = real_root.join(walked);
-            let rel_path = collection.cite(self.workspace, &slash_path(walked));
-            self.add(path, real, rel_path);
-        }
+/// `base/rel`, or `rel` when `base` is empty (the workspace itself).
+pub(crate) fn join_cited(base: &str, rel: &str) -> String {
+    if base.is_empty() {
+        rel.to_string()
+    } else {
+        format!("{base}/{rel}")
     }
 }
 
@@ -398,6 +397,14 @@ fn walk_files(
         }
     }
     out
+}
+
+/// `path` made absolute against the current directory and lexically normalised.
+pub(crate) fn absolute(path: &Path) -> PathBuf {
+    match std::env::current_dir() {
+        Ok(cwd) => absolute_in(&cwd, path),
+        Err(_) => path.to_path_buf(),
+    }
 }
 
 /// `path` made absolute against `base` and lexically normalised (no `.`/`..`).

@@ -192,23 +192,13 @@ impl Server {
                 let options = SearchOptions {
                     max_results: args.positive("maxResults")?,
                     min_score: args.fraction("minScore")?,
-                    corpus: match args.string("corpus")? {
-                        None => Corpus::All,
-                        Some(name) => Corpus::parse(name).ok_or_else(|| {
-                            invalid(format!(
-                                "`corpus`: expected memory, sessions or all, got {name:?}"
-                            ))
-                        })?,
-                    },
+                    corpus: args
+                        .choice("corpus", Corpus::parse, "memory, sessions or all")?
+                        .unwrap_or(Corpus::All),
                     chat: Chat {
-                        chat_type: match args.string("chatType")? {
-                            None => ChatType::Direct,
-                            Some(name) => ChatType::parse(name).ok_or_else(|| {
-                                invalid(format!(
-                                    "`chatType`: expected direct, group or channel, got {name:?}"
-                                ))
-                            })?,
-                        },
+                        chat_type: args
+                            .choice("chatType", ChatType::parse, "direct, group or channel")?
+                            .unwrap_or_default(),
                         channel: args.string("channel")?.map(str::to_string),
                         session_key: args.string("sessionKey")?.map(str::to_string),
                     },
@@ -402,6 +392,21 @@ impl Args {
             Some(Value::String(text)) => Ok(Some(text)),
             Some(other) => Err(invalid(format!("`{key}`: expected a string, got {other}"))),
         }
+    }
+
+    /// One of the names `parse` accepts (`expected` lists them for the error).
+    fn choice<T>(
+        &self,
+        key: &str,
+        parse: fn(&str) -> Option<T>,
+        expected: &str,
+    ) -> Result<Option<T>, McpError> {
+        self.string(key)?
+            .map(|name| {
+                parse(name)
+                    .ok_or_else(|| invalid(format!("`{key}`: expected {expected}, got {name:?}")))
+            })
+            .transpose()
     }
 
     /// A whole number ≥ 1 (JSON `3` or `3.0`).

@@ -99,6 +99,16 @@ pub enum Backend {
     Qmd,
 }
 
+impl Backend {
+    /// The config spelling: `builtin`, `qmd`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Builtin => "builtin",
+            Backend::Qmd => "qmd",
+        }
+    }
+}
+
 /// The kind of chat a search serves (OpenClaw's `chatType`): it decides whether citations
 /// (`auto`) and QMD hits (`memory.qmd.scope`) are shown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -497,11 +507,17 @@ impl Settings {
     /// This agent's session transcripts, `<stateDir>/agents/<agentId>/sessions` (SPEC §8),
     /// when `sources` has `"sessions"` and `experimental.sessionMemory` is on.
     pub fn sessions_dir(&self) -> Option<std::path::PathBuf> {
-        self.sources.contains(&Source::Sessions).then(|| {
-            self.state_dir
-                .join("agents")
-                .join(&self.agent_id)
-                .join("sessions")
-        })
+        self.sources
+            .contains(&Source::Sessions)
+            .then(|| self.transcripts_dir())
+    }
+
+    /// Where OpenClaw writes this agent's session transcripts,
+    /// `<stateDir>/agents/<agentId>/sessions`, whether memoria indexes them or not.
+    pub fn transcripts_dir(&self) -> std::path::PathBuf {
+        self.state_dir
+            .join("agents")
+            .join(&self.agent_id)
+            .join("sessions")
     }
 }

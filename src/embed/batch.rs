@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -265,9 +265,7 @@ fn submit(
                 id,
                 fingerprint: fingerprint.to_string(),
                 ids: group.iter().map(|(id, _)| id.to_string()).collect(),
-                submitted_at: SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs()),
+                submitted_at: crate::clock::unix_now(),
             };
             lock(shared).record(job.clone());
             Some(job)

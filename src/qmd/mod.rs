@@ -41,14 +41,62 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::unix_now;
 use crate::collection::Collection;
-use crate::config::{QmdSettings, Settings, DEFAULT_COLLECTIONS};
-use crate::workspace::absolute_in;
+use crate::config::{QmdSettings, SearchMode, Settings, DEFAULT_COLLECTIONS};
+use crate::digest::sha256_hex;
+use crate::index::catalog::ChunkRecord;
+use crate::search::pipeline::source_of;
+use crate::search::{Hit, Mode, SearchResponse, Served};
+use crate::workspace::{absolute, absolute_in};
 pub(crate) use output::QmdHit;
+
+/// A QMD answer as a search response: QMD's order and scores (its own scale: `minScore` is
+/// not applied), its snippets within `limits`.
+pub(crate) fn response(hits: Vec<QmdHit>, settings: &QmdSettings) -> SearchResponse {
+    let mode = match settings.search_mode {
+        SearchMode::Query => Mode::Hybrid,
+        SearchMode::Search => Mode::FtsOnly,
+        SearchMode::Vsearch => Mode::VectorOnly,
+    };
+    let warning = hits
+        .is_empty()
+        .then(|| "QMD found nothing for this query".to_string());
+    let hits = hits
+        .into_iter()
+        .map(|hit| Hit {
+            id: format!("qmd:{}#L{}", hit.path, hit.start_line),
+            chunk: ChunkRecord {
+                source: source_of(&hit.path).into(),
+                path: hit.path,
+                start_line: hit.start_line,
+                end_line: hit.end_line,
+                hash: sha256_hex(hit.snippet.as_bytes()),
+                text: hit.snippet,
+            },
+            score: hit.score,
+            text_score: 0.0,
+            vector_score: None,
+        })
+        .collect();
+    SearchResponse {
+        hits,
+        served: Served {
+            provider: "qmd".into(),
+            model: None,
+            mode,
+            fallback: None,
+            backend: Some("qmd".into()),
+        },
+        warning,
+        snippet_chars: settings.limits.max_snippet_chars,
+        injected_chars: Some(settings.limits.max_injected_chars),
+    }
+}
 
 /// After a failed search, how long searches go straight to memoria's engine.
 pub const RETRY_AFTER: Duration = Duration::from_secs(30);
@@ -114,17 +162,7 @@ fn default_collections(workspace: &Path) -> Vec<Collection> {
         .collect()
 }
 
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// When QMD's index was last refreshed (unix seconds), kept in the agent directory.
+/// When QMD's index was last refreshed (unix seconds), kept in QMD's home.
 #[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct Record {
@@ -193,11 +231,7 @@ impl Sidecar {
         }
         collections.extend(configured.iter().cloned());
         let sessions = settings.qmd.sessions.enabled.then(|| SessionExport {
-            source: settings
-                .state_dir
-                .join("agents")
-                .join(&settings.agent_id)
-                .join("sessions"),
+            source: settings.transcripts_dir(),
             dir: export_dir(settings),
             retention: settings
                 .qmd
@@ -205,8 +239,11 @@ impl Sidecar {
                 .retention_days
                 .map(|days| Duration::from_secs(days.saturating_mul(86_400))),
         });
-        if !collections.iter().any(|c| c.name == sessions::COLLECTION) {
-            collections.extend(sessions_collection(settings));
+        // QMD searches the exports even when memoria indexes the transcripts themselves.
+        if let Some(export) = &sessions {
+            if !collections.iter().any(|c| c.name == sessions::COLLECTION) {
+                collections.extend(Collection::new(sessions::COLLECTION, &export.dir, "*.md").ok());
+            }
         }
         let home = home::Home::new(&settings.state_dir, &settings.agent_id);
         Sidecar {
@@ -419,7 +456,7 @@ impl Sidecar {
     /// Starts the maintenance thread (see the module docs); it runs until the handle drops.
     pub(crate) fn maintain(self: &Arc<Self>) -> Maintenance {
         let (tx, rx) = mpsc::channel();
-        *self.changed.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.clone());
+        *self.changed.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
         *self.boot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(false);
         self.stop.store(false, Ordering::Relaxed);
         let sidecar = self.clone();
@@ -478,7 +515,6 @@ impl Sidecar {
         };
         Maintenance {
             sidecar: self.clone(),
-            tx,
             thread,
         }
     }
@@ -493,19 +529,22 @@ impl Sidecar {
 /// is ended).
 pub(crate) struct Maintenance {
     sidecar: Arc<Sidecar>,
-    tx: Sender<()>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Drop for Maintenance {
     fn drop(&mut self) {
         self.sidecar.stop.store(true, Ordering::Relaxed);
-        let _ = self.tx.send(());
-        *self
+        // Wakes the thread (it sees `stop`); the channel closes with the sender.
+        let sender = self
             .sidecar
             .changed
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = None;
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(sender) = sender {
+            let _ = sender.send(());
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
