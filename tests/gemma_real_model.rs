@@ -9,6 +9,8 @@ use std::sync::OnceLock;
 use candle_core::Device;
 use memoria::embed::{cosine, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions};
 
+/// The model as the product loads it on every start but the first: from its packed model
+/// (mapped weights, table-driven tokenizer). The pack is built in a temporary cache first.
 fn model() -> Option<&'static GemmaEmbedder> {
     static MODEL: OnceLock<Option<GemmaEmbedder>> = OnceLock::new();
     MODEL
@@ -17,12 +19,134 @@ fn model() -> Option<&'static GemmaEmbedder> {
                 eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping real-model tests");
                 return None;
             };
-            Some(
-                GemmaEmbedder::load(&dir, &Device::Cpu, GemmaOptions::default())
-                    .expect("load model"),
-            )
+            let cache = Box::leak(Box::new(tempfile::tempdir().unwrap()));
+            let options = || GemmaOptions {
+                cache_dir: Some(cache.path().to_path_buf()),
+                ..Default::default()
+            };
+            let first = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
+            assert!(
+                first.origin().contains("packed model written to"),
+                "{}",
+                first.origin()
+            );
+            drop(first);
+            let m = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
+            assert!(m.origin().starts_with("packed model "), "{}", m.origin());
+            assert_eq!(m.tokenizer_words(), "memoria BPE tables");
+            Some(m)
         })
         .as_ref()
+}
+
+/// The model loaded from its source files (the `tokenizers` crate, weights converted).
+fn model_from_source() -> Option<GemmaEmbedder> {
+    let dir = std::env::var("MEMORIA_TEST_MODEL_DIR").ok()?;
+    let m = GemmaEmbedder::load(&dir, &Device::Cpu, GemmaOptions::default()).expect("load model");
+    assert_eq!(
+        (m.origin(), m.tokenizer_words()),
+        ("source files", "tokenizers crate")
+    );
+    Some(m)
+}
+
+/// The packed model is the source model: same fingerprint (so no index re-embeds), and
+/// bit-identical vectors for queries and a packed batch of documents.
+#[test]
+fn packed_model_equals_source_model() {
+    let (Some(packed), Some(source)) = (model(), model_from_source()) else {
+        return;
+    };
+    assert_eq!(packed.fingerprint(), source.fingerprint());
+    let docs = [
+        "Mars, known for its reddish appearance, is often referred to as the Red Planet.",
+        "東京で会議があった。",
+        "",
+    ];
+    for kind in [EmbedKind::Query, EmbedKind::Document] {
+        let a = packed.embed(&docs, kind).unwrap();
+        let b = source.embed(&docs, kind).unwrap();
+        for (a, b) in a.iter().zip(&b) {
+            assert_eq!((&a.vector, a.tokens), (&b.vector, b.tokens));
+        }
+    }
+}
+
+/// The table-driven tokenizer gives the `tokenizers` crate's ids on every text of the eval
+/// corpora (SciFact, XQuAD en/es/zh, LoCoMo workspaces) and on awkward strings.
+#[test]
+fn table_tokenizer_equals_tokenizers_crate_on_corpora() {
+    let (Some(m), Ok(dir)) = (model(), std::env::var("MEMORIA_TEST_MODEL_DIR")) else {
+        return;
+    };
+    let reference = tokenizers::Tokenizer::from_file(format!("{dir}/tokenizer.json")).unwrap();
+    let eval = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/eval");
+    let mut texts: Vec<String> = Vec::new();
+    let jsonl = |path: String, limit: usize, texts: &mut Vec<String>| {
+        let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for line in body.lines().take(limit) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            for key in ["title", "text"] {
+                if let Some(t) = v[key].as_str() {
+                    texts.push(t.to_string());
+                }
+            }
+        }
+    };
+    jsonl(format!("{eval}/scifact/corpus.jsonl"), 1500, &mut texts);
+    jsonl(
+        format!("{eval}/scifact/queries.jsonl"),
+        usize::MAX,
+        &mut texts,
+    );
+    for lang in ["en", "es", "zh"] {
+        jsonl(
+            format!("{eval}/xquad/xquad-{lang}/corpus.jsonl"),
+            usize::MAX,
+            &mut texts,
+        );
+        jsonl(
+            format!("{eval}/xquad/xquad-{lang}/queries.jsonl"),
+            usize::MAX,
+            &mut texts,
+        );
+    }
+    let mut stack = vec![std::path::PathBuf::from(format!("{eval}/locomo"))];
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if p.extension().is_some_and(|e| e == "md" || e == "jsonl") {
+            texts.push(std::fs::read_to_string(&p).unwrap());
+        }
+    }
+    assert!(texts.len() > 5000, "{} texts", texts.len());
+    texts.extend(
+        [
+            "  two leading spaces, trailing tab\t",
+            "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n x",
+            "<start_of_turn>user\nhi<end_of_turn><eos><pad><unused99><image_soft_token>",
+            "🧑🏽‍🚀 \u{1F1FA}\u{1F1F8} \u{200B}zero\u{200D}width \r\n crlf",
+            "\u{0}\u{1}\u{1b}[31mred\u{1b}[0m \u{fffd}",
+            "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３ ｶﾀｶﾅ",
+        ]
+        .map(String::from),
+    );
+    let mut compared = 0;
+    for kind in [EmbedKind::Query, EmbedKind::Document] {
+        for text in &texts {
+            let (ids, truncated) = m.tokenize(text, kind).unwrap();
+            let input = format!("{}{text}", m.prompt(kind));
+            let want = reference.encode(input.as_str(), true).unwrap();
+            let want = want.get_ids();
+            if truncated {
+                assert_eq!(ids[..ids.len() - 1], want[..ids.len() - 1], "{text:?}");
+            } else {
+                assert_eq!(ids, want, "{kind:?} {text:?}");
+            }
+            compared += 1;
+        }
+    }
+    eprintln!("tokenizer: {compared} encodings equal to the tokenizers crate's");
 }
 
 struct Case {

@@ -652,3 +652,121 @@ fn bf16_is_refused_on_cpu() {
     );
     assert!(matches!(r, Err(EmbedError::InvalidOption(_))));
 }
+
+/// Every file under `dir` with its bytes, to show a load wrote nothing there.
+fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The packed model: written on the first load, used on the next (same fingerprint, same
+/// vectors), rebuilt with the reason when it is damaged or the model files change, and never
+/// written into the model directory.
+#[test]
+fn packed_model_is_used_and_rebuilt_when_stale_or_damaged() {
+    let dir = model_dir(&GQA);
+    let before = snapshot(dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let options = || GemmaOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..Default::default()
+    };
+    let texts = texts();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let source = load(dir.path(), GemmaOptions::default());
+    let want = source.embed(&texts, EmbedKind::Document).unwrap();
+
+    let first = load(dir.path(), options());
+    assert!(
+        first.origin().contains("packed model written to"),
+        "{}",
+        first.origin()
+    );
+    let packed = load(dir.path(), options());
+    assert!(
+        packed.origin().starts_with("packed model "),
+        "{}",
+        packed.origin()
+    );
+    for m in [&first, &packed] {
+        assert_eq!(m.fingerprint(), source.fingerprint());
+        let got = m.embed(&texts, EmbedKind::Document).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.vector, w.vector);
+        }
+    }
+    // A tokenizer other than Gemma's BPE stays on the tokenizers crate.
+    assert_eq!(packed.tokenizer_words(), "tokenizers crate");
+    drop((first, packed));
+
+    // A damaged pack is rebuilt, and says why.
+    let packs: Vec<_> = std::fs::read_dir(cache.path().join("packed"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(packs.len(), 1, "{packs:?}");
+    let mut bytes = std::fs::read(&packs[0]).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&packs[0], &bytes).unwrap();
+    let rebuilt = load(dir.path(), options());
+    assert!(
+        rebuilt.origin().contains("checksum does not match"),
+        "{}",
+        rebuilt.origin()
+    );
+    assert_eq!(
+        rebuilt.embed(&texts, EmbedKind::Document).unwrap()[0].vector,
+        want[0].vector
+    );
+    drop(rebuilt);
+    assert!(load(dir.path(), options())
+        .origin()
+        .starts_with("packed model "));
+
+    // New Dense weights: the pack is stale, and the new model's vectors are served.
+    let dense = dir.path().join("3_Dense/model.safetensors");
+    let mut m = HashMap::new();
+    m.insert(
+        "linear.weight".to_string(),
+        tensor(&[OUT, DENSE_MID], 77, 0.2),
+    );
+    candle_core::safetensors::save(&m, &dense).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&dense)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let changed = load(dir.path(), options());
+    assert!(
+        changed.origin().contains("model files changed"),
+        "{}",
+        changed.origin()
+    );
+    let fresh = load(dir.path(), GemmaOptions::default());
+    assert_eq!(changed.fingerprint(), fresh.fingerprint());
+    assert_ne!(changed.fingerprint(), source.fingerprint());
+    let got = changed.embed(&texts, EmbedKind::Document).unwrap();
+    assert_eq!(
+        got[0].vector,
+        fresh.embed(&texts, EmbedKind::Document).unwrap()[0].vector
+    );
+
+    // Nothing but the Dense file this test rewrote changed in the model directory.
+    let after = snapshot(dir.path());
+    assert_eq!(after.len(), before.len());
+    for ((pa, ba), (pb, bb)) in after.iter().zip(&before) {
+        assert_eq!(pa, pb);
+        assert!(ba == bb || *pa == dense, "{} changed", pa.display());
+    }
+}

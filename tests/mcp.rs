@@ -381,6 +381,14 @@ fn hybrid_search_with_the_real_model_matches_the_cli() {
             .starts_with("cpu, f32, "),
         "{status}"
     );
+    // …and where the model was loaded from (the packed model, after the first start).
+    assert!(
+        embedding["device"]
+            .as_str()
+            .unwrap()
+            .contains("; loaded from "),
+        "{status}"
+    );
     assert_eq!(embedding["keySource"], Value::Null);
     let human = cli(&g, &["status"]);
     assert!(

@@ -10,6 +10,7 @@ use candle_core::{DType, Device, Tensor, D};
 use crate::embed::kernels::{self, AttnDims, Packing};
 use crate::embed::matmul::Projection;
 use crate::embed::model_files::{GemmaConfig, LayerKind};
+use crate::embed::pack::Pack;
 use crate::embed::weights::SafeFile;
 use crate::embed::Result;
 
@@ -112,10 +113,12 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    /// Loads every tensor but the embedding table from `file` (names without `model.`).
+    /// Loads every tensor but the embedding table from `file` (names without `model.`), the
+    /// fused kernels' projections from `pack` when it holds them.
     pub fn load(
         cfg: &GemmaConfig,
         file: &SafeFile,
+        pack: Option<&Pack>,
         device: &Device,
         dtype: DType,
         kernels: Kernels,
@@ -136,7 +139,7 @@ impl Encoder {
             let p = format!("layers.{l}");
             let prefix = format!("{p}.");
             let proj = |parts: &[(&str, usize)], cols: usize| -> Result<Projection> {
-                Projection::load(file, &prefix, parts, cols, half, device, dtype)
+                Projection::load(file, pack, "", &prefix, parts, cols, half, device, dtype)
             };
             let norm = |name: &str, n: usize, scale: f32| -> Result<Norm> {
                 Norm::load(file, &format!("{p}.{name}"), n, scale, device)
@@ -188,6 +191,13 @@ impl Encoder {
 
     pub fn kernels(&self) -> Kernels {
         self.kernels
+    }
+
+    /// Every projection, in load order.
+    pub fn projections(&self) -> impl Iterator<Item = &Projection> {
+        self.layers
+            .iter()
+            .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wd])
     }
 
     fn dims(&self) -> AttnDims {

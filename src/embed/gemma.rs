@@ -3,16 +3,16 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
-use sha2::{Digest, Sha256};
-use tokenizers::Tokenizer;
 
-use crate::digest::hex;
+use crate::digest::{hex, ResumableSha256};
 use crate::embed::encoder::{Encoder, Kernels};
 use crate::embed::kernels::Packing;
 use crate::embed::matmul::Projection;
 use crate::embed::model_files::{
     read_file, read_json, DenseConfig, GemmaConfig, Pipeline, SbertConfig, StConfig,
 };
+use crate::embed::pack::{self, Pack, PackContents, PackWeight};
+use crate::embed::tokenizer::{self, TextTokenizer};
 use crate::embed::weights::{EmbeddingTable, SafeFile};
 use crate::embed::{
     truncate_dims, EmbedError, EmbedKind, Embedder, Embedding, Result, MATRYOSHKA_DIMS,
@@ -42,6 +42,10 @@ pub struct GemmaOptions {
     pub dtype: Option<DType>,
     /// Force the plain-candle implementation even where fused CPU kernels apply.
     pub generic_kernels: bool,
+    /// memoria's cache directory: the fused CPU path keeps its packed model (weights in the
+    /// kernels' layout, tokenizer tables) in `<cache_dir>/packed/`, written on the first load
+    /// and memory-mapped on later ones (see `pack.rs`). `None` loads from the source files.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for GemmaOptions {
@@ -54,6 +58,7 @@ impl Default for GemmaOptions {
             batch_tokens: 2048,
             dtype: None,
             generic_kernels: false,
+            cache_dir: None,
         }
     }
 }
@@ -67,7 +72,7 @@ struct Dense {
 /// EmbeddingGemma: tokenizer, Gemma3 encoder, mean pooling, dense projections, L2 norm.
 pub struct GemmaEmbedder {
     dir: PathBuf,
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     table: EmbeddingTable,
     embed_scale: f32,
     encoder: Encoder,
@@ -81,6 +86,8 @@ pub struct GemmaEmbedder {
     dims: usize,
     batch_tokens: usize,
     fingerprint: String,
+    /// Where the weights and tokenizer came from, in words.
+    origin: String,
 }
 
 impl std::fmt::Debug for GemmaEmbedder {
@@ -113,7 +120,7 @@ impl GemmaEmbedder {
                 "batch_tokens must be positive".into(),
             ));
         }
-        let mut hasher = Sha256::new();
+        let mut hasher = ResumableSha256::default();
         hasher.update(b"memoria-embeddinggemma-v1\0");
         let started = std::time::Instant::now();
         let phase = |what: &str| tracing::debug!("model load: {what} at {:?}", started.elapsed());
@@ -123,8 +130,20 @@ impl GemmaEmbedder {
         let config_bytes = read_file(&config_path)?;
         let config_text = String::from_utf8_lossy(&config_bytes);
         let cfg = GemmaConfig::from_json(&config_text, &config_path)?;
-        hash_part(&mut hasher, "config.json", &config_bytes);
         let pipeline = Pipeline::from_dir(&dir)?;
+        let fused = !options.generic_kernels && device.is_cpu() && dtype == DType::F32;
+        let plan = match &options.cache_dir {
+            Some(cache) if fused => Some(open_pack(cache, &dir, &pipeline)),
+            _ => None,
+        };
+        let pack = plan.as_ref().and_then(|p| p.pack.as_ref());
+        // The fingerprint of the source files: saved in the pack, or computed here.
+        let from_pack = pack.is_some();
+        if let Some(pack) = pack {
+            hasher = pack.digest();
+        } else {
+            hash_part(&mut hasher, "config.json", &config_bytes);
+        }
         let st_path = dir.join("config_sentence_transformers.json");
         let st: StConfig = if st_path.exists()
             || options.query_prompt.is_none()
@@ -175,21 +194,48 @@ impl GemmaEmbedder {
         };
 
         phase("configuration read");
-        // Tokenizer.
-        let tok_path = dir.join("tokenizer.json");
-        let tok_bytes = read_file(&tok_path)?;
-        hash_part(&mut hasher, "tokenizer.json", &tok_bytes);
-        let tokenizer = parse_tokenizer(&tok_bytes, &tok_path)?;
-        drop(tok_bytes);
-        let eos_id = cfg.eos_token_id.or_else(|| tokenizer.token_to_id("<eos>"));
-        // About a second of a cold start on these machines (BPE with 262k tokens): the
-        // first thing to cache in a faster form (issue 13).
+        // Tokenizer: the pack's tables, else `tokenizer.json` (about a second for Gemma's).
+        let mut tables = None;
+        let tokenizer = match pack.and_then(Pack::tokenizer) {
+            Some(fast) => TextTokenizer::Fast(fast),
+            None => {
+                let tok_path = dir.join("tokenizer.json");
+                let tok_bytes = read_file(&tok_path)?;
+                if !from_pack {
+                    hash_part(&mut hasher, "tokenizer.json", &tok_bytes);
+                }
+                let hf = tokenizer::parse_hf(&tok_bytes, &tok_path)?;
+                // A pack about to be written gets the tables, and this process uses them
+                // too, so every start tokenizes alike.
+                let building = plan.as_ref().is_some_and(PackPlan::writes);
+                match building.then(|| tokenizer::build_tables(&tok_bytes, &hf)) {
+                    Some(Ok(built)) => {
+                        let fast = built.to_bpe();
+                        tables = Some(built);
+                        fast.map_or(TextTokenizer::Hf(Box::new(hf)), TextTokenizer::Fast)
+                    }
+                    Some(Err(why)) => {
+                        tracing::debug!(
+                            "{}: tokenized by the tokenizers crate: {why}",
+                            tok_path.display()
+                        );
+                        TextTokenizer::Hf(Box::new(hf))
+                    }
+                    None => TextTokenizer::Hf(Box::new(hf)),
+                }
+            }
+        };
+        let eos_id = cfg
+            .eos_token_id
+            .or_else(|| tokenizer.added_token_id("<eos>"));
         phase("tokenizer loaded");
 
         // Encoder weights.
         let model_path = dir.join("model.safetensors");
         let file = SafeFile::open(&model_path)?;
-        hash_safetensors(&mut hasher, "model.safetensors", &file)?;
+        if !from_pack {
+            hash_safetensors(&mut hasher, "model.safetensors", &file)?;
+        }
         phase("weights hashed");
         if file.names().any(|n| n.starts_with("model."))
             && !file.names().any(|n| n == "embed_tokens.weight")
@@ -210,7 +256,7 @@ impl GemmaEmbedder {
             cfg.vocab_size,
             cfg.hidden_size,
         )?;
-        let encoder = Encoder::load(&cfg, &file, device, dtype, kernels, max_tokens)?;
+        let encoder = Encoder::load(&cfg, &file, pack, device, dtype, kernels, max_tokens)?;
         drop(file);
         phase("encoder loaded");
         let embed_scale = (cfg.hidden_size as f64).sqrt() as f32;
@@ -251,9 +297,13 @@ impl GemmaEmbedder {
                 .unwrap_or(&wpath)
                 .to_string_lossy()
                 .to_string();
-            hash_safetensors(&mut hasher, &rel, &wf)?;
+            if !from_pack {
+                hash_safetensors(&mut hasher, &rel, &wf)?;
+            }
             let weight = Projection::load(
                 &wf,
+                pack,
+                &format!("{rel}:"),
                 "",
                 &[("linear.weight", dc.out_features)],
                 dc.in_features,
@@ -264,6 +314,11 @@ impl GemmaEmbedder {
             dense.push(Dense { weight });
             width = dc.out_features;
         }
+        let origin = match plan {
+            None => "source files".to_string(),
+            Some(plan) => plan.finish(hasher.clone(), tables.as_ref(), &encoder, &dense),
+        };
+        phase("packed model ready");
         let full_dims = width;
         let dims = match options.dims {
             None => full_dims,
@@ -300,7 +355,19 @@ impl GemmaEmbedder {
             dims,
             batch_tokens: options.batch_tokens,
             fingerprint,
+            origin,
         })
+    }
+
+    /// Where the weights and tokenizer came from, in words: the packed model's path, or the
+    /// source files (and, when a pack could not be used or written, why).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Which tokenizer implementation runs, in words.
+    pub fn tokenizer_words(&self) -> &'static str {
+        self.tokenizer.words()
     }
 
     /// The model directory.
@@ -331,20 +398,16 @@ impl GemmaEmbedder {
 
     fn tokenize_batch(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<(Vec<u32>, bool)>> {
         let prompt = self.prompt(kind);
-        let inputs: Vec<String> = texts
-            .iter()
-            // Prompt and text as they are: sentence-transformers strips neither (an empty
-            // document is the prompt with its trailing space, 9 tokens).
-            .map(|t| format!("{prompt}{t}"))
-            .collect();
-        let encs = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        use rayon::prelude::*;
+        // Prompt and text as they are: sentence-transformers strips neither (an empty
+        // document is the prompt with its trailing space, 9 tokens).
+        let encs = texts
+            .par_iter()
+            .map(|t| self.tokenizer.encode(&format!("{prompt}{t}")))
+            .collect::<Result<Vec<_>>>()?;
         Ok(encs
             .into_iter()
-            .map(|e| {
-                let mut ids = e.get_ids().to_vec();
+            .map(|mut ids| {
                 let truncated = ids.len() > self.max_tokens;
                 if truncated {
                     let last = ids[ids.len() - 1];
@@ -478,28 +541,133 @@ impl GemmaEmbedder {
     }
 }
 
-/// `tokenizer.json` → a tokenizer without truncation or padding (memoria does both itself).
-fn parse_tokenizer(bytes: &[u8], path: &Path) -> Result<Tokenizer> {
-    let failed = |e: tokenizers::Error| EmbedError::Tokenizer {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let mut tokenizer = Tokenizer::from_bytes(bytes).map_err(failed)?;
-    tokenizer.with_truncation(None).map_err(failed)?;
-    tokenizer.with_padding(None);
-    Ok(tokenizer)
+/// The packed model of one load: the one opened, or where a new one goes and what it is
+/// made from.
+struct PackPlan {
+    path: PathBuf,
+    pack: Option<Pack>,
+    /// The source files' sizes and times; `None` when they could not be read (the load
+    /// then fails on them with a better error, or runs without a pack).
+    sources: Option<Vec<pack::SourceFile>>,
+    /// Why an existing pack was not used.
+    stale: Option<String>,
+    /// Why no pack can be written (the cache directory cannot be created).
+    unwritable: Option<String>,
 }
 
-fn hash_part(h: &mut Sha256, name: &str, bytes: &[u8]) {
-    h.update((name.len() as u64).to_le_bytes());
+/// Opens the pack of `dir` under `cache`, if one matches the model files.
+fn open_pack(cache: &Path, dir: &Path, pipeline: &Pipeline) -> PackPlan {
+    let path = pack::path_for(cache, dir);
+    let mut files: Vec<String> = [
+        "config.json",
+        "modules.json",
+        "tokenizer.json",
+        "model.safetensors",
+    ]
+    .map(String::from)
+    .to_vec();
+    for d in &pipeline.dense_dirs {
+        let rel = d
+            .strip_prefix(dir)
+            .unwrap_or(d)
+            .to_string_lossy()
+            .into_owned();
+        files.push(format!("{rel}/config.json"));
+        files.push(format!("{rel}/model.safetensors"));
+    }
+    let sources = pack::source_files(dir, &files).ok();
+    let (pack, stale) = match sources.as_deref().map(|s| Pack::open(&path, s)) {
+        Some(Ok(pack)) => (pack, None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
+    let unwritable = match (&pack, path.parent()) {
+        (None, Some(parent)) => std::fs::create_dir_all(parent)
+            .err()
+            .map(|e| format!("cannot create {}: {e}", parent.display())),
+        _ => None,
+    };
+    PackPlan {
+        path,
+        pack,
+        sources,
+        stale,
+        unwritable,
+    }
+}
+
+impl PackPlan {
+    /// Whether this load writes a new pack (so it builds the tokenizer tables too).
+    fn writes(&self) -> bool {
+        self.pack.is_none() && self.sources.is_some() && self.unwritable.is_none()
+    }
+
+    /// Writes the pack when none was used (`digest`: the fingerprint state after the source
+    /// files), and says where the model came from.
+    fn finish(
+        self,
+        digest: ResumableSha256,
+        tables: Option<&tokenizer::BpeTables>,
+        encoder: &Encoder,
+        dense: &[Dense],
+    ) -> String {
+        let shown = self.path.display();
+        if self.pack.is_some() {
+            return format!("packed model {shown}");
+        }
+        if let Some(why) = &self.unwritable {
+            tracing::warn!("no packed model ({why}): every start loads the source files");
+            return format!("source files (no packed model: {why})");
+        }
+        let Some(sources) = self.sources else {
+            return "source files".into();
+        };
+        let weights = encoder
+            .projections()
+            .chain(dense.iter().map(|d| &d.weight))
+            .filter_map(|p| match p {
+                Projection::Half { name, weight } => Some(PackWeight {
+                    name: name.clone(),
+                    rows: weight.rows(),
+                    cols: weight.cols(),
+                    data: weight.panels(),
+                }),
+                Projection::Tensor(_) => None,
+            })
+            .collect();
+        let contents = PackContents {
+            sources,
+            digest,
+            tokenizer: tables,
+            weights,
+        };
+        let redo = self
+            .stale
+            .map(|why| format!(" (the previous one was not used: {why})"))
+            .unwrap_or_default();
+        match pack::write(&self.path, &contents) {
+            Ok(()) => {
+                tracing::info!("packed model written to {shown}{redo}");
+                format!("source files; packed model written to {shown}{redo}")
+            }
+            Err(e) => {
+                tracing::warn!("cannot write the packed model {shown}: {e}; every start loads the source files");
+                format!("source files (cannot write the packed model {shown}: {e})")
+            }
+        }
+    }
+}
+
+fn hash_part(h: &mut ResumableSha256, name: &str, bytes: &[u8]) {
+    h.update(&(name.len() as u64).to_le_bytes());
     h.update(name.as_bytes());
-    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(&(bytes.len() as u64).to_le_bytes());
     h.update(bytes);
 }
 
 /// Header plus a few KiB of every tensor: catches any re-export or fine-tune without
 /// reading the whole 1.2 GB.
-fn hash_safetensors(h: &mut Sha256, name: &str, f: &SafeFile) -> Result<()> {
+fn hash_safetensors(h: &mut ResumableSha256, name: &str, f: &SafeFile) -> Result<()> {
     hash_part(h, name, f.header());
     let mut names: Vec<&String> = f.names().collect();
     names.sort();

@@ -91,6 +91,19 @@ impl ModelSearch {
     }
 }
 
+/// memoria's cache directory (the packed models live in its `packed/`): `$MEMORIA_CACHE_DIR`,
+/// else `$XDG_CACHE_HOME/memoria`, else `~/.cache/memoria`; `None` without a home.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("MEMORIA_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("memoria")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("memoria")))
+}
+
 /// Why no model was found (or why an explicitly named one is unusable).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelNotFound {

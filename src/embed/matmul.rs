@@ -20,6 +20,7 @@ use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
 use crate::embed::kernels::{contiguous_f32, SyncPtr};
+use crate::embed::pack::{Pack, Slab};
 use crate::embed::weights::SafeFile;
 use crate::embed::{EmbedError, Result};
 use crate::simd::{level, Level};
@@ -30,8 +31,9 @@ pub const PANEL: usize = 16;
 /// A linear layer's weight (`[out, in]`, no bias), held the way the path that runs it wants.
 #[derive(Debug)]
 pub enum Projection {
-    /// f16 in host memory, multiplied by [`Linear`] (the fused CPU path).
-    Half(HalfWeight),
+    /// f16 in host memory or a packed model, multiplied by [`Linear`] (the fused CPU path);
+    /// `name` is its section in the pack.
+    Half { name: String, weight: HalfWeight },
     /// A tensor on the model's device in the working dtype, multiplied by candle.
     Tensor(Tensor),
 }
@@ -39,8 +41,13 @@ pub enum Projection {
 impl Projection {
     /// Loads the tensors `prefix + name` (each `[rows, cols]`) from `file` and stacks them
     /// along the output dimension, e.g. q, k and v into one `[q + k + v, hidden]` projection.
+    /// With `half`, a packed model that holds the stacked panels provides them instead; they
+    /// are its section `scope + prefix + names joined by '+'`.
+    #[allow(clippy::too_many_arguments)]
     pub fn load(
         file: &SafeFile,
+        pack: Option<&Pack>,
+        scope: &str,
         prefix: &str,
         names: &[(&str, usize)],
         cols: usize,
@@ -50,6 +57,17 @@ impl Projection {
     ) -> Result<Self> {
         if half {
             let rows: usize = names.iter().map(|&(_, r)| r).sum();
+            let name = format!(
+                "{scope}{prefix}{}",
+                names.iter().map(|&(n, _)| n).collect::<Vec<_>>().join("+")
+            );
+            let packed = pack.and_then(|p| p.weight(&name)).filter(|(data, r, c)| {
+                (*r, *c) == (rows, cols) && data.len() == rows.div_ceil(PANEL) * cols * PANEL
+            });
+            if let Some((data, rows, cols)) = packed {
+                let weight = HalfWeight { data, rows, cols };
+                return Ok(Projection::Half { name, weight });
+            }
             let mut all = Vec::with_capacity(rows * cols);
             for &(name, r) in names {
                 let name = format!("{prefix}{name}");
@@ -65,7 +83,8 @@ impl Projection {
                 }
                 all.extend_from_slice(&values);
             }
-            Ok(Projection::Half(HalfWeight::pack(&all, rows, cols)))
+            let weight = HalfWeight::pack(&all, rows, cols);
+            Ok(Projection::Half { name, weight })
         } else {
             let parts = names
                 .iter()
@@ -80,7 +99,7 @@ impl Projection {
     /// `x · wᵀ`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
-            Projection::Half(w) => x.apply_op1_no_bwd(&Linear { w })?,
+            Projection::Half { weight, .. } => x.apply_op1_no_bwd(&Linear { w: weight })?,
             Projection::Tensor(w) => x.matmul(&w.t()?)?,
         })
     }
@@ -95,7 +114,7 @@ fn fits_half(values: &[f32]) -> bool {
 /// output rows (see the module docs).
 pub struct HalfWeight {
     /// `panels × cols × PANEL` values; rows past `rows` in the last panel are zero.
-    data: Vec<f16>,
+    data: Slab<f16>,
     rows: usize,
     cols: usize,
 }
@@ -128,19 +147,26 @@ impl HalfWeight {
                     }
                 }
             });
-        HalfWeight { data, rows, cols }
+        HalfWeight {
+            data: Slab::Owned(data),
+            rows,
+            cols,
+        }
     }
 
     /// Output features.
-    #[cfg(test)]
     pub fn rows(&self) -> usize {
         self.rows
     }
 
     /// Input features.
-    #[cfg(test)]
     pub fn cols(&self) -> usize {
         self.cols
+    }
+
+    /// The panels, as the pack stores them.
+    pub fn panels(&self) -> &[f16] {
+        &self.data
     }
 
     /// Writes the transposed weight as f32, `[cols, rows]` row-major, into `out`.

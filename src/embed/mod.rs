@@ -21,9 +21,11 @@ mod kernels;
 mod locate;
 mod matmul;
 mod model_files;
+mod pack;
 mod provider;
 #[cfg(feature = "remote")]
 mod remote;
+mod tokenizer;
 mod weights;
 
 use std::path::PathBuf;
@@ -290,7 +292,11 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
     };
     #[cfg(not(any(feature = "cuda", feature = "metal")))]
     let gpu_failed: Option<String> = None;
-    let embedder = GemmaEmbedder::load(dir, &candle_core::Device::Cpu, GemmaOptions::default())?;
+    let options = GemmaOptions {
+        cache_dir: locate::cache_dir(),
+        ..GemmaOptions::default()
+    };
+    let embedder = GemmaEmbedder::load(dir, &candle_core::Device::Cpu, options)?;
     let kernels = match crate::simd::level() {
         crate::simd::Level::Avx512 => "AVX-512",
         crate::simd::Level::Avx2 => "AVX2",
@@ -300,6 +306,11 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
     if let Some(why) = gpu_failed {
         words.push_str(&format!(" ({why})"));
     }
+    words.push_str(&format!(
+        "; loaded from {}; tokenizer: {}",
+        embedder.origin(),
+        embedder.tokenizer_words()
+    ));
     Ok((embedder, words))
 }
 

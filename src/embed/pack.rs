@@ -1,0 +1,365 @@
+//! The packed model: the CPU kernels' weights and the tokenizer's tables, written once in
+//! the layout they are used in and memory-mapped on every later start.
+//!
+//! Loading EmbeddingGemma from its source files costs about two CPU-seconds per process: the
+//! tokenizer is built from a 33 MB JSON file and 100M f32 weights are read, rounded to f16
+//! and rearranged into panels (`matmul.rs`). The first load writes the result to
+//! `<cache>/packed/<model-dir-hash>.pack`; later loads map that file and use it in place,
+//! so the weights cost page faults (shared with every other memoria process on the machine)
+//! instead of a conversion.
+//!
+//! # Layout
+//!
+//! ```text
+//! [0, 16)          magic "memoria-pack\0v01"
+//! [64, …)          sections, each at a 64-byte aligned offset: f16 weight panels, u64 tables
+//! […, end - 8)     header (JSON): sources, fingerprint state, tokenizer header, sections, crc32
+//! [end - 8, end)   header length, u64 little-endian
+//! ```
+//!
+//! # Invariants
+//!
+//! - A pack is used only when every source file it was made from (config, tokenizer, weights,
+//!   Dense layers) has the size and modification time recorded in its header, and its
+//!   sections' CRC-32 matches; otherwise it is rebuilt (it is memoria's own file).
+//! - It is written to a temporary file in the same directory, synced and renamed: a reader
+//!   sees a whole pack or none, and concurrent first loads each write a complete one.
+//! - The header holds the fingerprint's SHA-256 state after the source files, so the
+//!   fingerprint of a model loaded from its pack equals the one loaded from its files.
+//! - Nothing is ever written into the model directory.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use half::f16;
+use memmap2::Mmap;
+use serde::{Deserialize, Serialize};
+
+use crate::digest::ResumableSha256;
+use crate::embed::tokenizer::{BpeHeader, BpeTables, FastBpe};
+
+const MAGIC: &[u8; 16] = b"memoria-pack\0v01";
+const ALIGN: usize = 64;
+
+/// Element types a [`Slab`] may hold: every bit pattern is a valid value.
+pub trait Plain: Copy + 'static {}
+impl Plain for u64 {}
+impl Plain for f16 {}
+
+/// Values owned in memory, or lying in a memory-mapped pack.
+pub enum Slab<T: Plain> {
+    Owned(Vec<T>),
+    Mapped {
+        map: Arc<Mmap>,
+        offset: usize,
+        len: usize,
+    },
+}
+
+impl<T: Plain> Slab<T> {
+    /// `len` values at `offset` of `map`; `None` when misaligned or out of bounds.
+    fn mapped(map: &Arc<Mmap>, offset: usize, len: usize) -> Option<Self> {
+        let end = len
+            .checked_mul(std::mem::size_of::<T>())
+            .and_then(|b| b.checked_add(offset))?;
+        let aligned = (map.as_ptr() as usize + offset).is_multiple_of(std::mem::align_of::<T>());
+        (aligned && end <= map.len()).then(|| Slab::Mapped {
+            map: map.clone(),
+            offset,
+            len,
+        })
+    }
+}
+
+impl<T: Plain> Deref for Slab<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Slab::Owned(v) => v,
+            // SAFETY: `mapped` checked alignment and bounds; `Plain` types accept any bits;
+            // the map is read-only and lives as long as this slab.
+            Slab::Mapped { map, offset, len } => unsafe {
+                std::slice::from_raw_parts(map.as_ptr().add(*offset) as *const T, *len)
+            },
+        }
+    }
+}
+
+fn as_bytes<T: Plain>(values: &[T]) -> &[u8] {
+    // SAFETY: plain values without padding, viewed as their bytes.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
+    }
+}
+
+/// Size and modification time of one file a pack was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// Relative to the model directory.
+    pub path: String,
+    pub len: u64,
+    pub modified_ns: u64,
+}
+
+/// Reads the size and modification time of `files` (relative to `dir`).
+pub fn source_files(dir: &Path, files: &[String]) -> std::io::Result<Vec<SourceFile>> {
+    files
+        .iter()
+        .map(|rel| {
+            let meta = std::fs::metadata(dir.join(rel))?;
+            let modified_ns = meta
+                .modified()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            Ok(SourceFile {
+                path: rel.clone(),
+                len: meta.len(),
+                modified_ns,
+            })
+        })
+        .collect()
+}
+
+/// Where the pack of the model in `model_dir` lives under `cache_dir`.
+pub fn path_for(cache_dir: &Path, model_dir: &Path) -> PathBuf {
+    let canonical = std::fs::canonicalize(model_dir).unwrap_or_else(|_| model_dir.to_path_buf());
+    let digest = crate::digest::sha256_hex(canonical.to_string_lossy().as_bytes());
+    cache_dir
+        .join("packed")
+        .join(format!("{}.pack", &digest[..16]))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Section {
+    name: String,
+    offset: usize,
+    /// Elements (f16 or u64).
+    len: usize,
+    /// Weight shape (`[out, in]`); 0 for tables.
+    rows: usize,
+    cols: usize,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    memoria: String,
+    sources: Vec<SourceFile>,
+    /// Fingerprint state after the source files (see the module docs).
+    digest: ResumableSha256,
+    tokenizer: Option<BpeHeader>,
+    sections: Vec<Section>,
+    crc32: u32,
+}
+
+/// A weight to pack: its name and `[rows, cols]` panels.
+pub struct PackWeight<'a> {
+    pub name: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub data: &'a [f16],
+}
+
+/// Everything a pack holds.
+pub struct PackContents<'a> {
+    pub sources: Vec<SourceFile>,
+    pub digest: ResumableSha256,
+    pub tokenizer: Option<&'a BpeTables>,
+    pub weights: Vec<PackWeight<'a>>,
+}
+
+/// Writes a pack atomically (temporary file, sync, rename).
+pub fn write(path: &Path, contents: &PackContents) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut parts: Vec<(Section, &[u8])> = Vec::new();
+    let mut offset = ALIGN;
+    if let Some(t) = contents.tokenizer {
+        for (name, table) in [
+            ("tokenizer.merges", &t.merges),
+            ("tokenizer.chars", &t.chars),
+        ] {
+            let bytes = as_bytes(table.as_slice());
+            parts.push((
+                section(name, 0, 0, table.len(), &mut offset, bytes.len()),
+                bytes,
+            ));
+        }
+    }
+    for w in &contents.weights {
+        let bytes = as_bytes(w.data);
+        parts.push((
+            section(
+                &w.name,
+                w.rows,
+                w.cols,
+                w.data.len(),
+                &mut offset,
+                bytes.len(),
+            ),
+            bytes,
+        ));
+    }
+    let mut crc = crc32fast::Hasher::new();
+    for (_, bytes) in &parts {
+        crc.update(bytes);
+    }
+    let header = Header {
+        memoria: env!("CARGO_PKG_VERSION").to_string(),
+        sources: contents.sources.clone(),
+        digest: contents.digest.clone(),
+        tokenizer: contents.tokenizer.map(|t| t.header.clone()),
+        sections: parts.iter().map(|(s, _)| s.clone()).collect(),
+        crc32: crc.finalize(),
+    };
+    let header = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
+
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let file = File::create(&tmp)?;
+        let mut out = BufWriter::with_capacity(1 << 20, &file);
+        out.write_all(MAGIC)?;
+        let mut at = MAGIC.len();
+        for (s, bytes) in &parts {
+            out.write_all(&[0u8; ALIGN][..s.offset - at])?;
+            out.write_all(bytes)?;
+            at = s.offset + bytes.len();
+        }
+        out.write_all(&header)?;
+        out.write_all(&(header.len() as u64).to_le_bytes())?;
+        out.flush()?;
+        drop(out);
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The section for `bytes` at the next aligned offset.
+fn section(
+    name: &str,
+    rows: usize,
+    cols: usize,
+    len: usize,
+    offset: &mut usize,
+    bytes: usize,
+) -> Section {
+    let s = Section {
+        name: name.to_string(),
+        offset: *offset,
+        len,
+        rows,
+        cols,
+    };
+    *offset = (*offset + bytes).div_ceil(ALIGN) * ALIGN;
+    s
+}
+
+/// An open, verified pack.
+pub struct Pack {
+    path: PathBuf,
+    map: Arc<Mmap>,
+    header: Header,
+}
+
+impl std::fmt::Debug for Pack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pack({})", self.path.display())
+    }
+}
+
+impl Pack {
+    /// Opens the pack at `path` when it was made from exactly `sources`. `Ok(None)` when
+    /// there is none; `Err` says why an existing one cannot be used.
+    pub fn open(path: &Path, sources: &[SourceFile]) -> Result<Option<Pack>, String> {
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot open it: {e}")),
+        };
+        // SAFETY: a read-only map of memoria's own file, which is only ever replaced by
+        // rename (never rewritten in place), so the mapped bytes do not change.
+        let map = Arc::new(unsafe { Mmap::map(&file) }.map_err(|e| format!("cannot map it: {e}"))?);
+        let n = map.len();
+        if n < ALIGN + 8 || &map[..MAGIC.len()] != MAGIC {
+            return Err("not a memoria pack of this format".into());
+        }
+        let header_len = u64::from_le_bytes(map[n - 8..].try_into().unwrap_or_default()) as usize;
+        let start = (n - 8)
+            .checked_sub(header_len)
+            .filter(|&s| s >= ALIGN)
+            .ok_or("a damaged header")?;
+        let header: Header = serde_json::from_slice(&map[start..n - 8])
+            .map_err(|e| format!("a damaged header ({e})"))?;
+        if header.sources != sources {
+            return Err("the model files changed since it was made".into());
+        }
+        if !header.digest.is_valid() {
+            return Err("a damaged fingerprint state".into());
+        }
+        let mut crc = crc32fast::Hasher::new();
+        for s in &header.sections {
+            let size = if s.rows == 0 { 8 } else { 2 };
+            let end = s
+                .len
+                .checked_mul(size)
+                .and_then(|b| b.checked_add(s.offset));
+            match end {
+                Some(end) if end <= start && s.offset % ALIGN == 0 => {
+                    crc.update(&map[s.offset..end])
+                }
+                _ => return Err(format!("section `{}` out of bounds", s.name)),
+            }
+        }
+        if crc.finalize() != header.crc32 {
+            return Err("its checksum does not match (a damaged file)".into());
+        }
+        Ok(Some(Pack {
+            path: path.to_path_buf(),
+            map,
+            header,
+        }))
+    }
+
+    /// The fingerprint state after the source files.
+    pub fn digest(&self) -> ResumableSha256 {
+        self.header.digest.clone()
+    }
+
+    fn section(&self, name: &str) -> Option<&Section> {
+        self.header.sections.iter().find(|s| s.name == name)
+    }
+
+    /// The weight panels named `name` and their `[rows, cols]`.
+    pub fn weight(&self, name: &str) -> Option<(Slab<f16>, usize, usize)> {
+        let s = self.section(name).filter(|s| s.rows > 0)?;
+        Some((Slab::mapped(&self.map, s.offset, s.len)?, s.rows, s.cols))
+    }
+
+    fn table(&self, name: &str) -> Option<Slab<u64>> {
+        let s = self.section(name).filter(|s| s.rows == 0)?;
+        Slab::mapped(&self.map, s.offset, s.len)
+    }
+
+    /// The tokenizer, when the pack holds one.
+    pub fn tokenizer(&self) -> Option<FastBpe> {
+        let header = self.header.tokenizer.clone()?;
+        FastBpe::new(
+            header,
+            self.table("tokenizer.merges")?,
+            self.table("tokenizer.chars")?,
+        )
+    }
+}
