@@ -2,12 +2,13 @@
 //! threads and peak RSS. `benches/pytorch_reference.py` measures PyTorch on the same docs.
 //!
 //! MEMORIA_TEST_MODEL_DIR=/path/to/embeddinggemma-300m cargo bench --bench embed
-//! Optional: BENCH_DOCS (default 64), BENCH_ROUNDS (3), BENCH_QUERIES (40), BENCH_DIMS.
+//! Optional: BENCH_DOCS (default 64), BENCH_ROUNDS (3), BENCH_QUERIES (40), BENCH_DIMS,
+//! BENCH_PRECISION (default `f32,q8`: each is loaded and their rounds alternate).
 
 use std::time::Instant;
 
 use candle_core::Device;
-use memoria::embed::{EmbedKind, Embedder, GemmaEmbedder, GemmaOptions};
+use memoria::embed::{EmbedKind, Embedder, GemmaEmbedder, GemmaOptions, Precision};
 
 const GOLDEN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -80,69 +81,101 @@ fn main() {
     let n_docs = env_usize("BENCH_DOCS", 64);
     let rounds = env_usize("BENCH_ROUNDS", 3);
     let n_queries = env_usize("BENCH_QUERIES", 40);
-    let opts = GemmaOptions {
-        dims: std::env::var("BENCH_DIMS")
-            .ok()
-            .and_then(|v| v.parse().ok()),
-        batch_tokens: env_usize("BENCH_BATCH_TOKENS", GemmaOptions::default().batch_tokens),
-        ..Default::default()
-    };
-    let t = Instant::now();
-    let model = GemmaEmbedder::load(&dir, &Device::Cpu, opts).expect("load model");
-    println!("load: {:.2} s", t.elapsed().as_secs_f64());
+    // Each precision is loaded once; rounds alternate between them, so a burst of machine
+    // noise hits every precision alike.
+    let precisions: Vec<Precision> = std::env::var("BENCH_PRECISION")
+        .unwrap_or_else(|_| "f32,q8".into())
+        .split(',')
+        .map(|p| p.parse().expect("BENCH_PRECISION: f32, q8 or auto"))
+        .collect();
     println!("threads: {}", rayon::current_num_threads());
-    if let Some(kib) = vm_hwm_kib() {
-        println!("peak RSS after load: {:.0} MiB", kib as f64 / 1024.0);
-    }
+    let models: Vec<(String, GemmaEmbedder)> = precisions
+        .iter()
+        .map(|&precision| {
+            let opts = GemmaOptions {
+                dims: std::env::var("BENCH_DIMS")
+                    .ok()
+                    .and_then(|v| v.parse().ok()),
+                batch_tokens: env_usize("BENCH_BATCH_TOKENS", GemmaOptions::default().batch_tokens),
+                precision,
+                ..Default::default()
+            };
+            let t = Instant::now();
+            let model = GemmaEmbedder::load(&dir, &Device::Cpu, opts).expect("load model");
+            let name = format!("{precision}→{}", model.precision());
+            print!("{name}: load {:.2} s", t.elapsed().as_secs_f64());
+            if let Some(kib) = vm_hwm_kib() {
+                print!(", peak RSS so far {:.0} MiB", kib as f64 / 1024.0);
+            }
+            println!();
+            (name, model)
+        })
+        .collect();
 
     let docs = documents(n_docs);
     let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
     // Warm-up (page in weights, grow allocator arenas).
-    let warm = model
-        .embed(&refs[..4.min(refs.len())], EmbedKind::Document)
-        .expect("embed");
-    let _ = warm;
-    let mut best = f64::MAX;
+    for (_, model) in &models {
+        model
+            .embed(&refs[..4.min(refs.len())], EmbedKind::Document)
+            .expect("embed");
+    }
+    let mut best = vec![f64::MAX; models.len()];
     let mut tokens = 0usize;
     for r in 0..rounds {
-        let t = Instant::now();
-        let c = cpu_seconds();
-        let out = model.embed(&refs, EmbedKind::Document).expect("embed");
-        let dt = t.elapsed().as_secs_f64();
-        let cpu = cpu_seconds() - c;
-        tokens = out.iter().map(|e| e.tokens).sum();
+        for ((name, model), best) in models.iter().zip(&mut best) {
+            let t = Instant::now();
+            let c = cpu_seconds();
+            let out = model.embed(&refs, EmbedKind::Document).expect("embed");
+            let dt = t.elapsed().as_secs_f64();
+            let cpu = cpu_seconds() - c;
+            tokens = out.iter().map(|e| e.tokens).sum();
+            println!(
+                "  round {r} {name}: {} docs, {tokens} tokens in {dt:.2} s = {:.0} tokens/s (cpu {cpu:.2} s: {:.0} tokens/cpu-s)",
+                out.len(),
+                tokens as f64 / dt,
+                tokens as f64 / cpu
+            );
+            *best = best.min(dt);
+        }
+    }
+    for ((name, _), best) in models.iter().zip(&best) {
         println!(
-            "  round {r}: {} docs, {tokens} tokens in {dt:.2} s = {:.0} tokens/s (cpu {cpu:.2} s: {:.0} tokens/cpu-s)",
-            out.len(),
-            tokens as f64 / dt,
-            tokens as f64 / cpu
+            "documents {name}: {n_docs} docs, mean {:.0} tokens/doc, best {:.0} tokens/s ({:.1} docs/s)",
+            tokens as f64 / n_docs as f64,
+            tokens as f64 / best,
+            n_docs as f64 / best
         );
-        best = best.min(dt);
     }
-    println!(
-        "documents: {n_docs} docs, mean {:.0} tokens/doc, best {:.0} tokens/s ({:.1} docs/s)",
-        tokens as f64 / n_docs as f64,
-        tokens as f64 / best,
-        n_docs as f64 / best
-    );
 
-    let mut lat = Vec::with_capacity(n_queries);
-    let qtokens = model.embed(&[QUERY], EmbedKind::Query).expect("embed")[0].tokens;
-    let c = cpu_seconds();
+    let mut lat = vec![Vec::with_capacity(n_queries); models.len()];
+    let mut cpu = vec![0f64; models.len()];
+    let qtokens = models[0]
+        .1
+        .embed(&[QUERY], EmbedKind::Query)
+        .expect("embed")[0]
+        .tokens;
     for _ in 0..n_queries {
-        let t = Instant::now();
-        let _ = model.embed(&[QUERY], EmbedKind::Query).expect("embed");
-        lat.push(t.elapsed().as_secs_f64() * 1e3);
+        for (i, (_, model)) in models.iter().enumerate() {
+            let c = cpu_seconds();
+            let t = Instant::now();
+            let _ = model.embed(&[QUERY], EmbedKind::Query).expect("embed");
+            lat[i].push(t.elapsed().as_secs_f64() * 1e3);
+            cpu[i] += cpu_seconds() - c;
+        }
     }
-    let qcpu = (cpu_seconds() - c) / n_queries as f64 * 1e3;
-    lat.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p).round() as usize];
-    println!(
-        "query ({qtokens} tokens): p50 {:.1} ms, p99 {:.1} ms, min {:.1} ms over {n_queries} (cpu {qcpu:.1} ms/query)",
-        pct(0.5),
-        pct(0.99),
-        lat[0]
-    );
+    for (i, (name, _)) in models.iter().enumerate() {
+        let lat = &mut lat[i];
+        lat.sort_by(|a, b| a.total_cmp(b));
+        let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p).round() as usize];
+        println!(
+            "query {name} ({qtokens} tokens): p50 {:.1} ms, p99 {:.1} ms, min {:.1} ms over {n_queries} (cpu {:.1} ms/query)",
+            pct(0.5),
+            pct(0.99),
+            lat[0],
+            cpu[i] / n_queries as f64 * 1e3
+        );
+    }
     if let Some(kib) = vm_hwm_kib() {
         println!("peak RSS (VmHWM): {:.0} MiB", kib as f64 / 1024.0);
     }

@@ -3,7 +3,8 @@
 
 usage: HF_HUB_OFFLINE=1 python benches/pytorch_reference.py [MODEL_DIR]
   MODEL_DIR defaults to $MEMORIA_TEST_MODEL_DIR. Env: BENCH_DOCS (64), BENCH_ROUNDS (3),
-  BENCH_QUERIES (40), BENCH_BATCH (16), BENCH_THREADS (2), MEMORIA_GOLDEN.
+  BENCH_QUERIES (40), BENCH_BATCH (16), BENCH_THREADS (2), BENCH_DTYPE (float32 | bfloat16),
+  MEMORIA_GOLDEN.
 Needs: pip install torch sentence-transformers (CPU is fine).
 """
 import json
@@ -42,10 +43,12 @@ def main():
     batch = int(os.environ.get("BENCH_BATCH", "16"))
     torch.set_num_threads(threads)
     t = time.perf_counter()
+    dtype = os.environ.get("BENCH_DTYPE", "float32")
     model = SentenceTransformer(model_dir, device="cpu")
+    model = model.to(getattr(torch, dtype))
     model.eval()
     print(f"load: {time.perf_counter() - t:.2f} s")
-    print(f"torch {torch.__version__}, threads: {torch.get_num_threads()}")
+    print(f"torch {torch.__version__}, {dtype}, threads: {torch.get_num_threads()}")
 
     docs = documents(n_docs)
     prompt = model.prompts["document"]

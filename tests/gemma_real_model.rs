@@ -7,42 +7,55 @@
 use std::sync::OnceLock;
 
 use candle_core::Device;
-use memoria::embed::{cosine, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions};
+use memoria::embed::{cosine, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions, Precision};
 
-/// The model as the product loads it on every start but the first: from its packed model
-/// (mapped weights, table-driven tokenizer). The pack is built in a temporary cache first.
+/// The f32 model as the product loads it on every start but the first: from its packed
+/// model (mapped weights, table-driven tokenizer). The pack is built in a temporary cache
+/// first.
 fn model() -> Option<&'static GemmaEmbedder> {
     static MODEL: OnceLock<Option<GemmaEmbedder>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
-                eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping real-model tests");
-                return None;
-            };
-            let cache = Box::leak(Box::new(tempfile::tempdir().unwrap()));
-            let options = || GemmaOptions {
-                cache_dir: Some(cache.path().to_path_buf()),
-                ..Default::default()
-            };
-            let first = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
-            assert!(
-                first.origin().contains("packed model written to"),
-                "{}",
-                first.origin()
-            );
-            drop(first);
-            let m = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
-            assert!(m.origin().starts_with("packed model "), "{}", m.origin());
-            assert_eq!(m.tokenizer_words(), "memoria BPE tables");
-            Some(m)
-        })
-        .as_ref()
+    MODEL.get_or_init(|| packed_model(Precision::F32)).as_ref()
+}
+
+/// The same in q8 (Q8_0 weights, int8 activations).
+fn q8_model() -> Option<&'static GemmaEmbedder> {
+    static MODEL: OnceLock<Option<GemmaEmbedder>> = OnceLock::new();
+    MODEL.get_or_init(|| packed_model(Precision::Q8)).as_ref()
+}
+
+fn packed_model(precision: Precision) -> Option<GemmaEmbedder> {
+    let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
+        eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping real-model tests");
+        return None;
+    };
+    let cache = Box::leak(Box::new(tempfile::tempdir().unwrap()));
+    let options = || GemmaOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        precision,
+        ..Default::default()
+    };
+    let first = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
+    assert!(
+        first.origin().contains("packed model written to"),
+        "{}",
+        first.origin()
+    );
+    drop(first);
+    let m = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
+    assert!(m.origin().starts_with("packed model "), "{}", m.origin());
+    assert_eq!(m.tokenizer_words(), "memoria BPE tables");
+    assert_eq!(m.precision(), precision);
+    Some(m)
 }
 
 /// The model loaded from its source files (the `tokenizers` crate, weights converted).
-fn model_from_source() -> Option<GemmaEmbedder> {
+fn model_from_source(precision: Precision) -> Option<GemmaEmbedder> {
     let dir = std::env::var("MEMORIA_TEST_MODEL_DIR").ok()?;
-    let m = GemmaEmbedder::load(&dir, &Device::Cpu, GemmaOptions::default()).expect("load model");
+    let options = GemmaOptions {
+        precision,
+        ..Default::default()
+    };
+    let m = GemmaEmbedder::load(&dir, &Device::Cpu, options).expect("load model");
     assert_eq!(
         (m.origin(), m.tokenizer_words()),
         ("source files", "tokenizers crate")
@@ -51,10 +64,20 @@ fn model_from_source() -> Option<GemmaEmbedder> {
 }
 
 /// The packed model is the source model: same fingerprint (so no index re-embeds), and
-/// bit-identical vectors for queries and a packed batch of documents.
+/// bit-identical vectors for queries and a packed batch of documents, in each precision.
 #[test]
 fn packed_model_equals_source_model() {
-    let (Some(packed), Some(source)) = (model(), model_from_source()) else {
+    for precision in [Precision::F32, Precision::Q8] {
+        packed_equals_source(precision);
+    }
+}
+
+fn packed_equals_source(precision: Precision) {
+    let packed = match precision {
+        Precision::Q8 => q8_model(),
+        _ => model(),
+    };
+    let (Some(packed), Some(source)) = (packed, model_from_source(precision)) else {
         return;
     };
     assert_eq!(packed.fingerprint(), source.fingerprint());
@@ -232,6 +255,34 @@ fn golden_cases_match_pytorch() {
     }
 }
 
+/// q8 (Q8_0 weights, int8 activations) against PyTorch f32: worst cosine ≥ 0.995 (the
+/// issue's gate), and a fingerprint of its own, so q8 and f32 vectors never share an index.
+#[test]
+fn golden_cases_match_pytorch_in_q8() {
+    let (Some(q8), Some(f32_model), Some(cases)) = (q8_model(), model(), golden()) else {
+        return;
+    };
+    assert_ne!(q8.fingerprint(), f32_model.fingerprint());
+    let mut worst = (1.0f32, String::new());
+    for kind in [EmbedKind::Query, EmbedKind::Document] {
+        let sel: Vec<&Case> = cases.iter().filter(|c| c.kind == kind).collect();
+        let texts: Vec<&str> = sel.iter().map(|c| c.text.as_str()).collect();
+        let out = q8.embed(&texts, kind).unwrap();
+        for (c, e) in sel.iter().zip(&out) {
+            assert_eq!(e.tokens, c.len);
+            let cos = cosine(&e.vector, &c.embedding);
+            if cos < worst.0 {
+                worst = (cos, c.text.chars().take(40).collect());
+            }
+        }
+    }
+    eprintln!(
+        "q8 worst cosine to PyTorch f32: {} ({:?})",
+        worst.0, worst.1
+    );
+    assert!(worst.0 >= 0.995, "q8: cosine {} for {:?}", worst.0, worst.1);
+}
+
 #[test]
 fn model_card_similarities() {
     let Some(m) = model() else { return };
@@ -290,6 +341,7 @@ fn matryoshka_dims_on_real_model() {
         &Device::Cpu,
         GemmaOptions {
             dims: Some(256),
+            precision: Precision::F32,
             ..Default::default()
         },
     )

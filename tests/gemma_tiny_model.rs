@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{Device, Tensor};
-use memoria::embed::{cosine, EmbedError, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions};
+use memoria::embed::{
+    cosine, EmbedError, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions, Precision,
+};
 use serde_json::json;
 
 const HIDDEN: usize = 64;
@@ -296,7 +298,13 @@ fn loads_and_reports_shape() {
 fn fused_kernels_match_plain_candle_ops() {
     for spec in [&MQA, &GQA] {
         let dir = model_dir(spec);
-        let fused = load(dir.path(), GemmaOptions::default());
+        let fused = load(
+            dir.path(),
+            GemmaOptions {
+                precision: Precision::F32,
+                ..Default::default()
+            },
+        );
         let generic = load(
             dir.path(),
             GemmaOptions {
@@ -327,6 +335,45 @@ fn fused_kernels_match_plain_candle_ops() {
             .map(|(p, q)| (p - q).abs())
             .fold(0f32, f32::max);
         assert!(max < 1e-3, "max hidden diff {max}");
+    }
+}
+
+/// q8 (Q8_0 weights, int8 activations; the 100-wide down projection stays f16, not being
+/// whole blocks of 32) against the plain candle ops in f32: close, not equal, and with a
+/// fingerprint of its own.
+#[test]
+fn q8_kernels_stay_close_to_plain_candle_ops() {
+    for spec in [&MQA, &GQA] {
+        let dir = model_dir(spec);
+        let q8 = load(
+            dir.path(),
+            GemmaOptions {
+                precision: Precision::Q8,
+                ..Default::default()
+            },
+        );
+        assert_eq!(q8.precision(), Precision::Q8);
+        let generic = load(
+            dir.path(),
+            GemmaOptions {
+                generic_kernels: true,
+                precision: Precision::Q8,
+                ..Default::default()
+            },
+        );
+        // The generic kernels run f32 whatever the setting says.
+        assert_eq!(generic.precision(), Precision::F32);
+        assert_ne!(q8.fingerprint(), generic.fingerprint());
+        let t = texts();
+        let refs: Vec<&str> = t.iter().map(String::as_str).collect();
+        let a = q8.embed(&refs, EmbedKind::Document).unwrap();
+        let b = generic.embed(&refs, EmbedKind::Document).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.tokens, y.tokens);
+            let c = cosine(&x.vector, &y.vector);
+            assert!(c >= 0.995, "q8 vs generic cosine {c} ({} tokens)", x.tokens);
+            assert!(c < 1.0 - 1e-7, "q8 gave the f32 vector exactly");
+        }
     }
 }
 

@@ -64,8 +64,22 @@ struct Cli {
         value_name = "DIR"
     )]
     model: Option<PathBuf>,
+    /// Local model arithmetic on the CPU: f32, q8 or auto (the fastest that passes the
+    /// accuracy gates here). Sets $MEMORIA_PRECISION for this run.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "P",
+        value_parser = parse_precision
+    )]
+    precision: Option<memoria::embed::Precision>,
     #[command(subcommand)]
     command: Command,
+}
+
+fn parse_precision(s: &str) -> std::result::Result<memoria::embed::Precision, String> {
+    s.parse()
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -285,7 +299,12 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    if let Some(precision) = cli.precision {
+        // Before any thread starts: the model loader (and `mcp`'s agents) read it from here.
+        std::env::set_var(memoria::embed::PRECISION_VAR, precision.as_str());
+    }
+    match run(cli) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {}", describe(&err));
@@ -870,8 +889,10 @@ fn embed_command(
     dim: Option<usize>,
 ) -> Result<ExitCode> {
     let location = memoria::embed::resolve_model(&model_search(cli, settings)?)?;
-    let embedder = memoria::embed::load_local(&location.dir)
+    let (embedder, device) = memoria::embed::load_local_on(&location.dir)
         .with_context(|| format!("{}: cannot load the model", location.dir.display()))?;
+    // Which device and precision produced the vectors (stdout carries only the vectors).
+    eprintln!("memoria: model on {device}");
     if let Some(dim) = dim {
         if !memoria::embed::MATRYOSHKA_DIMS.contains(&dim) || dim > embedder.dims() {
             bail!("--dim {dim}: choose one of 768, 512, 256, 128");

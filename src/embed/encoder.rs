@@ -8,7 +8,7 @@
 use candle_core::{DType, Device, Tensor, D};
 
 use crate::embed::kernels::{self, AttnDims, Packing};
-use crate::embed::matmul::Projection;
+use crate::embed::matmul::{Projection, WeightFormat};
 use crate::embed::model_files::{GemmaConfig, LayerKind};
 use crate::embed::pack::Pack;
 use crate::embed::weights::SafeFile;
@@ -114,7 +114,9 @@ pub struct Encoder {
 
 impl Encoder {
     /// Loads every tensor but the embedding table from `file` (names without `model.`), the
-    /// fused kernels' projections from `pack` when it holds them.
+    /// fused kernels' projections from `pack` when it holds them; with `q8`, the fused
+    /// kernels' projections are Q8_0.
+    #[allow(clippy::too_many_arguments)]
     pub fn load(
         cfg: &GemmaConfig,
         file: &SafeFile,
@@ -122,6 +124,7 @@ impl Encoder {
         device: &Device,
         dtype: DType,
         kernels: Kernels,
+        q8: bool,
         max_pos: usize,
     ) -> Result<Self> {
         let h = cfg.hidden_size;
@@ -133,13 +136,17 @@ impl Encoder {
         } else {
             Kernels::Generic
         };
-        let half = kernels == Kernels::Fused;
+        let format = match kernels {
+            Kernels::Fused if q8 => WeightFormat::Q8,
+            Kernels::Fused => WeightFormat::Half,
+            Kernels::Generic => WeightFormat::Tensor,
+        };
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for (l, &kind) in cfg.layer_kinds.iter().enumerate() {
             let p = format!("layers.{l}");
             let prefix = format!("{p}.");
             let proj = |parts: &[(&str, usize)], cols: usize| -> Result<Projection> {
-                Projection::load(file, pack, "", &prefix, parts, cols, half, device, dtype)
+                Projection::load(file, pack, "", &prefix, parts, cols, format, device, dtype)
             };
             let norm = |name: &str, n: usize, scale: f32| -> Result<Norm> {
                 Norm::load(file, &format!("{p}.{name}"), n, scale, device)

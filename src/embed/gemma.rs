@@ -7,11 +7,12 @@ use candle_core::{DType, Device, Tensor};
 use crate::digest::{hex, ResumableSha256};
 use crate::embed::encoder::{Encoder, Kernels};
 use crate::embed::kernels::Packing;
-use crate::embed::matmul::Projection;
+use crate::embed::matmul::{Projection, WeightFormat};
 use crate::embed::model_files::{
     read_file, read_json, DenseConfig, GemmaConfig, Pipeline, SbertConfig, StConfig,
 };
-use crate::embed::pack::{self, Pack, PackContents, PackWeight};
+use crate::embed::pack::{self, Pack, PackContents, PackWeight, Panels};
+use crate::embed::precision::Precision;
 use crate::embed::tokenizer::{self, TextTokenizer};
 use crate::embed::weights::{EmbeddingTable, SafeFile};
 use crate::embed::{
@@ -46,6 +47,9 @@ pub struct GemmaOptions {
     /// kernels' layout, tokenizer tables) in `<cache_dir>/packed/`, written on the first load
     /// and memory-mapped on later ones (see `pack.rs`). `None` loads from the source files.
     pub cache_dir: Option<PathBuf>,
+    /// The arithmetic of the fused CPU kernels' linear layers (`precision.rs`); other
+    /// devices and the generic kernels run `dtype`.
+    pub precision: Precision,
 }
 
 impl Default for GemmaOptions {
@@ -59,6 +63,7 @@ impl Default for GemmaOptions {
             dtype: None,
             generic_kernels: false,
             cache_dir: None,
+            precision: Precision::Auto,
         }
     }
 }
@@ -88,6 +93,8 @@ pub struct GemmaEmbedder {
     fingerprint: String,
     /// Where the weights and tokenizer came from, in words.
     origin: String,
+    /// The linear layers' precision: `f32` or `q8` (also `f32` for GPU dtypes).
+    precision: Precision,
 }
 
 impl std::fmt::Debug for GemmaEmbedder {
@@ -132,8 +139,13 @@ impl GemmaEmbedder {
         let cfg = GemmaConfig::from_json(&config_text, &config_path)?;
         let pipeline = Pipeline::from_dir(&dir)?;
         let fused = !options.generic_kernels && device.is_cpu() && dtype == DType::F32;
+        let precision = if fused {
+            options.precision.resolve()
+        } else {
+            Precision::F32
+        };
         let plan = match &options.cache_dir {
-            Some(cache) if fused => Some(open_pack(cache, &dir, &pipeline)),
+            Some(cache) if fused => Some(open_pack(cache, &dir, &pipeline, precision)),
             _ => None,
         };
         let pack = plan.as_ref().and_then(|p| p.pack.as_ref());
@@ -256,7 +268,8 @@ impl GemmaEmbedder {
             cfg.vocab_size,
             cfg.hidden_size,
         )?;
-        let encoder = Encoder::load(&cfg, &file, pack, device, dtype, kernels, max_tokens)?;
+        let q8 = precision == Precision::Q8;
+        let encoder = Encoder::load(&cfg, &file, pack, device, dtype, kernels, q8, max_tokens)?;
         drop(file);
         phase("encoder loaded");
         let embed_scale = (cfg.hidden_size as f64).sqrt() as f32;
@@ -300,6 +313,12 @@ impl GemmaEmbedder {
             if !from_pack {
                 hash_safetensors(&mut hasher, &rel, &wf)?;
             }
+            // The Dense layers stay f16 in every CPU precision: they run once per text, so
+            // quantising them would cost accuracy for no measurable time.
+            let format = match encoder.kernels() {
+                Kernels::Fused => WeightFormat::Half,
+                Kernels::Generic => WeightFormat::Tensor,
+            };
             let weight = Projection::load(
                 &wf,
                 pack,
@@ -307,7 +326,7 @@ impl GemmaEmbedder {
                 "",
                 &[("linear.weight", dc.out_features)],
                 dc.in_features,
-                encoder.kernels() == Kernels::Fused,
+                format,
                 device,
                 DType::F32,
             )?;
@@ -337,6 +356,15 @@ impl GemmaEmbedder {
         // cached under the old fingerprint are not reused for texts that now embed
         // differently.
         hash_part(&mut hasher, "input", b"prompt+text, unstripped");
+        // f32 vectors agree with PyTorch to f32 noise and keep the fingerprint they always
+        // had; q8 vectors differ by more, so they never share an index or cache with them.
+        if q8 {
+            hash_part(
+                &mut hasher,
+                "precision",
+                b"q8: Q8_0 weights, int8 activations",
+            );
+        }
         let fingerprint = format!("embeddinggemma:{dims}:{}", hex(&hasher.finalize()));
 
         Ok(GemmaEmbedder {
@@ -356,7 +384,13 @@ impl GemmaEmbedder {
             batch_tokens: options.batch_tokens,
             fingerprint,
             origin,
+            precision,
         })
+    }
+
+    /// The precision the linear layers run in (`f32` or `q8`; never `auto`).
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// Where the weights and tokenizer came from, in words: the packed model's path, or the
@@ -556,8 +590,8 @@ struct PackPlan {
 }
 
 /// Opens the pack of `dir` under `cache`, if one matches the model files.
-fn open_pack(cache: &Path, dir: &Path, pipeline: &Pipeline) -> PackPlan {
-    let path = pack::path_for(cache, dir);
+fn open_pack(cache: &Path, dir: &Path, pipeline: &Pipeline, precision: Precision) -> PackPlan {
+    let path = pack::path_for(cache, dir, precision.as_str());
     let mut files: Vec<String> = [
         "config.json",
         "modules.json",
@@ -630,7 +664,13 @@ impl PackPlan {
                     name: name.clone(),
                     rows: weight.rows(),
                     cols: weight.cols(),
-                    data: weight.panels(),
+                    data: Panels::F16(weight.panels()),
+                }),
+                Projection::Q8 { name, weight } => Some(PackWeight {
+                    name: name.clone(),
+                    rows: weight.rows(),
+                    cols: weight.cols(),
+                    data: Panels::Q8(weight.bytes()),
                 }),
                 Projection::Tensor(_) => None,
             })

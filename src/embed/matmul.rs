@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use crate::embed::kernels::{contiguous_f32, SyncPtr};
 use crate::embed::pack::{Pack, Slab};
+use crate::embed::q8::{self, Q8Weight};
 use crate::embed::weights::SafeFile;
 use crate::embed::{EmbedError, Result};
 use crate::simd::{level, Level};
@@ -28,12 +29,26 @@ use crate::simd::{level, Level};
 /// Output rows per weight panel.
 pub const PANEL: usize = 16;
 
+/// How a [`Projection`] holds its weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightFormat {
+    /// A candle tensor on the model's device (the generic path).
+    Tensor,
+    /// f16 panels for the fused CPU kernels (products in f32).
+    Half,
+    /// Q8_0 panels for the int8 CPU kernels (`q8.rs`); f16 where a weight's inner size is
+    /// not whole blocks of 32.
+    Q8,
+}
+
 /// A linear layer's weight (`[out, in]`, no bias), held the way the path that runs it wants.
 #[derive(Debug)]
 pub enum Projection {
     /// f16 in host memory or a packed model, multiplied by [`Linear`] (the fused CPU path);
     /// `name` is its section in the pack.
     Half { name: String, weight: HalfWeight },
+    /// Q8_0 in host memory or a packed model, multiplied by [`q8::Linear`].
+    Q8 { name: String, weight: Q8Weight },
     /// A tensor on the model's device in the working dtype, multiplied by candle.
     Tensor(Tensor),
 }
@@ -41,8 +56,8 @@ pub enum Projection {
 impl Projection {
     /// Loads the tensors `prefix + name` (each `[rows, cols]`) from `file` and stacks them
     /// along the output dimension, e.g. q, k and v into one `[q + k + v, hidden]` projection.
-    /// With `half`, a packed model that holds the stacked panels provides them instead; they
-    /// are its section `scope + prefix + names joined by '+'`.
+    /// In the CPU formats, a packed model that holds the stacked panels provides them
+    /// instead; they are its section `scope + prefix + names joined by '+'`.
     #[allow(clippy::too_many_arguments)]
     pub fn load(
         file: &SafeFile,
@@ -51,16 +66,33 @@ impl Projection {
         prefix: &str,
         names: &[(&str, usize)],
         cols: usize,
-        half: bool,
+        format: WeightFormat,
         device: &Device,
         dtype: DType,
     ) -> Result<Self> {
-        if half {
-            let rows: usize = names.iter().map(|&(_, r)| r).sum();
-            let name = format!(
-                "{scope}{prefix}{}",
-                names.iter().map(|&(n, _)| n).collect::<Vec<_>>().join("+")
-            );
+        if format == WeightFormat::Tensor {
+            let parts = names
+                .iter()
+                .map(|&(name, r)| {
+                    file.tensor(&format!("{prefix}{name}"), &[r, cols], device, dtype)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Projection::Tensor(Tensor::cat(&parts, 0)?));
+        }
+        let rows: usize = names.iter().map(|&(_, r)| r).sum();
+        let name = format!(
+            "{scope}{prefix}{}",
+            names.iter().map(|&(n, _)| n).collect::<Vec<_>>().join("+")
+        );
+        let q8 = format == WeightFormat::Q8 && cols.is_multiple_of(q8::BLOCK);
+        if q8 {
+            let packed = pack
+                .and_then(|p| p.q8_weight(&name, rows, cols))
+                .and_then(|data| Q8Weight::from_packed(data, rows, cols));
+            if let Some(weight) = packed {
+                return Ok(Projection::Q8 { name, weight });
+            }
+        } else {
             let packed = pack.and_then(|p| p.weight(&name)).filter(|(data, r, c)| {
                 (*r, *c) == (rows, cols) && data.len() == rows.div_ceil(PANEL) * cols * PANEL
             });
@@ -68,38 +100,42 @@ impl Projection {
                 let weight = HalfWeight { data, rows, cols };
                 return Ok(Projection::Half { name, weight });
             }
-            let mut all = Vec::with_capacity(rows * cols);
-            for &(name, r) in names {
-                let name = format!("{prefix}{name}");
-                let values = file.read_f32(&name, &[r, cols])?;
-                if !fits_half(&values) {
-                    return Err(EmbedError::Unsupported {
-                        path: file.path().to_path_buf(),
-                        reason: format!(
-                            "tensor `{name}` has weights beyond float16's range \
-                             (the fused CPU kernels store weights as f16)"
-                        ),
-                    });
-                }
-                all.extend_from_slice(&values);
-            }
-            let weight = HalfWeight::pack(&all, rows, cols);
-            Ok(Projection::Half { name, weight })
-        } else {
-            let parts = names
-                .iter()
-                .map(|&(name, r)| {
-                    file.tensor(&format!("{prefix}{name}"), &[r, cols], device, dtype)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Projection::Tensor(Tensor::cat(&parts, 0)?))
         }
+        let mut all = Vec::with_capacity(rows * cols);
+        for &(part, r) in names {
+            let part = format!("{prefix}{part}");
+            let values = file.read_f32(&part, &[r, cols])?;
+            let fits = if q8 {
+                values.iter().all(|v| v.is_finite())
+            } else {
+                fits_half(&values)
+            };
+            if !fits {
+                let kind = if q8 { "Q8_0" } else { "f16" };
+                return Err(EmbedError::Unsupported {
+                    path: file.path().to_path_buf(),
+                    reason: format!(
+                        "tensor `{part}` has weights beyond {kind}'s range \
+                         (the CPU kernels store weights as {kind})"
+                    ),
+                });
+            }
+            all.extend_from_slice(&values);
+        }
+        if q8 {
+            if let Some(weight) = Q8Weight::quantize(&all, rows, cols) {
+                return Ok(Projection::Q8 { name, weight });
+            }
+        }
+        let weight = HalfWeight::pack(&all, rows, cols);
+        Ok(Projection::Half { name, weight })
     }
 
     /// `x · wᵀ`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             Projection::Half { weight, .. } => x.apply_op1_no_bwd(&Linear { w: weight })?,
+            Projection::Q8 { weight, .. } => x.apply_op1_no_bwd(&q8::Linear { w: weight })?,
             Projection::Tensor(w) => x.matmul(&w.t()?)?,
         })
     }

@@ -6,8 +6,9 @@
 //! projections and L2 normalisation, numerically matching PyTorch sentence-transformers.
 //!
 //! Files: `gemma.rs` (the embedder: tokenizer, prompts, pooling, fingerprint), `encoder.rs`
-//! (the transformer over packed sequences), `kernels.rs` and `matmul.rs` (fused CPU
-//! kernels and f16-weight linear layers, dispatched on `crate::simd`'s level),
+//! (the transformer over packed sequences), `kernels.rs`, `matmul.rs` and `q8.rs` (fused CPU
+//! kernels, f16-weight and Q8_0 linear layers, dispatched on `crate::simd`'s level),
+//! `precision.rs` (which of those the linear layers run in: f32, q8 or auto),
 //! `weights.rs` and `model_files.rs` (safetensors and the sentence-transformers JSON
 //! files, with errors naming file and tensor), `locate.rs` (where the model directory is,
 //! and `pull`), `provider.rs` (the configured provider resolved to an embedder, or the
@@ -22,7 +23,9 @@ mod locate;
 mod matmul;
 mod model_files;
 mod pack;
+mod precision;
 mod provider;
+mod q8;
 #[cfg(feature = "remote")]
 mod remote;
 mod tokenizer;
@@ -37,6 +40,7 @@ pub use locate::{
     resolve_model, ModelLocation, ModelNotFound, ModelSearch, PullError, DEFAULT_REPO,
     REQUIRED_FILES,
 };
+pub use precision::{Precision, PRECISION_VAR};
 pub use provider::EmbedderChoice;
 pub(crate) use provider::ResolvedEmbedder;
 
@@ -294,15 +298,22 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
     let gpu_failed: Option<String> = None;
     let options = GemmaOptions {
         cache_dir: locate::cache_dir(),
+        precision: Precision::from_env().map_err(EmbedError::InvalidOption)?,
         ..GemmaOptions::default()
     };
+    let asked = options.precision;
     let embedder = GemmaEmbedder::load(dir, &candle_core::Device::Cpu, options)?;
-    let kernels = match crate::simd::level() {
-        crate::simd::Level::Avx512 => "AVX-512",
-        crate::simd::Level::Avx2 => "AVX2",
-        crate::simd::Level::Scalar => "scalar",
+    let kernels = match (crate::simd::level(), embedder.precision()) {
+        (crate::simd::Level::Avx512, Precision::Q8) => "AVX2 int8",
+        (crate::simd::Level::Avx512, _) => "AVX-512",
+        (crate::simd::Level::Avx2, _) => "AVX2",
+        (crate::simd::Level::Scalar, _) => "scalar",
     };
-    let mut words = format!("cpu, f32, {kernels} kernels");
+    let chosen = match asked {
+        Precision::Auto => " (auto)",
+        _ => "",
+    };
+    let mut words = format!("cpu, {}{chosen}, {kernels} kernels", embedder.precision());
     if let Some(why) = gpu_failed {
         words.push_str(&format!(" ({why})"));
     }

@@ -12,7 +12,8 @@
 //!
 //! ```text
 //! [0, 16)          magic "memoria-pack\0v01"
-//! [64, …)          sections, each at a 64-byte aligned offset: f16 weight panels, u64 tables
+//! [64, …)          sections, each at a 64-byte aligned offset: weight panels (f16, or Q8_0
+//!                  bytes: `q8.rs`), u64 tables
 //! […, end - 8)     header (JSON): sources, fingerprint state, tokenizer header, sections, crc32
 //! [end - 8, end)   header length, u64 little-endian
 //! ```
@@ -41,13 +42,14 @@ use serde::{Deserialize, Serialize};
 use crate::digest::ResumableSha256;
 use crate::embed::tokenizer::{BpeHeader, BpeTables, FastBpe};
 
-const MAGIC: &[u8; 16] = b"memoria-pack\0v01";
+const MAGIC: &[u8; 16] = b"memoria-pack\0v02";
 const ALIGN: usize = 64;
 
 /// Element types a [`Slab`] may hold: every bit pattern is a valid value.
 pub trait Plain: Copy + 'static {}
 impl Plain for u64 {}
 impl Plain for f16 {}
+impl Plain for u8 {}
 
 /// Values owned in memory, or lying in a memory-mapped pack.
 pub enum Slab<T: Plain> {
@@ -124,20 +126,48 @@ pub fn source_files(dir: &Path, files: &[String]) -> std::io::Result<Vec<SourceF
         .collect()
 }
 
-/// Where the pack of the model in `model_dir` lives under `cache_dir`.
-pub fn path_for(cache_dir: &Path, model_dir: &Path) -> PathBuf {
+/// Where the pack of the model in `model_dir` for the kernels of `precision` (`f32`, `q8`)
+/// lives under `cache_dir`: `packed/<hash>.pack` for f32, `packed/<hash>-q8.pack` for q8.
+pub fn path_for(cache_dir: &Path, model_dir: &Path, precision: &str) -> PathBuf {
     let canonical = std::fs::canonicalize(model_dir).unwrap_or_else(|_| model_dir.to_path_buf());
     let digest = crate::digest::sha256_hex(canonical.to_string_lossy().as_bytes());
+    let suffix = match precision {
+        "f32" => String::new(),
+        other => format!("-{other}"),
+    };
     cache_dir
         .join("packed")
-        .join(format!("{}.pack", &digest[..16]))
+        .join(format!("{}{suffix}.pack", &digest[..16]))
+}
+
+/// What a section holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    /// A tokenizer table of u64.
+    Table,
+    /// f16 weight panels (`matmul.rs`).
+    F16,
+    /// Q8_0 weight panels, as bytes (`q8.rs`).
+    Q8,
+}
+
+impl Kind {
+    fn element_size(self) -> usize {
+        match self {
+            Kind::Table => 8,
+            Kind::F16 => 2,
+            Kind::Q8 => 1,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Section {
     name: String,
+    kind: Kind,
     offset: usize,
-    /// Elements (f16 or u64).
+    /// Elements (u64, f16 or bytes).
     len: usize,
     /// Weight shape (`[out, in]`); 0 for tables.
     rows: usize,
@@ -155,12 +185,18 @@ struct Header {
     crc32: u32,
 }
 
+/// A weight's panels, in one of the kernels' formats.
+pub enum Panels<'a> {
+    F16(&'a [f16]),
+    Q8(&'a [u8]),
+}
+
 /// A weight to pack: its name and `[rows, cols]` panels.
 pub struct PackWeight<'a> {
     pub name: String,
     pub rows: usize,
     pub cols: usize,
-    pub data: &'a [f16],
+    pub data: Panels<'a>,
 }
 
 /// Everything a pack holds.
@@ -183,23 +219,16 @@ pub fn write(path: &Path, contents: &PackContents) -> std::io::Result<()> {
             ("tokenizer.chars", &t.chars),
         ] {
             let bytes = as_bytes(table.as_slice());
-            parts.push((
-                section(name, 0, 0, table.len(), &mut offset, bytes.len()),
-                bytes,
-            ));
+            parts.push((section(name, Kind::Table, 0, 0, &mut offset, bytes), bytes));
         }
     }
     for w in &contents.weights {
-        let bytes = as_bytes(w.data);
+        let (kind, bytes) = match w.data {
+            Panels::F16(v) => (Kind::F16, as_bytes(v)),
+            Panels::Q8(v) => (Kind::Q8, v),
+        };
         parts.push((
-            section(
-                &w.name,
-                w.rows,
-                w.cols,
-                w.data.len(),
-                &mut offset,
-                bytes.len(),
-            ),
+            section(&w.name, kind, w.rows, w.cols, &mut offset, bytes),
             bytes,
         ));
     }
@@ -250,20 +279,21 @@ pub fn write(path: &Path, contents: &PackContents) -> std::io::Result<()> {
 /// The section for `bytes` at the next aligned offset.
 fn section(
     name: &str,
+    kind: Kind,
     rows: usize,
     cols: usize,
-    len: usize,
     offset: &mut usize,
-    bytes: usize,
+    bytes: &[u8],
 ) -> Section {
     let s = Section {
         name: name.to_string(),
+        kind,
         offset: *offset,
-        len,
+        len: bytes.len() / kind.element_size(),
         rows,
         cols,
     };
-    *offset = (*offset + bytes).div_ceil(ALIGN) * ALIGN;
+    *offset = (*offset + bytes.len()).div_ceil(ALIGN) * ALIGN;
     s
 }
 
@@ -311,7 +341,7 @@ impl Pack {
         }
         let mut crc = crc32fast::Hasher::new();
         for s in &header.sections {
-            let size = if s.rows == 0 { 8 } else { 2 };
+            let size = s.kind.element_size();
             let end = s
                 .len
                 .checked_mul(size)
@@ -342,14 +372,22 @@ impl Pack {
         self.header.sections.iter().find(|s| s.name == name)
     }
 
-    /// The weight panels named `name` and their `[rows, cols]`.
+    /// The f16 weight panels named `name` and their `[rows, cols]`.
     pub fn weight(&self, name: &str) -> Option<(Slab<f16>, usize, usize)> {
-        let s = self.section(name).filter(|s| s.rows > 0)?;
+        let s = self.section(name).filter(|s| s.kind == Kind::F16)?;
         Some((Slab::mapped(&self.map, s.offset, s.len)?, s.rows, s.cols))
     }
 
+    /// The Q8_0 weight panels named `name`, when they hold a `[rows, cols]` weight.
+    pub fn q8_weight(&self, name: &str, rows: usize, cols: usize) -> Option<Slab<u8>> {
+        let s = self
+            .section(name)
+            .filter(|s| s.kind == Kind::Q8 && (s.rows, s.cols) == (rows, cols))?;
+        Slab::mapped(&self.map, s.offset, s.len)
+    }
+
     fn table(&self, name: &str) -> Option<Slab<u64>> {
-        let s = self.section(name).filter(|s| s.rows == 0)?;
+        let s = self.section(name).filter(|s| s.kind == Kind::Table)?;
         Slab::mapped(&self.map, s.offset, s.len)
     }
 
