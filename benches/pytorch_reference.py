@@ -7,7 +7,6 @@ usage: HF_HUB_OFFLINE=1 python benches/pytorch_reference.py [MODEL_DIR]
   MEMORIA_GOLDEN.
 Needs: pip install torch sentence-transformers (CPU is fine).
 """
-import json
 import os
 import resource
 import statistics
@@ -17,19 +16,11 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_texts import QUERY, documents  # noqa: E402  (benches/embed.rs's texts)
 import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
-GOLDEN = os.environ.get("MEMORIA_GOLDEN", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "golden", "embeddinggemma-300m.json"))
-WORDS_PER_DOC = 195
-QUERY = "which machine runs the memory gateway"
-
-
-def documents(n):
-    """Same recipe as benches/embed.rs: doc i = WORDS_PER_DOC words from word i*131, cyclic."""
-    cases = json.load(open(GOLDEN))["cases"]
-    words = [w for c in cases for w in c["text"].split()]
-    return [" ".join(words[(i * 131 + k) % len(words)] for k in range(WORDS_PER_DOC)) for i in range(n)]
 
 
 def main():

@@ -282,7 +282,13 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
             Ok(embedder)
         });
         match on_gpu {
-            Ok(embedder) => return Ok((embedder, gpu_words().into())),
+            Ok(embedder) => {
+                let mut words = gpu_words().to_string();
+                if matches!(Precision::from_env(), Ok(Precision::Q8)) {
+                    words.push_str(" (precision q8 applies to the CPU kernels only)");
+                }
+                return Ok((embedder, words));
+            }
             // A model that cannot be read fails the same way on the CPU.
             Err(err @ (EmbedError::MissingFile { .. } | EmbedError::Io { .. })) => return Err(err),
             Err(err) => {
