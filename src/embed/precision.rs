@@ -6,7 +6,7 @@
 //!   products (`q8.rs`). Vectors move by about 1e-3 in cosine, so a `q8` index has its own
 //!   fingerprint and never mixes with `f32` vectors.
 //! - `auto` (the default): `q8` where it was measured faster than `f32`: CPUs whose best
-//!   level is AVX2 (documents 1.2×, queries 1.45× on a 2-core Zen 3). On AVX-512 CPUs the
+//!   level is AVX2 (documents 1.26×, queries 1.33× on a 2-core Zen 3). On AVX-512 CPUs the
 //!   `f32` kernels use 512-bit FMAs while the int8 kernel is 256-bit, and no such machine
 //!   was at hand to compare them, so `auto` keeps `f32` there (`q8` can be asked for).
 //!   Scalar-only CPUs keep `f32`. The choice depends on the CPU alone, never on a timing,
