@@ -1,4 +1,6 @@
-//! Linear layers of the CPU encoder: weights stored as IEEE half, products computed in f32.
+//! Linear layers of the CPU encoder: weights stored as IEEE half, products computed in f32
+//! (the `f32` precision), and [`Projection`], which holds a layer's weight in whichever
+//! format its path runs (this file's f16 panels, `q8.rs`'s Q8_0 panels, or a candle tensor).
 //!
 //! Why half: EmbeddingGemma's trained weights round-trip through f16 with 1 − cos ≤ 6e-8
 //! on the golden set (bf16: 6e-6), so keeping them as f16 halves the resident size and the

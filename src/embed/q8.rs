@@ -57,6 +57,17 @@ impl std::fmt::Debug for Q8Weight {
     }
 }
 
+/// Where weight `t` (0..32) of panel row `r` lies in a panel block.
+#[inline(always)]
+fn weight_at(r: usize, t: usize) -> usize {
+    PANEL * 4 + (t / 4) * PANEL * 4 + r * 4 + t % 4
+}
+
+/// The scale of panel row `r` in the panel block `pb`.
+fn scale_at(pb: &[u8], r: usize) -> f32 {
+    f32::from_le_bytes([pb[r * 4], pb[r * 4 + 1], pb[r * 4 + 2], pb[r * 4 + 3]])
+}
+
 /// Bytes of a packed `[rows, cols]` weight.
 pub fn packed_len(rows: usize, cols: usize) -> usize {
     rows.div_ceil(PANEL) * (cols / BLOCK) * PANEL_BLOCK_BYTES
@@ -113,7 +124,7 @@ impl Q8Weight {
                         let pb = &mut panel[b * PANEL_BLOCK_BYTES..][..PANEL_BLOCK_BYTES];
                         pb[r * 4..r * 4 + 4].copy_from_slice(&d.to_le_bytes());
                         for (t, &v) in q.iter().enumerate() {
-                            pb[PANEL * 4 + (t / 4) * PANEL * 4 + r * 4 + t % 4] = v as u8;
+                            pb[weight_at(r, t)] = v as u8;
                         }
                     }
                 }
@@ -160,10 +171,9 @@ impl Q8Weight {
             let (p, r) = (j / PANEL, j % PANEL);
             for b in 0..blocks {
                 let pb = &self.data[(p * blocks + b) * PANEL_BLOCK_BYTES..];
-                let d =
-                    f32::from_le_bytes([pb[r * 4], pb[r * 4 + 1], pb[r * 4 + 2], pb[r * 4 + 3]]);
+                let d = scale_at(pb, r);
                 for t in 0..BLOCK {
-                    let q = pb[PANEL * 4 + (t / 4) * PANEL * 4 + r * 4 + t % 4] as i8;
+                    let q = pb[weight_at(r, t)] as i8;
                     out[j * k + b * BLOCK + t] = d * q as f32;
                 }
             }
@@ -307,12 +317,9 @@ fn panel_scalar(
             for (r, o) in o.iter_mut().enumerate() {
                 let mut sum = 0i32;
                 for (t, &xv) in xb.iter().enumerate() {
-                    let wv = pb[PANEL * 4 + (t / 4) * PANEL * 4 + r * 4 + t % 4] as i8;
-                    sum += xv as i32 * wv as i32;
+                    sum += xv as i32 * pb[weight_at(r, t)] as i8 as i32;
                 }
-                let dw =
-                    f32::from_le_bytes([pb[r * 4], pb[r * 4 + 1], pb[r * 4 + 2], pb[r * 4 + 3]]);
-                *o += sum as f32 * (dw * xd[i * blocks + b]);
+                *o += sum as f32 * (scale_at(pb, r) * xd[i * blocks + b]);
             }
         }
     }
