@@ -242,16 +242,24 @@ impl CustomOp1 for Linear<'_> {
         if k != wk {
             bail!("linear: x {:?} vs w [{n}, {wk}]", l.dims());
         }
-        let mut y = vec![0f32; m * n];
-        if m > 0 && n > 0 && k > 0 {
-            matmul(x, m, self.w, &mut y);
-        }
+        let y = if m > 0 && n > 0 && k > 0 {
+            // Not zeroed first: for a document batch that is megabytes of stores per layer,
+            // and every value is written below.
+            let mut y = Vec::with_capacity(m * n);
+            matmul(x, m, self.w, y.as_mut_ptr());
+            // SAFETY: `matmul` wrote all m×n values.
+            unsafe { y.set_len(m * n) };
+            y
+        } else {
+            vec![0f32; m * n]
+        };
         Ok((CpuStorage::F32(y), Shape::from((m, n))))
     }
 }
 
-/// `y[M, N] = x[M, K] · wᵀ`, parallel over blocks of rows × groups of panels.
-fn matmul(x: &[f32], m: usize, w: &Q8Weight, y: &mut [f32]) {
+/// `y[M, N] = x[M, K] · wᵀ`, parallel over blocks of rows × groups of panels; `y` has room
+/// for m×n values, and every one of them is written (each task owns its rows × panels).
+fn matmul(x: &[f32], m: usize, w: &Q8Weight, y: *mut f32) {
     let (n, k) = (w.rows, w.cols);
     let xq = quantize_rows(x, m, k);
     let panels = n.div_ceil(PANEL);
@@ -261,7 +269,7 @@ fn matmul(x: &[f32], m: usize, w: &Q8Weight, y: &mut [f32]) {
     let groups = (threads * 8).div_ceil(row_tasks).clamp(1, panels);
     let per_group = panels.div_ceil(groups);
     let groups = panels.div_ceil(per_group);
-    let yp = SyncPtr(y.as_mut_ptr());
+    let yp = SyncPtr(y);
     let blocks = k / BLOCK;
     let avx2 = matches!(level(), Level::Avx2 | Level::Avx512);
     (0..row_tasks * groups).into_par_iter().for_each(|t| {
