@@ -309,8 +309,10 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
     };
     let asked = options.precision;
     let embedder = GemmaEmbedder::load(dir, &candle_core::Device::Cpu, options)?;
+    // The int8 kernel is AVX2 on both SIMD levels.
     let kernels = match (crate::simd::level(), embedder.precision()) {
-        (crate::simd::Level::Avx512, Precision::Q8) => "AVX2 int8",
+        (crate::simd::Level::Scalar, Precision::Q8) => "scalar int8",
+        (_, Precision::Q8) => "AVX2 int8",
         (crate::simd::Level::Avx512, _) => "AVX-512",
         (crate::simd::Level::Avx2, _) => "AVX2",
         (crate::simd::Level::Scalar, _) => "scalar",
