@@ -3,8 +3,9 @@
 //!
 //! Loading EmbeddingGemma from its source files costs about two CPU-seconds per process: the
 //! tokenizer is built from a 33 MB JSON file and 100M f32 weights are read, rounded to f16
-//! and rearranged into panels (`matmul.rs`). The first load writes the result to
-//! `<cache>/packed/<model-dir-hash>.pack`; later loads map that file and use it in place,
+//! (or quantised to Q8_0) and rearranged into panels (`matmul.rs`, `q8.rs`). The first load
+//! writes the result to `<cache>/packed/<model-dir-hash>.pack` (`…-q8.pack` for the q8
+//! precision); later loads map that file and use it in place,
 //! so the weights cost page faults (shared with every other memoria process on the machine)
 //! instead of a conversion.
 //!
