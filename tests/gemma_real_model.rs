@@ -3,6 +3,10 @@
 //! Needs the real model: MEMORIA_TEST_MODEL_DIR=/path/to/embeddinggemma-300m (fetch with
 //! shared/tools/fetch-embeddinggemma). Skipped, with a note, when unset. The golden file is
 //! read from MEMORIA_GOLDEN or ../shared/golden/embeddinggemma-300m.json.
+//!
+//! The GGUF tests also need MEMORIA_TEST_GGUF_DIR: a directory with the Q8_0 files that
+//! shared/tools/make-embeddinggemma-gguf makes from that model, without the Dense layers
+//! (`embeddinggemma-300m-Q8_0.gguf`, as published) and with them (`--dense`).
 
 use std::sync::OnceLock;
 
@@ -46,6 +50,58 @@ fn packed_model(precision: Precision) -> Option<GemmaEmbedder> {
     assert_eq!(m.tokenizer_words(), "memoria BPE tables");
     assert_eq!(m.precision(), precision);
     Some(m)
+}
+
+/// A GGUF file of MEMORIA_TEST_GGUF_DIR (`embeddinggemma-300m-Q8_0.gguf`, or
+/// `embeddinggemma-300m-dense-Q8_0.gguf`); `None`, with a note, without the variable.
+fn gguf_path(dense: bool) -> Option<std::path::PathBuf> {
+    let Ok(dir) = std::env::var("MEMORIA_TEST_GGUF_DIR") else {
+        eprintln!("note: MEMORIA_TEST_GGUF_DIR is not set; skipping the GGUF tests");
+        return None;
+    };
+    let name = match dense {
+        true => "embeddinggemma-300m-dense-Q8_0.gguf",
+        false => "embeddinggemma-300m-Q8_0.gguf",
+    };
+    let path = std::path::Path::new(&dir).join(name);
+    assert!(path.is_file(), "{} is missing", path.display());
+    Some(path)
+}
+
+/// The published layout (no Dense layers) with the Dense layers of the safetensors model,
+/// in q8, loaded as the product loads it after the first start: from its pack.
+fn gguf_model() -> Option<&'static GemmaEmbedder> {
+    static MODEL: OnceLock<Option<GemmaEmbedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let (gguf, dir) = (
+                gguf_path(false)?,
+                std::env::var("MEMORIA_TEST_MODEL_DIR").ok()?,
+            );
+            let cache = Box::leak(Box::new(tempfile::tempdir().unwrap()));
+            let options = || GemmaOptions {
+                cache_dir: Some(cache.path().to_path_buf()),
+                precision: Precision::Q8,
+                dense_dir: Some(dir.clone().into()),
+                ..Default::default()
+            };
+            let first = GemmaEmbedder::load(&gguf, &Device::Cpu, options()).expect("load GGUF");
+            assert!(
+                first.origin().contains("packed model written to"),
+                "{}",
+                first.origin()
+            );
+            drop(first);
+            let m = GemmaEmbedder::load(&gguf, &Device::Cpu, options()).expect("load GGUF");
+            assert!(m.origin().starts_with("packed model "), "{}", m.origin());
+            assert_eq!(m.tokenizer_words(), "memoria BPE tables");
+            assert_eq!(
+                m.dense_words(),
+                Some(format!("Dense layers from {dir}").as_str())
+            );
+            Some(m)
+        })
+        .as_ref()
 }
 
 /// The model loaded from its source files (the `tokenizers` crate, weights converted).
@@ -155,8 +211,21 @@ fn table_tokenizer_equals_tokenizers_crate_on_corpora() {
         .map(String::from),
     );
     let mut compared = 0;
-    for kind in [EmbedKind::Query, EmbedKind::Document] {
+    // The GGUF file's tokenizer, rebuilt from its SentencePiece vocabulary, too. The
+    // published tokenizer.json alone has `<image_soft_token>`, id 262144: one past the
+    // model's embedding table (the GGUF vocabulary, 262144 pieces, spells it out instead).
+    let gguf = gguf_model();
+    let models = [Some(m), gguf];
+    for (m, kind) in models
+        .iter()
+        .flatten()
+        .flat_map(|m| [(m, EmbedKind::Query), (m, EmbedKind::Document)])
+    {
+        let is_gguf = gguf.is_some_and(|g| std::ptr::eq(g, *m));
         for text in &texts {
+            if is_gguf && text.contains("<image_soft_token>") {
+                continue;
+            }
             let (ids, truncated) = m.tokenize(text, kind).unwrap();
             let input = format!("{}{text}", m.prompt(kind));
             let want = reference.encode(input.as_str(), true).unwrap();
@@ -263,11 +332,76 @@ fn golden_cases_match_pytorch_in_q8() {
         return;
     };
     assert_ne!(q8.fingerprint(), f32_model.fingerprint());
+    let worst = worst_golden_cosine(q8, &cases);
+    eprintln!(
+        "q8 worst cosine to PyTorch f32: {} ({:?})",
+        worst.0, worst.1
+    );
+    assert!(worst.0 >= 0.995, "q8: cosine {} for {:?}", worst.0, worst.1);
+}
+
+/// The GGUF files made by the shared tool (llama.cpp's converter) match PyTorch within the q8
+/// gate: the published layout with the safetensors model's Dense layers, and the `--dense`
+/// file on its own (both precisions). Without Dense layers a file embeds into another space,
+/// under its own fingerprint, and says so.
+#[test]
+fn gguf_files_match_pytorch_within_the_q8_gate() {
+    let (Some(borrowed), Some(dense), Some(plain), Some(cases)) =
+        (gguf_model(), gguf_path(true), gguf_path(false), golden())
+    else {
+        return;
+    };
+    let worst = worst_golden_cosine(borrowed, &cases);
+    eprintln!(
+        "GGUF + safetensors Dense, q8: worst cosine {} ({:?})",
+        worst.0, worst.1
+    );
+    assert!(worst.0 >= 0.995, "cosine {} for {:?}", worst.0, worst.1);
+    let mut fingerprints = vec![borrowed.fingerprint().to_string()];
+    for precision in [Precision::Q8, Precision::F32] {
+        let options = GemmaOptions {
+            precision,
+            ..Default::default()
+        };
+        let m = GemmaEmbedder::load(&dense, &Device::Cpu, options).expect("load dense GGUF");
+        assert_eq!(m.dense_words(), Some("Dense layers from the GGUF file"));
+        let worst = worst_golden_cosine(&m, &cases);
+        eprintln!(
+            "GGUF --dense, {precision}: worst cosine {} ({:?})",
+            worst.0, worst.1
+        );
+        assert!(worst.0 >= 0.995, "cosine {} for {:?}", worst.0, worst.1);
+        fingerprints.push(m.fingerprint().to_string());
+    }
+    let m = GemmaEmbedder::load(&plain, &Device::Cpu, GemmaOptions::default()).expect("load");
+    let words = m.dense_words().unwrap_or_default();
+    assert!(
+        words.starts_with("no Dense layers: vectors are the file's pooled"),
+        "{words}"
+    );
+    let cases_q: Vec<&Case> = cases
+        .iter()
+        .filter(|c| c.kind == EmbedKind::Query)
+        .collect();
+    let out = m
+        .embed(&[cases_q[0].text.as_str()], EmbedKind::Query)
+        .unwrap();
+    let cos = cosine(&out[0].vector, &cases_q[0].embedding);
+    eprintln!("GGUF without Dense: cosine {cos} to the sentence embedding");
+    assert!(cos.abs() < 0.5, "cosine {cos}: expected another space");
+    fingerprints.push(m.fingerprint().to_string());
+    let distinct: std::collections::HashSet<&String> = fingerprints.iter().collect();
+    assert_eq!(distinct.len(), fingerprints.len(), "{fingerprints:?}");
+}
+
+/// The worst cosine of `m`'s vectors to PyTorch's over the golden cases (token counts
+/// checked), and the case's first words.
+fn worst_golden_cosine(m: &GemmaEmbedder, cases: &[Case]) -> (f32, String) {
     let mut worst = (1.0f32, String::new());
     for kind in [EmbedKind::Query, EmbedKind::Document] {
         let sel: Vec<&Case> = cases.iter().filter(|c| c.kind == kind).collect();
         let texts: Vec<&str> = sel.iter().map(|c| c.text.as_str()).collect();
-        let out = q8.embed(&texts, kind).unwrap();
+        let out = m.embed(&texts, kind).unwrap();
         for (c, e) in sel.iter().zip(&out) {
             assert_eq!(e.tokens, c.len);
             let cos = cosine(&e.vector, &c.embedding);
@@ -276,11 +410,7 @@ fn golden_cases_match_pytorch_in_q8() {
             }
         }
     }
-    eprintln!(
-        "q8 worst cosine to PyTorch f32: {} ({:?})",
-        worst.0, worst.1
-    );
-    assert!(worst.0 >= 0.995, "q8: cosine {} for {:?}", worst.0, worst.1);
+    worst
 }
 
 #[test]

@@ -186,12 +186,23 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     // Where the local model is (a missing one is the embedder's finding above).
     if matches!(settings.provider, ProviderKind::Local | ProviderKind::Auto) {
         if let Ok(location) = memoria::embed::resolve_model(&model_search(cli, &settings)?) {
+            let layout = match location.dir.is_file() {
+                true => "GGUF",
+                false => "safetensors, sentence-transformers layout",
+            };
             out.push(ok(
                 "model",
-                format!(
-                    "{} (safetensors, sentence-transformers layout)",
-                    location.dir.display()
-                ),
+                format!("{} ({layout})", location.dir.display()),
+            ));
+        }
+        // A GGUF file without Dense layers embeds into another space: worth a warning.
+        let device = status.embedding.as_ref().and_then(|e| e.device.as_deref());
+        if let Some(at) = device.and_then(|d| d.find("no Dense layers")) {
+            out.push(problem(
+                Level::Warn,
+                "model",
+                device.unwrap_or_default()[at..].to_string(),
+                "see README 'GGUF files'",
             ));
         }
     }

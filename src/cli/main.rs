@@ -56,7 +56,7 @@ struct Cli {
     /// Embedding provider; `none` searches by keyword only.
     #[arg(long, global = true, help_heading = "Global options", value_enum)]
     provider: Option<ProviderArg>,
-    /// Local embedding model directory (wins over $MEMORIA_MODEL_DIR and local.modelPath).
+    /// Local embedding model: a directory or a GGUF file (wins over $MEMORIA_MODEL_DIR and local.modelPath).
     #[arg(
         long,
         global = true,
@@ -259,12 +259,13 @@ enum Command {
 
 #[derive(Subcommand)]
 enum ModelAction {
-    /// Print the model directory that would be used, and why.
+    /// Print the model directory (or GGUF file) that would be used, and why.
     Path,
     /// Download a model into the Hugging Face cache (needs network; google/embeddinggemma-300m
     /// needs an accepted Gemma licence on huggingface.co and HF_TOKEN).
     Pull {
-        /// The Hugging Face repository.
+        /// The Hugging Face repository, or `owner/repo/file.gguf` for one GGUF file (such as
+        /// ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf, OpenClaw's).
         #[arg(default_value = memoria::embed::DEFAULT_REPO)]
         repo: String,
     },

@@ -11,7 +11,7 @@ use crate::embed::kernels::{self, AttnDims, Packing};
 use crate::embed::matmul::{Projection, WeightFormat};
 use crate::embed::model_files::{GemmaConfig, LayerKind};
 use crate::embed::pack::Pack;
-use crate::embed::weights::SafeFile;
+use crate::embed::weights::TensorSource;
 use crate::embed::Result;
 
 /// Which implementation runs the non-matmul work.
@@ -31,10 +31,16 @@ struct Norm {
 }
 
 impl Norm {
-    fn load(f: &SafeFile, name: &str, n: usize, scale: f32, device: &Device) -> Result<Self> {
-        let mut host = f.read_f32(name, &[n])?;
+    fn load(
+        f: &dyn TensorSource,
+        name: &str,
+        n: usize,
+        scale: f32,
+        device: &Device,
+    ) -> Result<Self> {
+        let mut host = f.norm_weight(name, n)?;
         for w in &mut host {
-            *w = (1.0 + *w) * scale;
+            *w *= scale;
         }
         // Norm weights stay f32 on every device: the norm itself is computed in f32.
         let tensor = Tensor::from_slice(&host, n, device)?;
@@ -119,7 +125,7 @@ impl Encoder {
     #[allow(clippy::too_many_arguments)]
     pub fn load(
         cfg: &GemmaConfig,
-        file: &SafeFile,
+        file: &dyn TensorSource,
         pack: Option<&Pack>,
         device: &Device,
         dtype: DType,

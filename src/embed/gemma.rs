@@ -1,4 +1,4 @@
-//! EmbeddingGemma (sentence-transformers layout) on candle.
+//! EmbeddingGemma on candle, from a sentence-transformers directory or a GGUF file.
 
 use std::path::{Path, PathBuf};
 
@@ -6,6 +6,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::digest::{hex, ResumableSha256};
 use crate::embed::encoder::{Encoder, Kernels};
+use crate::embed::gguf::{self, GgufFile};
 use crate::embed::kernels::Packing;
 use crate::embed::matmul::{Projection, WeightFormat};
 use crate::embed::model_files::{
@@ -14,7 +15,7 @@ use crate::embed::model_files::{
 use crate::embed::pack::{self, Pack, PackContents, PackWeight, Panels};
 use crate::embed::precision::Precision;
 use crate::embed::tokenizer::{self, TextTokenizer};
-use crate::embed::weights::{EmbeddingTable, SafeFile};
+use crate::embed::weights::{EmbeddingTable, SafeFile, TensorSource};
 use crate::embed::{
     truncate_dims, EmbedError, EmbedKind, Embedder, Embedding, Result, MATRYOSHKA_DIMS,
 };
@@ -50,6 +51,10 @@ pub struct GemmaOptions {
     /// The arithmetic of the fused CPU kernels' linear layers (`precision.rs`); other
     /// devices and the generic kernels run `dtype`.
     pub precision: Precision,
+    /// For a GGUF file without the Dense layers (as published): a sentence-transformers
+    /// directory whose `2_Dense`/`3_Dense` modules are applied after it. `None` embeds as
+    /// llama.cpp does with such a file (the pooled transformer output: another space).
+    pub dense_dir: Option<PathBuf>,
 }
 
 impl Default for GemmaOptions {
@@ -64,6 +69,7 @@ impl Default for GemmaOptions {
             generic_kernels: false,
             cache_dir: None,
             precision: Precision::Auto,
+            dense_dir: None,
         }
     }
 }
@@ -72,6 +78,29 @@ impl Default for GemmaOptions {
 #[derive(Debug)]
 struct Dense {
     weight: Projection,
+}
+
+/// Where one Dense projection comes from.
+enum DenseFrom {
+    /// A sentence-transformers module directory (`2_Dense`).
+    Dir(PathBuf),
+    /// A tensor of the GGUF file: `(name, out, in)`.
+    Gguf(String, usize, usize),
+}
+
+/// The open weights file.
+enum Weights {
+    Safetensors(SafeFile),
+    Gguf(GgufFile),
+}
+
+impl Weights {
+    fn source(&self) -> &dyn TensorSource {
+        match self {
+            Weights::Safetensors(f) => f,
+            Weights::Gguf(g) => g,
+        }
+    }
 }
 
 /// EmbeddingGemma: tokenizer, Gemma3 encoder, mean pooling, dense projections, L2 norm.
@@ -95,6 +124,8 @@ pub struct GemmaEmbedder {
     origin: String,
     /// The linear layers' precision: `f32` or `q8` (also `f32` for GPU dtypes).
     precision: Precision,
+    /// Where the Dense layers came from, or why there are none, for a GGUF file.
+    dense_words: Option<String>,
 }
 
 impl std::fmt::Debug for GemmaEmbedder {
@@ -109,7 +140,8 @@ impl std::fmt::Debug for GemmaEmbedder {
 }
 
 impl GemmaEmbedder {
-    /// Loads a sentence-transformers EmbeddingGemma directory onto `device`.
+    /// Loads EmbeddingGemma onto `device` from a sentence-transformers directory, or from a
+    /// GGUF file (a path ending `.gguf`, see `gguf.rs`).
     pub fn load(dir: impl AsRef<Path>, device: &Device, options: GemmaOptions) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
         let dtype = options.dtype.unwrap_or(DType::F32);
@@ -132,12 +164,41 @@ impl GemmaEmbedder {
         let started = std::time::Instant::now();
         let phase = |what: &str| tracing::debug!("model load: {what} at {:?}", started.elapsed());
 
-        // Configuration.
-        let config_path = dir.join("config.json");
-        let config_bytes = read_file(&config_path)?;
-        let config_text = String::from_utf8_lossy(&config_bytes);
-        let cfg = GemmaConfig::from_json(&config_text, &config_path)?;
-        let pipeline = Pipeline::from_dir(&dir)?;
+        // Configuration: config.json and modules.json, or the GGUF file's metadata (and the
+        // Dense modules of `options.dense_dir` when the file has none).
+        let gguf_file = if gguf::is_gguf(&dir) {
+            Some(GgufFile::open(&dir)?)
+        } else {
+            None
+        };
+        let mut config_bytes = None;
+        let (cfg, dense_from, normalize) = match &gguf_file {
+            Some(g) => {
+                let in_file: Vec<DenseFrom> = g
+                    .dense()
+                    .into_iter()
+                    .map(|(name, out, inp)| DenseFrom::Gguf(name, out, inp))
+                    .collect();
+                let dense_from = match &options.dense_dir {
+                    Some(st_dir) if in_file.is_empty() => Pipeline::from_dir(st_dir)?
+                        .dense_dirs
+                        .into_iter()
+                        .map(DenseFrom::Dir)
+                        .collect(),
+                    _ => in_file,
+                };
+                (g.config()?, dense_from, true)
+            }
+            None => {
+                let config_path = dir.join("config.json");
+                let bytes = read_file(&config_path)?;
+                let cfg = GemmaConfig::from_json(&String::from_utf8_lossy(&bytes), &config_path)?;
+                config_bytes = Some(bytes);
+                let pipeline = Pipeline::from_dir(&dir)?;
+                let dense = pipeline.dense_dirs.into_iter().map(DenseFrom::Dir);
+                (cfg, dense.collect(), pipeline.normalize)
+            }
+        };
         let fused = !options.generic_kernels && device.is_cpu() && dtype == DType::F32;
         let precision = if fused {
             options.precision.resolve()
@@ -145,7 +206,7 @@ impl GemmaEmbedder {
             Precision::F32
         };
         let plan = match &options.cache_dir {
-            Some(cache) if fused => Some(open_pack(cache, &dir, &pipeline, precision)),
+            Some(cache) if fused => Some(open_pack(cache, &dir, &dense_from, precision)),
             _ => None,
         };
         let pack = plan.as_ref().and_then(|p| p.pack.as_ref());
@@ -153,13 +214,15 @@ impl GemmaEmbedder {
         let from_pack = pack.is_some();
         if let Some(pack) = pack {
             hasher = pack.digest();
-        } else {
-            hash_part(&mut hasher, "config.json", &config_bytes);
+        } else if let Some(bytes) = &config_bytes {
+            hash_part(&mut hasher, "config.json", bytes);
         }
+        // A GGUF file names no prompts: EmbeddingGemma's own are used (the defaults).
         let st_path = dir.join("config_sentence_transformers.json");
-        let st: StConfig = if st_path.exists()
-            || options.query_prompt.is_none()
-            || options.document_prompt.is_none()
+        let st: StConfig = if gguf_file.is_none()
+            && (st_path.exists()
+                || options.query_prompt.is_none()
+                || options.document_prompt.is_none())
         {
             read_json(&st_path)?
         } else {
@@ -182,7 +245,7 @@ impl GemmaEmbedder {
             DEFAULT_DOCUMENT_PROMPT,
         );
         let sbert_path = dir.join("sentence_bert_config.json");
-        let sbert: SbertConfig = if sbert_path.exists() {
+        let sbert: SbertConfig = if gguf_file.is_none() && sbert_path.exists() {
             read_json(&sbert_path)?
         } else {
             SbertConfig::default()
@@ -211,11 +274,19 @@ impl GemmaEmbedder {
         let tokenizer = match pack.and_then(Pack::tokenizer) {
             Some(fast) => TextTokenizer::Fast(fast),
             None => {
-                let tok_path = dir.join("tokenizer.json");
-                let tok_bytes = read_file(&tok_path)?;
-                if !from_pack {
-                    hash_part(&mut hasher, "tokenizer.json", &tok_bytes);
-                }
+                // A GGUF file's vocabulary (part of its hashed header) becomes the
+                // tokenizer.json transformers would derive from it.
+                let (tok_path, tok_bytes) = match &gguf_file {
+                    Some(g) => (dir.clone(), g.tokenizer_json()?),
+                    None => {
+                        let tok_path = dir.join("tokenizer.json");
+                        let tok_bytes = read_file(&tok_path)?;
+                        if !from_pack {
+                            hash_part(&mut hasher, "tokenizer.json", &tok_bytes);
+                        }
+                        (tok_path, tok_bytes)
+                    }
+                };
                 let hf = tokenizer::parse_hf(&tok_bytes, &tok_path)?;
                 // A pack about to be written gets the tables, and this process uses them
                 // too, so every start tokenizes alike.
@@ -243,96 +314,120 @@ impl GemmaEmbedder {
         phase("tokenizer loaded");
 
         // Encoder weights.
-        let model_path = dir.join("model.safetensors");
-        let file = SafeFile::open(&model_path)?;
-        if !from_pack {
-            hash_safetensors(&mut hasher, "model.safetensors", &file)?;
-        }
+        let weights = match gguf_file {
+            Some(g) => {
+                if !from_pack {
+                    hash_part(&mut hasher, "gguf header", &g.header()?);
+                    for name in g.names() {
+                        hash_part(&mut hasher, name, &g.sample(name)?);
+                    }
+                }
+                Weights::Gguf(g)
+            }
+            None => {
+                let model_path = dir.join("model.safetensors");
+                let file = SafeFile::open(&model_path)?;
+                if !from_pack {
+                    hash_safetensors(&mut hasher, "model.safetensors", &file)?;
+                }
+                if file.names().any(|n| n.starts_with("model."))
+                    && !file.names().any(|n| n == "embed_tokens.weight")
+                {
+                    return Err(EmbedError::Unsupported {
+                        path: model_path,
+                        reason: "tensor names carry a `model.` prefix (expected the sentence-transformers layout)".into(),
+                    });
+                }
+                Weights::Safetensors(file)
+            }
+        };
         phase("weights hashed");
-        if file.names().any(|n| n.starts_with("model."))
-            && !file.names().any(|n| n == "embed_tokens.weight")
-        {
-            return Err(EmbedError::Unsupported {
-                path: model_path,
-                reason: "tensor names carry a `model.` prefix (expected the sentence-transformers layout)".into(),
-            });
-        }
         let kernels = if options.generic_kernels {
             Kernels::Generic
         } else {
             Kernels::Fused
         };
-        let table = EmbeddingTable::new(
-            &file,
-            "embed_tokens.weight",
-            cfg.vocab_size,
-            cfg.hidden_size,
-        )?;
+        let table = match &weights {
+            Weights::Safetensors(file) => {
+                EmbeddingTable::new(file, "embed_tokens.weight", cfg.vocab_size, cfg.hidden_size)?
+            }
+            Weights::Gguf(g) => g.table(cfg.vocab_size, cfg.hidden_size)?,
+        };
         let q8 = precision == Precision::Q8;
-        let encoder = Encoder::load(&cfg, &file, pack, device, dtype, kernels, q8, max_tokens)?;
-        drop(file);
+        let source = weights.source();
+        let encoder = Encoder::load(&cfg, source, pack, device, dtype, kernels, q8, max_tokens)?;
         phase("encoder loaded");
         let embed_scale = (cfg.hidden_size as f64).sqrt() as f32;
 
-        // Dense projections.
+        // Dense projections. They stay f16 in every CPU precision: they run once per text, so
+        // quantising them would cost accuracy for no measurable time.
+        let format = match encoder.kernels() {
+            Kernels::Fused => WeightFormat::Half,
+            Kernels::Generic => WeightFormat::Tensor,
+        };
         let mut dense = Vec::new();
         let mut width = cfg.hidden_size;
-        for ddir in &pipeline.dense_dirs {
-            let dc_path = ddir.join("config.json");
-            let dc: DenseConfig = read_json(&dc_path)?;
-            if dc.bias {
-                return Err(EmbedError::Unsupported {
-                    path: dc_path,
-                    reason: "dense bias".into(),
-                });
-            }
-            if let Some(act) = &dc.activation_function {
-                if !act.ends_with("Identity") {
-                    return Err(EmbedError::Unsupported {
-                        path: dc_path,
-                        reason: format!("dense activation `{act}`"),
-                    });
+        for from in &dense_from {
+            let (weight, out) = match from {
+                DenseFrom::Dir(ddir) => {
+                    let (wf, rel, out) = open_dense(ddir, width)?;
+                    if !from_pack {
+                        hash_safetensors(&mut hasher, &rel, &wf)?;
+                    }
+                    let parts = [("linear.weight", out)];
+                    let scope = format!("{rel}:");
+                    let weight = Projection::load(
+                        &wf,
+                        pack,
+                        &scope,
+                        "",
+                        &parts,
+                        width,
+                        format,
+                        device,
+                        DType::F32,
+                    )?;
+                    (weight, out)
                 }
-            }
-            if dc.in_features != width {
-                return Err(EmbedError::Unsupported {
-                    path: dc_path,
-                    reason: format!(
-                        "in_features {} but the previous layer gives {width}",
-                        dc.in_features
-                    ),
-                });
-            }
-            let wpath = ddir.join("model.safetensors");
-            let wf = SafeFile::open(&wpath)?;
-            let rel = wpath
-                .strip_prefix(&dir)
-                .unwrap_or(&wpath)
-                .to_string_lossy()
-                .to_string();
-            if !from_pack {
-                hash_safetensors(&mut hasher, &rel, &wf)?;
-            }
-            // The Dense layers stay f16 in every CPU precision: they run once per text, so
-            // quantising them would cost accuracy for no measurable time.
-            let format = match encoder.kernels() {
-                Kernels::Fused => WeightFormat::Half,
-                Kernels::Generic => WeightFormat::Tensor,
+                DenseFrom::Gguf(name, out, inp) => {
+                    if *inp != width {
+                        return Err(EmbedError::Unsupported {
+                            path: dir.clone(),
+                            reason: format!(
+                                "tensor `{name}` takes {inp} values but the previous layer gives {width}"
+                            ),
+                        });
+                    }
+                    let parts = [(name.as_str(), *out)];
+                    let weight = Projection::load(
+                        source,
+                        pack,
+                        "",
+                        "",
+                        &parts,
+                        width,
+                        format,
+                        device,
+                        DType::F32,
+                    )?;
+                    (weight, *out)
+                }
             };
-            let weight = Projection::load(
-                &wf,
-                pack,
-                &format!("{rel}:"),
-                "",
-                &[("linear.weight", dc.out_features)],
-                dc.in_features,
-                format,
-                device,
-                DType::F32,
-            )?;
             dense.push(Dense { weight });
-            width = dc.out_features;
+            width = out;
         }
+        let gguf_dense = match &weights {
+            Weights::Gguf(_) => Some(match (dense_from.first(), &options.dense_dir) {
+                (None, _) => Err(format!("no Dense layers: {GGUF_WITHOUT_DENSE}")),
+                (Some(DenseFrom::Gguf(..)), _) => Ok("Dense layers from the GGUF file".into()),
+                (Some(DenseFrom::Dir(_)), Some(st_dir)) => {
+                    Ok(format!("Dense layers from {}", st_dir.display()))
+                }
+                (Some(DenseFrom::Dir(_)), None) => Ok("Dense layers".into()),
+            }),
+            Weights::Safetensors(_) => None,
+        };
+        drop(weights);
         let origin = match plan {
             None => "source files".to_string(),
             Some(plan) => plan.finish(hasher.clone(), tables.as_ref(), &encoder, &dense),
@@ -356,6 +451,14 @@ impl GemmaEmbedder {
         // cached under the old fingerprint are not reused for texts that now embed
         // differently.
         hash_part(&mut hasher, "input", b"prompt+text, unstripped");
+        // A GGUF file without Dense layers embeds into another space.
+        if let Some(Err(_)) = &gguf_dense {
+            hash_part(
+                &mut hasher,
+                "space",
+                b"pooled transformer output, no Dense layers",
+            );
+        }
         // f32 vectors agree with PyTorch to f32 noise and keep the fingerprint they always
         // had; q8 vectors differ by more, so they never share an index or cache with them.
         if q8 {
@@ -374,7 +477,7 @@ impl GemmaEmbedder {
             embed_scale,
             encoder,
             dense,
-            normalize: pipeline.normalize,
+            normalize,
             query_prompt,
             document_prompt,
             max_tokens,
@@ -385,7 +488,14 @@ impl GemmaEmbedder {
             fingerprint,
             origin,
             precision,
+            dense_words: gguf_dense.map(|r| r.unwrap_or_else(|e| e)),
         })
+    }
+
+    /// For a GGUF file: where its Dense layers came from, or (starting `no Dense layers`)
+    /// what its vectors are without them. `None` for a sentence-transformers directory.
+    pub fn dense_words(&self) -> Option<&str> {
+        self.dense_words.as_deref()
     }
 
     /// The precision the linear layers run in (`f32` or `q8`; never `auto`).
@@ -575,6 +685,43 @@ impl GemmaEmbedder {
     }
 }
 
+/// What a GGUF file without Dense layers embeds into, in words.
+pub const GGUF_WITHOUT_DENSE: &str = "vectors are the file's pooled transformer output, as \
+llama.cpp (and OpenClaw's local provider) embed with it: another space than EmbeddingGemma's \
+sentence embeddings, kept apart by its own fingerprint. Put a sentence-transformers copy of \
+the model (with 2_Dense/ and 3_Dense/) beside the file or where memoria looks for models to \
+apply them";
+
+/// Opens a Dense module directory, checking its config against the input `width`: the
+/// weights file, its name relative to the model (`2_Dense/model.safetensors`) and the
+/// output size.
+fn open_dense(ddir: &Path, width: usize) -> Result<(SafeFile, String, usize)> {
+    let dc_path = ddir.join("config.json");
+    let dc: DenseConfig = read_json(&dc_path)?;
+    let unsupported = |reason: String| EmbedError::Unsupported {
+        path: dc_path.clone(),
+        reason,
+    };
+    if dc.bias {
+        return Err(unsupported("dense bias".into()));
+    }
+    if let Some(act) = &dc.activation_function {
+        if !act.ends_with("Identity") {
+            return Err(unsupported(format!("dense activation `{act}`")));
+        }
+    }
+    if dc.in_features != width {
+        return Err(unsupported(format!(
+            "in_features {} but the previous layer gives {width}",
+            dc.in_features
+        )));
+    }
+    let wpath = ddir.join("model.safetensors");
+    let wf = SafeFile::open(&wpath)?;
+    let module = ddir.file_name().unwrap_or_default().to_string_lossy();
+    Ok((wf, format!("{module}/model.safetensors"), dc.out_features))
+}
+
 /// The packed model of one load: the one opened, or where a new one goes and what it is
 /// made from.
 struct PackPlan {
@@ -589,27 +736,38 @@ struct PackPlan {
     unwritable: Option<String>,
 }
 
-/// Opens the pack of `dir` under `cache`, if one matches the model files.
-fn open_pack(cache: &Path, dir: &Path, pipeline: &Pipeline, precision: Precision) -> PackPlan {
-    let path = pack::path_for(cache, dir, precision.as_str());
-    let mut files: Vec<String> = [
-        "config.json",
-        "modules.json",
-        "tokenizer.json",
-        "model.safetensors",
-    ]
-    .map(String::from)
-    .to_vec();
-    for d in &pipeline.dense_dirs {
-        let rel = d
-            .strip_prefix(dir)
-            .unwrap_or(d)
-            .to_string_lossy()
-            .into_owned();
-        files.push(format!("{rel}/config.json"));
-        files.push(format!("{rel}/model.safetensors"));
+/// Opens the pack of the model at `path` (a directory or a GGUF file) under `cache`, if one
+/// matches the model files.
+fn open_pack(cache: &Path, path: &Path, dense: &[DenseFrom], precision: Precision) -> PackPlan {
+    let pack_path = pack::path_for(cache, path, precision.as_str());
+    // Source files relative to the model directory (or the GGUF file's directory); Dense
+    // modules from elsewhere by their full path.
+    let (base, mut files) = if gguf::is_gguf(path) {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        (base, vec![name.into_owned()])
+    } else {
+        let files = [
+            "config.json",
+            "modules.json",
+            "tokenizer.json",
+            "model.safetensors",
+        ];
+        (path.to_path_buf(), files.map(String::from).to_vec())
+    };
+    for d in dense {
+        if let DenseFrom::Dir(d) = d {
+            let rel = d
+                .strip_prefix(&base)
+                .unwrap_or(d)
+                .to_string_lossy()
+                .into_owned();
+            files.push(format!("{rel}/config.json"));
+            files.push(format!("{rel}/model.safetensors"));
+        }
     }
-    let sources = pack::source_files(dir, &files).ok();
+    let sources = pack::source_files(&base, &files).ok();
+    let path = pack_path;
     let (pack, stale) = match sources.as_deref().map(|s| Pack::open(&path, s)) {
         Some(Ok(pack)) => (pack, None),
         Some(Err(why)) => (None, Some(why)),

@@ -4,6 +4,8 @@
 //! `local.modelPath` (a directory, or `hf:owner/repo` looked up in the Hugging Face cache),
 //! then `models/embeddinggemma-300m/` (in the current directory, then next to the
 //! executable's `../models/`), then the Hugging Face cache for google/embeddinggemma-300m.
+//! Any explicit location may instead be a GGUF file (`….gguf`, or
+//! `hf:owner/repo/file.gguf` in `local.modelPath`), as OpenClaw's local provider takes.
 //! Nothing here downloads; `pull` does, explicitly.
 
 use std::path::{Path, PathBuf};
@@ -27,7 +29,7 @@ pub const REQUIRED_FILES: &[&str] = &[
 /// Where a model directory was found and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelLocation {
-    /// The model directory.
+    /// The model directory, or a GGUF file.
     pub dir: PathBuf,
     /// Which rule of the resolution order chose it.
     pub reason: String,
@@ -117,6 +119,14 @@ pub enum ModelNotFound {
         /// The first missing file.
         missing: String,
     },
+    #[error("{origin} names {path}, a GGUF file that does not exist")]
+    /// A GGUF file was named explicitly but is not there.
+    NoGguf {
+        /// What named it.
+        origin: String,
+        /// The file.
+        path: PathBuf,
+    },
     #[error("no local embedding model: looked in {looked}; run `memoria model pull` (needs network, an accepted Gemma licence and HF_TOKEN) or pass --model DIR")]
     /// No rule found a model.
     Nowhere {
@@ -160,18 +170,24 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
         .cloned()
         .collect();
     if let Some(path) = &search.config_path {
-        if let Some(repo) = path.strip_prefix("hf:") {
+        if let Some(uri) = path.strip_prefix("hf:") {
+            let (repo, file) = split_hf_uri(uri);
             for cache in &caches {
                 if let Some(dir) = hf_cache_snapshot(cache, repo) {
+                    let found = file.map_or(dir.clone(), |f| dir.join(f));
+                    if file.is_some() && !found.is_file() {
+                        continue;
+                    }
                     return check(
-                        dir,
+                        found,
                         &format!("local.modelPath ({path}) in the Hugging Face cache"),
                     );
                 }
             }
             return Err(ModelNotFound::Nowhere {
                 looked: format!(
-                    "local.modelPath {path} is not in the Hugging Face cache ({})",
+                    "local.modelPath {path} is not in the Hugging Face cache ({}; \
+                     `memoria model pull {uri}` downloads it)",
                     list(&caches)
                 ),
             });
@@ -214,7 +230,52 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
     })
 }
 
+/// `owner/repo` and, for `owner/repo/file.gguf`, the file within it.
+pub fn split_hf_uri(uri: &str) -> (&str, Option<&str>) {
+    let mut slashes = uri.match_indices('/').map(|(i, _)| i);
+    match (slashes.next(), slashes.next()) {
+        (Some(_), Some(second)) => (&uri[..second], Some(&uri[second + 1..])),
+        _ => (uri, None),
+    }
+}
+
+/// A sentence-transformers copy of the model whose Dense modules apply after a GGUF file
+/// that has none: the file's own directory when it holds `modules.json`, `2_Dense/` and
+/// `3_Dense/`, else the first complete directory of the default search
+/// (`models/embeddinggemma-300m`, the Hugging Face cache).
+pub fn dense_source(gguf: &Path) -> Option<PathBuf> {
+    const DENSE_FILES: &[&str] = &[
+        "modules.json",
+        "2_Dense/config.json",
+        "2_Dense/model.safetensors",
+        "3_Dense/config.json",
+        "3_Dense/model.safetensors",
+    ];
+    let beside = gguf.parent()?;
+    if DENSE_FILES.iter().all(|f| beside.join(f).is_file()) {
+        return Some(beside.to_path_buf());
+    }
+    let mut search = ModelSearch::from_process(None, None, None);
+    search.env_dir = None;
+    resolve_model(&search)
+        .ok()
+        .map(|location| location.dir)
+        .filter(|dir| dir.is_dir())
+}
+
 fn check(dir: PathBuf, origin: &str) -> Result<ModelLocation, ModelNotFound> {
+    if crate::embed::gguf::is_gguf(&dir) {
+        return match dir.is_file() {
+            true => Ok(ModelLocation {
+                dir,
+                reason: origin.to_string(),
+            }),
+            false => Err(ModelNotFound::NoGguf {
+                origin: origin.to_string(),
+                path: dir,
+            }),
+        };
+    }
     match missing_file(&dir) {
         None => Ok(ModelLocation {
             dir,
@@ -256,7 +317,9 @@ const PULL_FILES: &[&str] = &[
 
 /// Downloads `repo` into the Hugging Face cache `cache` (a `hub` directory: the one lookup
 /// searches, see [`ModelSearch::pull_cache`]) with progress bars, and returns the snapshot
-/// directory. `HF_ENDPOINT` names another hub (a mirror); the token is `$HF_TOKEN`, else the
+/// directory. `owner/repo/file.gguf` (or `hf:owner/repo/file.gguf`) downloads that one file
+/// (such as the GGUF OpenClaw's local provider uses; ggml-org's needs no token) and returns
+/// its path. `HF_ENDPOINT` names another hub (a mirror); the token is `$HF_TOKEN`, else the
 /// one `huggingface-cli login` saved ([`saved_token`]); google/embeddinggemma-300m is gated:
 /// accept the Gemma licence on huggingface.co first. Needs the `download` feature.
 #[cfg(feature = "download")]
@@ -272,16 +335,21 @@ pub fn pull(repo: &str, cache: &Path) -> Result<PathBuf, PullError> {
     let api = builder
         .build()
         .map_err(|e| PullError(format!("cannot set up the download: {e}")))?;
+    let hint = "needs network access to the hub (HF_ENDPOINT, default huggingface.co); gated \
+                models need an accepted licence and a token: HF_TOKEN or `huggingface-cli login`";
+    let (repo, file) = split_hf_uri(repo.strip_prefix("hf:").unwrap_or(repo));
     let model = api.model(repo.to_string());
+    if let Some(file) = file {
+        // One file of a repository: a GGUF model.
+        return model
+            .get(file)
+            .map_err(|e| PullError(format!("{repo}/{file}: {e} ({hint})")));
+    }
     let mut dir = None;
     for file in PULL_FILES {
-        let path = model.get(file).map_err(|e| {
-            PullError(format!(
-                "{repo}/{file}: {e} (needs network access to the hub (HF_ENDPOINT, default \
-                 huggingface.co); gated models need an accepted licence and a token: HF_TOKEN \
-                 or `huggingface-cli login`)"
-            ))
-        })?;
+        let path = model
+            .get(file)
+            .map_err(|e| PullError(format!("{repo}/{file}: {e} ({hint})")))?;
         if *file == "model.safetensors" {
             dir = path.parent().map(Path::to_path_buf);
         }
@@ -442,6 +510,58 @@ mod tests {
             pick(&s),
             Ok(other.join("models--me--my-gemma/snapshots/abc123"))
         );
+    }
+
+    #[test]
+    fn gguf_files_are_models_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let pick = |s: &ModelSearch| resolve_model(s).map(|l| l.dir);
+        // A file path, from --model or local.modelPath; a missing one is an error naming it.
+        let file = root.join("m.gguf");
+        std::fs::write(&file, "GGUF").unwrap();
+        let s = ModelSearch {
+            cli_dir: Some(file.clone()),
+            ..ModelSearch::default()
+        };
+        assert_eq!(pick(&s), Ok(file.clone()));
+        let missing = ModelSearch {
+            config_path: Some(root.join("nope.GGUF").display().to_string()),
+            ..ModelSearch::default()
+        };
+        assert!(matches!(
+            resolve_model(&missing),
+            Err(ModelNotFound::NoGguf { origin, .. }) if origin == "local.modelPath"
+        ));
+        // hf:owner/repo/file.gguf, OpenClaw's default, in the Hugging Face cache.
+        let cache = hf_cache(root, "ggml-org/embeddinggemma-300M-GGUF");
+        let snapshot = cache.join("models--ggml-org--embeddinggemma-300M-GGUF/snapshots/abc123");
+        std::fs::write(snapshot.join("embeddinggemma-300M-Q8_0.gguf"), "GGUF").unwrap();
+        let uri = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf";
+        let s = ModelSearch {
+            config_path: Some(uri.into()),
+            hf_cache: Some(cache.clone()),
+            ..ModelSearch::default()
+        };
+        assert_eq!(pick(&s), Ok(snapshot.join("embeddinggemma-300M-Q8_0.gguf")));
+        let s = ModelSearch {
+            config_path: Some("hf:ggml-org/embeddinggemma-300M-GGUF/other.gguf".into()),
+            ..s
+        };
+        assert!(matches!(
+            resolve_model(&s),
+            Err(ModelNotFound::Nowhere { .. })
+        ));
+        // URIs split into repository and file.
+        let table = [
+            ("o/r", ("o/r", None)),
+            ("o/r/f.gguf", ("o/r", Some("f.gguf"))),
+            ("o/r/sub/f.gguf", ("o/r", Some("sub/f.gguf"))),
+            ("o", ("o", None)),
+        ];
+        for (uri, want) in table {
+            assert_eq!(split_hf_uri(uri), want, "{uri}");
+        }
     }
 
     #[test]

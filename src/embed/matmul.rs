@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::embed::kernels::{contiguous_f32, SyncPtr};
 use crate::embed::pack::{Pack, Slab};
 use crate::embed::q8::{self, Q8Weight};
-use crate::embed::weights::SafeFile;
+use crate::embed::weights::TensorSource;
 use crate::embed::{EmbedError, Result};
 use crate::simd::{level, Level};
 
@@ -62,7 +62,7 @@ impl Projection {
     /// instead; they are its section `scope + prefix + names joined by '+'`.
     #[allow(clippy::too_many_arguments)]
     pub fn load(
-        file: &SafeFile,
+        file: &dyn TensorSource,
         pack: Option<&Pack>,
         scope: &str,
         prefix: &str,

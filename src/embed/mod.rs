@@ -10,7 +10,8 @@
 //! kernels, f16-weight and Q8_0 linear layers, dispatched on `crate::simd`'s level),
 //! `precision.rs` (which of those the linear layers run in: f32, q8 or auto),
 //! `weights.rs` and `model_files.rs` (safetensors and the sentence-transformers JSON
-//! files, with errors naming file and tensor), `locate.rs` (where the model directory is,
+//! files, with errors naming file and tensor), `gguf.rs` (llama.cpp's GGUF files: tensors,
+//! configuration and tokenizer), `locate.rs` (where the model directory is,
 //! and `pull`), `provider.rs` (the configured provider resolved to an embedder, or the
 //! reason there is none), `remote.rs` and `remote/batch.rs` (HTTP providers and their batch
 //! APIs, feature `remote`), `batch.rs` (when and how batch jobs run, for any [`BatchApi`]).
@@ -18,6 +19,7 @@
 pub(crate) mod batch;
 mod encoder;
 mod gemma;
+mod gguf;
 mod kernels;
 mod locate;
 mod matmul;
@@ -148,6 +150,9 @@ pub enum EmbedError {
     /// A safetensors file is malformed.
     #[error("{}: invalid safetensors file: {message}", path.display())]
     Safetensors { path: PathBuf, message: String },
+    /// A GGUF file is malformed or not an EmbeddingGemma GGUF.
+    #[error("{}: invalid GGUF file: {message}", path.display())]
+    Gguf { path: PathBuf, message: String },
     /// A tensor the model needs is not in the file.
     #[error("{}: tensor `{name}` is missing", path.display())]
     MissingTensor { path: PathBuf, name: String },
@@ -274,10 +279,23 @@ pub fn load_local_on(dir: &std::path::Path) -> Result<(std::sync::Arc<dyn Embedd
 
 /// The GPU when the build has one and it works, else the CPU (with the reason).
 fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)> {
+    // A GGUF file without Dense layers borrows them from a sentence-transformers copy.
+    let dense_dir = gguf::is_gguf(dir)
+        .then(|| locate::dense_source(dir))
+        .flatten();
+    let with_dense = |words: &mut String, embedder: &GemmaEmbedder| {
+        if let Some(dense) = embedder.dense_words() {
+            words.push_str(&format!("; {dense}"));
+        }
+    };
     #[cfg(any(feature = "cuda", feature = "metal"))]
     let gpu_failed = {
         let on_gpu = default_device().and_then(|device| {
-            let embedder = GemmaEmbedder::load(dir, &device, GemmaOptions::default())?;
+            let options = GemmaOptions {
+                dense_dir: dense_dir.clone(),
+                ..GemmaOptions::default()
+            };
+            let embedder = GemmaEmbedder::load(dir, &device, options)?;
             embedder.embed(&["memoria device check"], EmbedKind::Query)?;
             Ok(embedder)
         });
@@ -287,6 +305,7 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
                 if matches!(Precision::from_env(), Ok(Precision::Q8)) {
                     words.push_str(" (precision q8 applies to the CPU kernels only)");
                 }
+                with_dense(&mut words, &embedder);
                 return Ok((embedder, words));
             }
             // A model that cannot be read fails the same way on the CPU.
@@ -305,6 +324,7 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
     let options = GemmaOptions {
         cache_dir: locate::cache_dir(),
         precision: Precision::from_env().map_err(EmbedError::InvalidOption)?,
+        dense_dir,
         ..GemmaOptions::default()
     };
     let asked = options.precision;
@@ -330,6 +350,7 @@ fn load_on_best_device(dir: &std::path::Path) -> Result<(GemmaEmbedder, String)>
         embedder.origin(),
         embedder.tokenizer_words()
     ));
+    with_dense(&mut words, &embedder);
     Ok((embedder, words))
 }
 

@@ -1,4 +1,6 @@
-//! Reading tensors from safetensors files, with errors that name file and tensor.
+//! Reading tensors from model files, with errors that name file and tensor: the
+//! [`TensorSource`] the encoder loads from, its safetensors implementation ([`SafeFile`]),
+//! and the memory-mapped [`EmbeddingTable`]. GGUF files implement the trait in `gguf.rs`.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -54,12 +56,34 @@ pub struct TensorInfo {
     pub end: usize,
 }
 
+/// Where the encoder's tensors come from, by their sentence-transformers names
+/// (`layers.0.self_attn.q_proj.weight`, `norm.weight`, …).
+pub trait TensorSource {
+    /// The file, for errors.
+    fn path(&self) -> &Path;
+    /// A tensor as f32 values (converted or dequantised), checking its shape.
+    fn read_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>>;
+    /// A Gemma RMSNorm weight as the norm multiplies by it: `1 + w`. (Safetensors store
+    /// `w`; llama.cpp's converter stores `1 + w`.)
+    fn norm_weight(&self, name: &str, n: usize) -> Result<Vec<f32>>;
+    /// Loads a tensor onto `device` as `dtype`, checking its shape.
+    fn tensor(&self, name: &str, shape: &[usize], device: &Device, dtype: DType) -> Result<Tensor> {
+        let data = self.read_f32(name, shape)?;
+        let t = Tensor::from_vec(data, shape, &Device::Cpu)?;
+        let t = if dtype == DType::F32 {
+            t
+        } else {
+            t.to_dtype(dtype)?
+        };
+        Ok(t.to_device(device)?)
+    }
+}
+
 /// An open safetensors file. Tensors are read with positioned reads (not a memory map), so
 /// once copied into tensors their bytes do not stay counted in the process's RSS.
 pub struct SafeFile {
     path: PathBuf,
     file: File,
-    len: u64,
     tensors: HashMap<String, TensorInfo>,
     header: Vec<u8>,
 }
@@ -138,14 +162,9 @@ impl SafeFile {
         Ok(SafeFile {
             path: path.to_path_buf(),
             file,
-            len,
             tensors,
             header,
         })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The JSON header bytes (names, dtypes, shapes, offsets).
@@ -199,33 +218,6 @@ impl SafeFile {
         self.read_range(info.start, info.end - info.start)
     }
 
-    /// Reads a tensor as f32 values (converting BF16/F16), checking its shape.
-    pub fn read_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
-        let (info, dtype) = self.info(name, shape)?;
-        let bytes = self.bytes(info)?;
-        let mut out = Vec::with_capacity(bytes.len() / dtype.size());
-        decode_into(&bytes, dtype, &mut out);
-        Ok(out)
-    }
-
-    /// Loads a tensor onto `device` as `dtype`, checking its shape.
-    pub fn tensor(
-        &self,
-        name: &str,
-        shape: &[usize],
-        device: &Device,
-        dtype: DType,
-    ) -> Result<Tensor> {
-        let data = self.read_f32(name, shape)?;
-        let t = Tensor::from_vec(data, shape, &Device::Cpu)?;
-        let t = if dtype == DType::F32 {
-            t
-        } else {
-            t.to_dtype(dtype)?
-        };
-        Ok(t.to_device(device)?)
-    }
-
     /// A few KiB sampled from a tensor's data (start, middle, end) for fingerprinting.
     pub fn sample(&self, info: &TensorInfo) -> Result<Vec<u8>> {
         const CHUNK: usize = 4096;
@@ -240,13 +232,39 @@ impl SafeFile {
     }
 }
 
+impl TensorSource for SafeFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let (info, dtype) = self.info(name, shape)?;
+        let bytes = self.bytes(info)?;
+        let mut out = Vec::with_capacity(bytes.len() / dtype.size());
+        decode_into(&bytes, dtype, &mut out);
+        Ok(out)
+    }
+
+    fn norm_weight(&self, name: &str, n: usize) -> Result<Vec<f32>> {
+        let mut w = self.read_f32(name, &[n])?;
+        for v in &mut w {
+            *v += 1.0;
+        }
+        Ok(w)
+    }
+}
+
 #[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
 #[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_exact_at(
+    file: &File,
+    mut buf: &mut [u8],
+    mut offset: u64,
+) -> std::io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !buf.is_empty() {
         match file.seek_read(buf, offset)? {
@@ -261,7 +279,7 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
 }
 
 #[cfg(not(any(unix, windows)))]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = file.try_clone()?;
     f.seek(SeekFrom::Start(offset))?;
@@ -289,13 +307,40 @@ pub fn decode_into(bytes: &[u8], dtype: StoredDtype, out: &mut Vec<f32>) {
     }
 }
 
+/// How an [`EmbeddingTable`]'s rows are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowFormat {
+    /// Plain values (safetensors, or a GGUF's F32/F16/BF16 tensor).
+    Plain(StoredDtype),
+    /// llama.cpp's Q8_0: per block of 32 values an f16 scale and 32 int8s (34 bytes).
+    Q8_0,
+}
+
+impl RowFormat {
+    /// Bytes of one row of `cols` values (`cols` a multiple of 32 for Q8_0).
+    pub fn row_bytes(self, cols: usize) -> usize {
+        match self {
+            RowFormat::Plain(dtype) => cols * dtype.size(),
+            RowFormat::Q8_0 => cols / 32 * 34,
+        }
+    }
+}
+
+/// Appends the values of Q8_0 blocks (34 bytes each) to `out`.
+pub fn dequantize_q8_0(bytes: &[u8], out: &mut Vec<f32>) {
+    for block in bytes.chunks_exact(34) {
+        let d = half::f16::from_bits(u16::from_le_bytes([block[0], block[1]])).to_f32();
+        out.extend(block[2..].iter().map(|&q| q as i8 as f32 * d));
+    }
+}
+
 /// An embedding table read row by row straight from a memory map of the file, so the
 /// 800 MB table never has to be resident: only the rows of tokens actually seen are paged in.
 pub struct EmbeddingTable {
     path: PathBuf,
     mmap: memmap2::Mmap,
     start: usize,
-    dtype: StoredDtype,
+    format: RowFormat,
     rows: usize,
     cols: usize,
 }
@@ -304,6 +349,7 @@ impl std::fmt::Debug for EmbeddingTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EmbeddingTable")
             .field("path", &self.path)
+            .field("format", &self.format)
             .field("rows", &self.rows)
             .field("cols", &self.cols)
             .finish()
@@ -314,23 +360,49 @@ impl EmbeddingTable {
     /// Checks `name` has shape `[rows, cols]` in `file` and maps the file.
     pub fn new(file: &SafeFile, name: &str, rows: usize, cols: usize) -> Result<Self> {
         let (info, dtype) = file.info(name, &[rows, cols])?;
-        let path = file.path().to_path_buf();
+        let (start, end) = (info.start, info.end);
+        Self::map(
+            &file.file,
+            &file.path,
+            start,
+            end,
+            RowFormat::Plain(dtype),
+            rows,
+            cols,
+        )
+    }
+
+    /// Maps `[start, end)` of `file` as a table of `rows × cols` values stored as `format`.
+    pub fn map(
+        file: &File,
+        path: &Path,
+        start: usize,
+        end: usize,
+        format: RowFormat,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self> {
+        let path = path.to_path_buf();
+        let changed = |path: PathBuf| EmbedError::Io {
+            path,
+            source: std::io::Error::other("the file changed while loading"),
+        };
+        if rows.checked_mul(format.row_bytes(cols)) != Some(end - start) {
+            return Err(changed(path));
+        }
         // SAFETY: a read-only map of the model file, which is not expected to change while
         // loaded (as with every mmap-based weight loader, truncating it underneath would
         // fault). The length is checked against the header before any row is read.
-        let mmap = unsafe { memmap2::MmapOptions::new().map(&file.file) }
-            .map_err(|e| io_error(&path, e))?;
-        if (mmap.len() as u64) < file.len || mmap.len() < info.end {
-            return Err(EmbedError::Safetensors {
-                path,
-                message: "file changed while loading".into(),
-            });
+        let mmap =
+            unsafe { memmap2::MmapOptions::new().map(file) }.map_err(|e| io_error(&path, e))?;
+        if mmap.len() < end {
+            return Err(changed(path));
         }
         Ok(EmbeddingTable {
             path,
             mmap,
-            start: info.start,
-            dtype,
+            start,
+            format,
             rows,
             cols,
         })
@@ -346,11 +418,14 @@ impl EmbeddingTable {
         if id >= self.rows {
             return false;
         }
-        let row_bytes = self.cols * self.dtype.size();
+        let row_bytes = self.format.row_bytes(self.cols);
         let s = self.start + id * row_bytes;
         let bytes = &self.mmap[s..s + row_bytes];
         let before = out.len();
-        decode_into(bytes, self.dtype, out);
+        match self.format {
+            RowFormat::Plain(dtype) => decode_into(bytes, dtype, out),
+            RowFormat::Q8_0 => dequantize_q8_0(bytes, out),
+        }
         for v in &mut out[before..] {
             *v *= scale;
         }
