@@ -266,8 +266,9 @@ enum ModelAction {
     Pull {
         /// The Hugging Face repository, or `owner/repo/file.gguf` for one GGUF file (such as
         /// ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf, OpenClaw's).
-        #[arg(default_value = memoria::embed::DEFAULT_REPO)]
-        repo: String,
+        /// Default: what `local.modelPath` names when it is an `hf:` URI, else
+        /// google/embeddinggemma-300m.
+        repo: Option<String>,
     },
 }
 
@@ -874,6 +875,12 @@ fn model_command(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result
             let search = model_search(cli, settings)?;
             let Some(cache) = search.pull_cache() else {
                 bail!("no Hugging Face cache: set HF_HOME or local.modelCacheDir");
+            };
+            let configured = settings.local.model_path.as_deref();
+            let repo = match (repo, configured.and_then(|p| p.strip_prefix("hf:"))) {
+                (Some(repo), _) => repo.as_str(),
+                (None, Some(uri)) => uri,
+                (None, None) => memoria::embed::DEFAULT_REPO,
             };
             eprintln!("downloading {repo} into {}", cache.display());
             let dir = memoria::embed::pull(repo, cache)?;

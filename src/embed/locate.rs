@@ -52,6 +52,9 @@ pub struct ModelSearch {
     pub exe_dir: Option<PathBuf>,
     /// `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
     pub hf_cache: Option<PathBuf>,
+    /// node-llama-cpp's models directory (`~/.node-llama-cpp/models`), where OpenClaw's
+    /// local provider downloads `hf:` GGUF files when `local.modelCacheDir` is unset.
+    pub node_llama_cpp_dir: Option<PathBuf>,
 }
 
 impl ModelSearch {
@@ -79,6 +82,7 @@ impl ModelSearch {
                 .ok()
                 .and_then(|p| p.parent().map(Path::to_path_buf)),
             hf_cache,
+            node_llama_cpp_dir: var("HOME").map(|h| h.join(".node-llama-cpp").join("models")),
         }
     }
 }
@@ -184,6 +188,21 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
                     );
                 }
             }
+            // Where OpenClaw (node-llama-cpp) downloaded the file: `local.modelCacheDir`,
+            // else node-llama-cpp's own models directory.
+            let node_dirs = search
+                .config_cache_dir
+                .iter()
+                .chain(search.node_llama_cpp_dir.iter());
+            if let Some(name) = file.and_then(|f| node_llama_cpp_name(repo, f)) {
+                for dir in node_dirs {
+                    let found = dir.join(&name);
+                    if found.is_file() {
+                        let origin = format!("local.modelPath ({path}), downloaded by OpenClaw");
+                        return check(found, &origin);
+                    }
+                }
+            }
             return Err(ModelNotFound::Nowhere {
                 looked: format!(
                     "local.modelPath {path} is not in the Hugging Face cache ({}; \
@@ -228,6 +247,42 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
     Err(ModelNotFound::Nowhere {
         looked: looked.join(", "),
     })
+}
+
+/// The file name node-llama-cpp (OpenClaw's local runtime) gives `hf:owner/repo/file`
+/// in its models directory: `hf_<owner>_<file>`, with `<repo>_` after the owner unless
+/// the file name starts with the repository's name less `-GGUF`, and the file's folders
+/// (joined by `__`) before it unless the last one is the file's own name. `None` for names
+/// with characters node-llama-cpp would rewrite, so memoria never guesses.
+pub fn node_llama_cpp_name(repo: &str, file: &str) -> Option<String> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    let (owner, model) = repo.split_once('/')?;
+    let mut folders: Vec<&str> = file.split('/').collect();
+    let name = folders.pop()?;
+    if !plain(owner) || !plain(model) || !plain(name) || !folders.iter().all(|f| plain(f)) {
+        return None;
+    }
+    let lower = |s: &str| s.to_ascii_lowercase();
+    let stem = lower(name).strip_suffix(".gguf")?.to_string();
+    let mut prefix = vec!["hf", owner];
+    let exact = lower(model)
+        .strip_suffix("-gguf")
+        .is_some_and(|base| stem.starts_with(base));
+    if !exact {
+        prefix.push(model);
+    }
+    if folders.last().is_some_and(|last| lower(last) == stem) {
+        folders.pop();
+    }
+    let joined = folders.join("__");
+    if !joined.is_empty() {
+        prefix.push(&joined);
+    }
+    Some(format!("{}_{name}", prefix.join("_")))
 }
 
 /// `owner/repo` and, for `owner/repo/file.gguf`, the file within it.
@@ -427,6 +482,7 @@ mod tests {
             cwd: None,
             exe_dir: None,
             hf_cache: Some(PathBuf::from("/hf/hub")),
+            node_llama_cpp_dir: None,
         };
         assert_eq!(search.pull_cache(), Some(Path::new("/hf/hub")));
         search.config_cache_dir = Some(PathBuf::from("/mine"));
@@ -471,6 +527,7 @@ mod tests {
             cwd: Some(cwd.clone()),
             exe_dir: None,
             hf_cache: Some(cache.clone()),
+            node_llama_cpp_dir: None,
         };
         let pick = |s: &ModelSearch| resolve_model(s).map(|l| l.dir);
         assert_eq!(pick(&all), Ok(cli));
@@ -552,6 +609,41 @@ mod tests {
             resolve_model(&s),
             Err(ModelNotFound::Nowhere { .. })
         ));
+        // Downloaded by OpenClaw: node-llama-cpp's name in its models directory.
+        let node = root.join("node-models");
+        std::fs::create_dir_all(&node).unwrap();
+        let downloaded = node.join("hf_ggml-org_embeddinggemma-300M-Q8_0.gguf");
+        std::fs::write(&downloaded, "GGUF").unwrap();
+        let s = ModelSearch {
+            config_path: Some(uri.into()),
+            node_llama_cpp_dir: Some(node.clone()),
+            ..ModelSearch::default()
+        };
+        assert_eq!(pick(&s), Ok(downloaded));
+        let names = [
+            (
+                (
+                    "ggml-org/embeddinggemma-300M-GGUF",
+                    "embeddinggemma-300M-Q8_0.gguf",
+                ),
+                Some("hf_ggml-org_embeddinggemma-300M-Q8_0.gguf"),
+            ),
+            (("me/models", "gemma.gguf"), Some("hf_me_models_gemma.gguf")),
+            (
+                ("me/x-GGUF", "sub/dir/y.gguf"),
+                Some("hf_me_x-GGUF_sub__dir_y.gguf"),
+            ),
+            (("me/y-GGUF", "y/y.gguf"), Some("hf_me_y.gguf")),
+            (("me/m", "a b.gguf"), None),
+            (("me/m", "model.bin"), None),
+        ];
+        for ((repo, file), want) in names {
+            assert_eq!(
+                node_llama_cpp_name(repo, file).as_deref(),
+                want,
+                "{repo} {file}"
+            );
+        }
         // URIs split into repository and file.
         let table = [
             ("o/r", ("o/r", None)),
