@@ -172,22 +172,24 @@ impl GemmaEmbedder {
             None
         };
         let mut config_bytes = None;
-        let (cfg, dense_from, normalize) = match &gguf_file {
+        // `borrowed`: the sentence-transformers directory a GGUF file's Dense layers come from.
+        let (cfg, dense_from, normalize, borrowed) = match &gguf_file {
             Some(g) => {
                 let in_file: Vec<DenseFrom> = g
                     .dense()
                     .into_iter()
                     .map(|(name, out, inp)| DenseFrom::Gguf(name, out, inp))
                     .collect();
-                let dense_from = match &options.dense_dir {
-                    Some(st_dir) if in_file.is_empty() => Pipeline::from_dir(st_dir)?
+                let borrowed = options.dense_dir.as_deref().filter(|_| in_file.is_empty());
+                let dense_from = match borrowed {
+                    Some(st_dir) => Pipeline::from_dir(st_dir)?
                         .dense_dirs
                         .into_iter()
                         .map(DenseFrom::Dir)
                         .collect(),
-                    _ => in_file,
+                    None => in_file,
                 };
-                (g.config()?, dense_from, true)
+                (g.config()?, dense_from, true, borrowed)
             }
             None => {
                 let config_path = dir.join("config.json");
@@ -196,7 +198,7 @@ impl GemmaEmbedder {
                 config_bytes = Some(bytes);
                 let pipeline = Pipeline::from_dir(&dir)?;
                 let dense = pipeline.dense_dirs.into_iter().map(DenseFrom::Dir);
-                (cfg, dense.collect(), pipeline.normalize)
+                (cfg, dense.collect(), pipeline.normalize, None)
             }
         };
         let fused = !options.generic_kernels && device.is_cpu() && dtype == DType::F32;
@@ -206,7 +208,7 @@ impl GemmaEmbedder {
             Precision::F32
         };
         let plan = match &options.cache_dir {
-            Some(cache) if fused => Some(open_pack(cache, &dir, &dense_from, precision)),
+            Some(cache) if fused => Some(open_pack(cache, &dir, borrowed, &dense_from, precision)),
             _ => None,
         };
         let pack = plan.as_ref().and_then(|p| p.pack.as_ref());
@@ -417,13 +419,10 @@ impl GemmaEmbedder {
             width = out;
         }
         let gguf_dense = match &weights {
-            Weights::Gguf(_) => Some(match (dense_from.first(), &options.dense_dir) {
+            Weights::Gguf(_) => Some(match (dense_from.first(), borrowed) {
                 (None, _) => Err(format!("no Dense layers: {GGUF_WITHOUT_DENSE}")),
-                (Some(DenseFrom::Gguf(..)), _) => Ok("Dense layers from the GGUF file".into()),
-                (Some(DenseFrom::Dir(_)), Some(st_dir)) => {
-                    Ok(format!("Dense layers from {}", st_dir.display()))
-                }
-                (Some(DenseFrom::Dir(_)), None) => Ok("Dense layers".into()),
+                (_, Some(st_dir)) => Ok(format!("Dense layers from {}", st_dir.display())),
+                (Some(_), None) => Ok("Dense layers from the GGUF file".into()),
             }),
             Weights::Safetensors(_) => None,
         };
@@ -687,10 +686,10 @@ impl GemmaEmbedder {
 
 /// What a GGUF file without Dense layers embeds into, in words.
 pub const GGUF_WITHOUT_DENSE: &str = "vectors are the file's pooled transformer output, as \
-llama.cpp (and OpenClaw's local provider) embed with it: another space than EmbeddingGemma's \
-sentence embeddings, kept apart by its own fingerprint. Put a sentence-transformers copy of \
-the model (with 2_Dense/ and 3_Dense/) beside the file or where memoria looks for models to \
-apply them";
+llama.cpp (and OpenClaw's local provider) embed with it: not comparable with EmbeddingGemma's \
+sentence embeddings, so kept apart by their own fingerprint (retrieval measures the same on \
+LoCoMo). A sentence-transformers copy of the model (with 2_Dense/ and 3_Dense/) beside the \
+file or where memoria looks for models adds the Dense layers";
 
 /// Opens a Dense module directory, checking its config against the input `width`: the
 /// weights file, its name relative to the model (`2_Dense/model.safetensors`) and the
@@ -737,9 +736,17 @@ struct PackPlan {
 }
 
 /// Opens the pack of the model at `path` (a directory or a GGUF file) under `cache`, if one
-/// matches the model files.
-fn open_pack(cache: &Path, path: &Path, dense: &[DenseFrom], precision: Precision) -> PackPlan {
-    let pack_path = pack::path_for(cache, path, precision.as_str());
+/// matches the model files. `dense_dir`: where a GGUF file's Dense layers come from, part of
+/// the pack's identity (the same file with and without them are two models).
+fn open_pack(
+    cache: &Path,
+    path: &Path,
+    dense_dir: Option<&Path>,
+    dense: &[DenseFrom],
+    precision: Precision,
+) -> PackPlan {
+    let key: Vec<&Path> = std::iter::once(path).chain(dense_dir).collect();
+    let pack_path = pack::path_for(cache, &key, precision.as_str());
     // Source files relative to the model directory (or the GGUF file's directory); Dense
     // modules from elsewhere by their full path.
     let (base, mut files) = if gguf::is_gguf(path) {

@@ -127,11 +127,18 @@ pub fn source_files(dir: &Path, files: &[String]) -> std::io::Result<Vec<SourceF
         .collect()
 }
 
-/// Where the pack of the model in `model_dir` for the kernels of `precision` (`f32`, `q8`)
+/// Where the pack of the model made from `sources` (the model directory, or a GGUF file and
+/// the directory its Dense layers come from) for the kernels of `precision` (`f32`, `q8`)
 /// lives under `cache_dir`: `packed/<hash>.pack` for f32, `packed/<hash>-q8.pack` for q8.
-pub fn path_for(cache_dir: &Path, model_dir: &Path, precision: &str) -> PathBuf {
-    let canonical = std::fs::canonicalize(model_dir).unwrap_or_else(|_| model_dir.to_path_buf());
-    let digest = crate::digest::sha256_hex(canonical.to_string_lossy().as_bytes());
+pub fn path_for(cache_dir: &Path, sources: &[&Path], precision: &str) -> PathBuf {
+    let key: Vec<String> = sources
+        .iter()
+        .map(|p| {
+            let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            canonical.to_string_lossy().into_owned()
+        })
+        .collect();
+    let digest = crate::digest::sha256_hex(key.join("\0").as_bytes());
     let suffix = match precision {
         "f32" => String::new(),
         other => format!("-{other}"),
