@@ -195,15 +195,10 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
                 format!("{} ({layout})", location.dir.display()),
             ));
         }
-        // A GGUF file without Dense layers embeds into another space: worth a warning.
+        // A GGUF file without Dense layers embeds into a space of its own: say so.
         let device = status.embedding.as_ref().and_then(|e| e.device.as_deref());
         if let Some(at) = device.and_then(|d| d.find("no Dense layers")) {
-            out.push(problem(
-                Level::Warn,
-                "model",
-                device.unwrap_or_default()[at..].to_string(),
-                "see README 'GGUF files'",
-            ));
+            out.push(ok("model", device.unwrap_or_default()[at..].to_string()));
         }
     }
 
