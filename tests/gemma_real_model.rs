@@ -27,27 +27,37 @@ fn q8_model() -> Option<&'static GemmaEmbedder> {
     MODEL.get_or_init(|| packed_model(Precision::Q8)).as_ref()
 }
 
-fn packed_model(precision: Precision) -> Option<GemmaEmbedder> {
-    let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
-        eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping real-model tests");
-        return None;
-    };
+/// Loads `path` twice with a new cache: the first load writes the pack, the second (the one
+/// returned) maps it, with the table-driven tokenizer.
+fn load_from_new_pack(path: impl AsRef<std::path::Path>, options: GemmaOptions) -> GemmaEmbedder {
     let cache = Box::leak(Box::new(tempfile::tempdir().unwrap()));
     let options = || GemmaOptions {
         cache_dir: Some(cache.path().to_path_buf()),
-        precision,
-        ..Default::default()
+        ..options.clone()
     };
-    let first = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
+    let first = GemmaEmbedder::load(&path, &Device::Cpu, options()).expect("load model");
     assert!(
         first.origin().contains("packed model written to"),
         "{}",
         first.origin()
     );
     drop(first);
-    let m = GemmaEmbedder::load(&dir, &Device::Cpu, options()).expect("load model");
+    let m = GemmaEmbedder::load(&path, &Device::Cpu, options()).expect("load model");
     assert!(m.origin().starts_with("packed model "), "{}", m.origin());
     assert_eq!(m.tokenizer_words(), "memoria BPE tables");
+    m
+}
+
+fn packed_model(precision: Precision) -> Option<GemmaEmbedder> {
+    let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
+        eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping real-model tests");
+        return None;
+    };
+    let options = GemmaOptions {
+        precision,
+        ..Default::default()
+    };
+    let m = load_from_new_pack(&dir, options);
     assert_eq!(m.precision(), precision);
     Some(m)
 }
@@ -78,23 +88,12 @@ fn gguf_model() -> Option<&'static GemmaEmbedder> {
                 gguf_path(false)?,
                 std::env::var("MEMORIA_TEST_MODEL_DIR").ok()?,
             );
-            let cache = Box::leak(Box::new(tempfile::tempdir().unwrap()));
-            let options = || GemmaOptions {
-                cache_dir: Some(cache.path().to_path_buf()),
+            let options = GemmaOptions {
                 precision: Precision::Q8,
                 dense_dir: Some(dir.clone().into()),
                 ..Default::default()
             };
-            let first = GemmaEmbedder::load(&gguf, &Device::Cpu, options()).expect("load GGUF");
-            assert!(
-                first.origin().contains("packed model written to"),
-                "{}",
-                first.origin()
-            );
-            drop(first);
-            let m = GemmaEmbedder::load(&gguf, &Device::Cpu, options()).expect("load GGUF");
-            assert!(m.origin().starts_with("packed model "), "{}", m.origin());
-            assert_eq!(m.tokenizer_words(), "memoria BPE tables");
+            let m = load_from_new_pack(&gguf, options);
             assert_eq!(
                 m.dense_words(),
                 Some(format!("Dense layers from {dir}").as_str())

@@ -370,26 +370,16 @@ impl GemmaEmbedder {
         let mut dense = Vec::new();
         let mut width = cfg.hidden_size;
         for from in &dense_from {
-            let (weight, out) = match from {
+            // A Dense module's own file, open while its weight loads.
+            let module_file;
+            let (file, scope, name, out): (&dyn TensorSource, String, &str, usize) = match from {
                 DenseFrom::Dir(ddir) => {
                     let (wf, rel, out) = open_dense(ddir, width)?;
                     if !from_pack {
                         hash_safetensors(&mut hasher, &rel, &wf)?;
                     }
-                    let parts = [("linear.weight", out)];
-                    let scope = format!("{rel}:");
-                    let weight = Projection::load(
-                        &wf,
-                        pack,
-                        &scope,
-                        "",
-                        &parts,
-                        width,
-                        format,
-                        device,
-                        DType::F32,
-                    )?;
-                    (weight, out)
+                    module_file = wf;
+                    (&module_file, format!("{rel}:"), "linear.weight", out)
                 }
                 DenseFrom::Gguf(name, out, inp) => {
                     if *inp != width {
@@ -400,21 +390,21 @@ impl GemmaEmbedder {
                             ),
                         });
                     }
-                    let parts = [(name.as_str(), *out)];
-                    let weight = Projection::load(
-                        source,
-                        pack,
-                        "",
-                        "",
-                        &parts,
-                        width,
-                        format,
-                        device,
-                        DType::F32,
-                    )?;
-                    (weight, *out)
+                    (source, String::new(), name.as_str(), *out)
                 }
             };
+            let parts = [(name, out)];
+            let weight = Projection::load(
+                file,
+                pack,
+                &scope,
+                "",
+                &parts,
+                width,
+                format,
+                device,
+                DType::F32,
+            )?;
             dense.push(Dense { weight });
             width = out;
         }

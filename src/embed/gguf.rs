@@ -31,7 +31,7 @@ use serde_json::json;
 
 use crate::embed::model_files::{io_error, GemmaConfig};
 use crate::embed::weights::{
-    decode_into, dequantize_q8_0, read_exact_at, EmbeddingTable, RowFormat, StoredDtype,
+    decode_into, dequantize_q8_0, read_at, sample_at, EmbeddingTable, RowFormat, StoredDtype,
     TensorSource,
 };
 use crate::embed::{EmbedError, Result};
@@ -272,22 +272,12 @@ impl GgufFile {
 
     /// A few KiB of a tensor's data (start, middle, end), for fingerprinting.
     pub fn sample(&self, name: &str) -> Result<Vec<u8>> {
-        const CHUNK: usize = 4096;
         let t = self.locate(name)?;
-        let len = t.end - t.start;
-        if len <= 3 * CHUNK {
-            return self.read(t.start, len);
-        }
-        let mut out = self.read(t.start, CHUNK)?;
-        out.extend(self.read(t.start + len / 2, CHUNK)?);
-        out.extend(self.read(t.end - CHUNK, CHUNK)?);
-        Ok(out)
+        sample_at(&self.file, &self.path, t.start, t.end)
     }
 
     fn read(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        read_exact_at(&self.file, &mut buf, offset as u64).map_err(|e| io_error(&self.path, e))?;
-        Ok(buf)
+        read_at(&self.file, &self.path, offset, len)
     }
 
     fn dtype_error(&self, name: &str, dtype: GgmlDType) -> EmbedError {

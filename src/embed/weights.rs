@@ -206,30 +206,37 @@ impl SafeFile {
         self.tensors.get(name)
     }
 
-    /// Reads `len` bytes of the file from `offset`.
-    fn read_range(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        read_exact_at(&self.file, &mut buf, offset as u64).map_err(|e| io_error(&self.path, e))?;
-        Ok(buf)
-    }
-
     /// Raw bytes of a tensor.
     pub fn bytes(&self, info: &TensorInfo) -> Result<Vec<u8>> {
-        self.read_range(info.start, info.end - info.start)
+        read_at(&self.file, &self.path, info.start, info.end - info.start)
     }
 
     /// A few KiB sampled from a tensor's data (start, middle, end) for fingerprinting.
     pub fn sample(&self, info: &TensorInfo) -> Result<Vec<u8>> {
-        const CHUNK: usize = 4096;
-        let len = info.end - info.start;
-        if len <= 3 * CHUNK {
-            return self.bytes(info);
-        }
-        let mut out = self.read_range(info.start, CHUNK)?;
-        out.extend(self.read_range(info.start + len / 2, CHUNK)?);
-        out.extend(self.read_range(info.end - CHUNK, CHUNK)?);
-        Ok(out)
+        sample_at(&self.file, &self.path, info.start, info.end)
     }
+}
+
+/// `len` bytes of `file` (at `path`, for errors) from `offset`.
+pub(crate) fn read_at(file: &File, path: &Path, offset: usize, len: usize) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    read_exact_at(file, &mut buf, offset as u64).map_err(|e| io_error(path, e))?;
+    Ok(buf)
+}
+
+/// A few KiB of the bytes `start..end` of `file` (their start, middle and end; all of them
+/// when short): a tensor's sample in the fingerprint, which catches any re-export or
+/// fine-tune without reading the whole model.
+pub(crate) fn sample_at(file: &File, path: &Path, start: usize, end: usize) -> Result<Vec<u8>> {
+    const CHUNK: usize = 4096;
+    let len = end - start;
+    if len <= 3 * CHUNK {
+        return read_at(file, path, start, len);
+    }
+    let mut out = read_at(file, path, start, CHUNK)?;
+    out.extend(read_at(file, path, start + len / 2, CHUNK)?);
+    out.extend(read_at(file, path, end - CHUNK, CHUNK)?);
+    Ok(out)
 }
 
 impl TensorSource for SafeFile {
@@ -255,16 +262,12 @@ impl TensorSource for SafeFile {
 }
 
 #[cfg(unix)]
-pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
 #[cfg(windows)]
-pub(crate) fn read_exact_at(
-    file: &File,
-    mut buf: &mut [u8],
-    mut offset: u64,
-) -> std::io::Result<()> {
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !buf.is_empty() {
         match file.seek_read(buf, offset)? {
@@ -279,7 +282,7 @@ pub(crate) fn read_exact_at(
 }
 
 #[cfg(not(any(unix, windows)))]
-pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = file.try_clone()?;
     f.seek(SeekFrom::Start(offset))?;
