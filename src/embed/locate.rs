@@ -295,19 +295,22 @@ pub fn split_hf_uri(uri: &str) -> (&str, Option<&str>) {
 }
 
 /// A sentence-transformers copy of the model whose Dense modules apply after a GGUF file
-/// that has none: the file's own directory when it holds `modules.json`, `2_Dense/` and
-/// `3_Dense/`, else the first complete directory of the default search
+/// that has none: the file's own directory when its `modules.json` names Dense modules that
+/// are there (`2_Dense/`, `3_Dense/`), else the first complete directory of the default search
 /// (`models/embeddinggemma-300m`, the Hugging Face cache).
 pub fn dense_source(gguf: &Path) -> Option<PathBuf> {
-    const DENSE_FILES: &[&str] = &[
-        "modules.json",
-        "2_Dense/config.json",
-        "2_Dense/model.safetensors",
-        "3_Dense/config.json",
-        "3_Dense/model.safetensors",
-    ];
+    // Usable when its modules.json reads as a pipeline (as the load will read it) and names
+    // Dense modules whose files are there.
+    let usable = |dir: &Path| {
+        crate::embed::model_files::Pipeline::from_dir(dir).is_ok_and(|p| {
+            !p.dense_dirs.is_empty()
+                && p.dense_dirs.iter().all(|d| {
+                    d.join("config.json").is_file() && d.join("model.safetensors").is_file()
+                })
+        })
+    };
     let beside = gguf.parent()?;
-    if DENSE_FILES.iter().all(|f| beside.join(f).is_file()) {
+    if beside.join("modules.json").is_file() && usable(beside) {
         return Some(beside.to_path_buf());
     }
     let mut search = ModelSearch::from_process(None, None, None);
@@ -654,6 +657,33 @@ mod tests {
         for (uri, want) in table {
             assert_eq!(split_hf_uri(uri), want, "{uri}");
         }
+    }
+
+    #[test]
+    fn dense_layers_beside_a_gguf_file_are_used_only_when_loadable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let gguf = dir.join("m.gguf");
+        std::fs::write(&gguf, "GGUF").unwrap();
+        let modules = r#"[
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"},
+            {"idx": 4, "name": "4", "path": "4_Normalize", "type": "sentence_transformers.models.Normalize"}
+        ]"#;
+        std::fs::write(dir.join("modules.json"), modules).unwrap();
+        for d in ["2_Dense", "3_Dense"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+            std::fs::write(dir.join(d).join("config.json"), "{}").unwrap();
+            std::fs::write(dir.join(d).join("model.safetensors"), "x").unwrap();
+        }
+        // The pooling config the pipeline reads is missing: not used from here.
+        assert_ne!(dense_source(&gguf).as_deref(), Some(dir));
+        std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
+        let pooling = r#"{"pooling_mode_mean_tokens": true, "include_prompt": true}"#;
+        std::fs::write(dir.join("1_Pooling/config.json"), pooling).unwrap();
+        assert_eq!(dense_source(&gguf).as_deref(), Some(dir));
     }
 
     #[test]
