@@ -103,31 +103,28 @@ impl Projection {
                 return Ok(Projection::Half { name, weight });
             }
         }
+        let beyond = |tensor: &str, kind: &str| EmbedError::Unsupported {
+            path: file.path().to_path_buf(),
+            reason: format!(
+                "tensor `{tensor}` has weights beyond {kind}'s range \
+                 (the CPU kernels store weights as {kind})"
+            ),
+        };
         let mut all = Vec::with_capacity(rows * cols);
         for &(part, r) in names {
             let part = format!("{prefix}{part}");
             let values = file.read_f32(&part, &[r, cols])?;
-            let fits = if q8 {
-                values.iter().all(|v| v.is_finite())
-            } else {
-                fits_half(&values)
-            };
-            if !fits {
-                let kind = if q8 { "Q8_0" } else { "f16" };
-                return Err(EmbedError::Unsupported {
-                    path: file.path().to_path_buf(),
-                    reason: format!(
-                        "tensor `{part}` has weights beyond {kind}'s range \
-                         (the CPU kernels store weights as {kind})"
-                    ),
-                });
+            if !q8 && !fits_half(&values) {
+                return Err(beyond(&part, "f16"));
             }
             all.extend_from_slice(&values);
         }
         if q8 {
-            if let Some(weight) = Q8Weight::quantize(&all, rows, cols) {
-                return Ok(Projection::Q8 { name, weight });
-            }
+            // Quantising checks every value is finite; the section names the tensors.
+            return match Q8Weight::quantize(&all, rows, cols) {
+                Some(weight) => Ok(Projection::Q8 { name, weight }),
+                None => Err(beyond(&name, "Q8_0")),
+            };
         }
         let weight = HalfWeight::pack(&all, rows, cols);
         Ok(Projection::Half { name, weight })
