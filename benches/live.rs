@@ -100,7 +100,7 @@ fn change_to_searchable(root: &Path) {
         let written = Instant::now();
         loop {
             let hits = memory.search(&word, &options).expect("search").hits;
-            if hits.iter().any(|h| h.chunk.text.contains(&word)) {
+            if hits.iter().any(|h| h.text.contains(&word)) {
                 break;
             }
             assert!(

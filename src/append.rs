@@ -35,7 +35,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The largest block accepted (a note, not a document).
 pub const MAX_APPEND_BYTES: usize = 64 * 1024;
@@ -137,7 +137,7 @@ pub(crate) fn append(workspace: &Path, text: &str, date: &str) -> Result<Appende
         block: bytes.clone(),
     };
     let record = serde_json::to_vec(&record).map_err(|e| Error::io(&intent, e.into()))?;
-    crate::index::atomic::write_atomic(&intent, &record)?;
+    crate::atomic::write_atomic(&intent, &record)?;
     file.write_all(bytes.as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(|e| Error::io(&path, e))?;
@@ -174,7 +174,7 @@ fn create_day(dir: &Path, path: &Path, date: &str) -> Result<()> {
     });
     let _ = fs::remove_file(&tmp);
     linked.map_err(|e| Error::io(path, e))?;
-    crate::index::atomic::sync_dir(dir)
+    crate::atomic::sync_dir(dir)
 }
 
 /// The file's line count (a last line without a newline counts), whether it ends with a

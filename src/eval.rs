@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
-use crate::search::Hit;
-use crate::{Error, Memory, Result, SearchOptions};
+use crate::error::{Error, Result};
+use crate::search::{Hit, SearchOptions};
+use crate::Memory;
 
 /// A LoCoMo-style question.
 #[derive(Debug, Clone, Deserialize)]
@@ -72,9 +73,9 @@ fn index_dir_name(settings: &Settings) -> &'static str {
 pub fn evidence_rank(hits: &[Hit], evidence: &[Evidence]) -> Option<usize> {
     hits.iter()
         .position(|h| {
-            evidence.iter().any(|e| {
-                e.path == h.chunk.path && h.chunk.start_line <= e.line && e.line <= h.chunk.end_line
-            })
+            evidence
+                .iter()
+                .any(|e| e.path == h.path && h.start_line <= e.line && e.line <= h.end_line)
         })
         .map(|i| i + 1)
 }
@@ -336,7 +337,7 @@ pub fn eval_beir(
         }
         let mut ranked: Vec<String> = Vec::new();
         for hit in hits {
-            if let Some(doc) = doc_of_path.get(&hit.chunk.path) {
+            if let Some(doc) = doc_of_path.get(&hit.path) {
                 if !ranked.contains(doc) {
                     ranked.push(doc.clone());
                 }

@@ -115,7 +115,7 @@ pub(crate) fn plan_session(
     key: &str,
     session: (u64, u64, u64),
     today: &str,
-) -> crate::Result<FlushPlan> {
+) -> crate::error::Result<FlushPlan> {
     use serde_json::Value;
     let (session_tokens, context_window, compaction_count) = session;
     let mut record: serde_json::Map<String, Value> = dir
@@ -148,10 +148,11 @@ pub(crate) fn plan_session(
     );
     if plan.flush {
         record.insert(key.to_string(), Value::from(compaction_count));
-        let bytes = serde_json::to_vec_pretty(&record).map_err(|e| crate::Error::Corrupt {
-            path: dir.root().join("flush.json"),
-            message: e.to_string(),
-        })?;
+        let bytes =
+            serde_json::to_vec_pretty(&record).map_err(|e| crate::error::Error::Corrupt {
+                path: dir.root().join("flush.json"),
+                message: e.to_string(),
+            })?;
         dir.write_flush_record(&bytes)?;
     }
     Ok(plan)

@@ -1,10 +1,19 @@
-//! What `status` reports about one agent's memory.
+//! What `status` reports about one agent's memory, and how it is assembled: the manifest's
+//! last-sync statistics, the configured mode and fallback (from the same function searches
+//! use), the embedder, the QMD sidecar, the live sync (this process's, else another's
+//! heartbeat) and every warning that says what is stale or missing.
 
 use serde::Serialize;
 
+use crate::append;
+use crate::error::{Error, Result};
 use crate::fallback::Fallback;
-use crate::index::Identity;
-use crate::live::LiveStatus;
+use crate::freshness::Agent;
+use crate::index::{EmbeddingStats, Identity};
+use crate::live::{self, LiveStatus};
+use crate::qmd::QmdStatus;
+use crate::search::pipeline::configured;
+use crate::sync;
 
 /// What `status` reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,7 +42,7 @@ pub struct Status {
     /// `memory.backend`: `builtin`, or `qmd` (see [`qmd`](Self::qmd) for which engine answers).
     pub backend: String,
     /// The QMD sidecar, with the QMD backend.
-    pub qmd: Option<crate::QmdStatus>,
+    pub qmd: Option<QmdStatus>,
     /// The mode searches are served in (`hybrid`, `fts-only`).
     pub mode: String,
     /// The embedding provider (`none` when keyword-only).
@@ -75,4 +84,110 @@ pub struct EmbeddingStatus {
     pub awaiting_batch: u64,
     /// Why the last sync could not embed everything, if it could not.
     pub last_error: Option<String>,
+}
+
+/// The embedder's details for `status`, when there is one.
+fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<EmbeddingStatus> {
+    let resolved = agent.resolved();
+    let embedder = resolved.embedder.as_ref()?;
+    let batch_jobs = sync::recorded_batch_jobs(agent.dir());
+    Some(EmbeddingStatus {
+        dims: embedder.dims(),
+        device: resolved.device.clone(),
+        key_source: resolved.key_source(),
+        batch: resolved.batch_state(),
+        batch_jobs,
+        awaiting_batch: stats.map_or(0, |s| s.awaiting_batch),
+        last_error: stats.and_then(|s| s.error.clone()),
+    })
+}
+
+/// The agent directory's state, as `status` reports it.
+pub(crate) fn status(agent: &Agent) -> Result<Status> {
+    let manifest = agent.dir().manifest()?;
+    let discovery = agent.discover();
+    let dirty = agent.is_dirty(manifest.as_ref(), &discovery);
+    let served = configured(agent.resolved(), manifest.as_ref());
+    let stats = manifest
+        .as_ref()
+        .map(|m| m.stats.clone())
+        .unwrap_or_default();
+    let mut warnings = agent.settings().warnings.clone();
+    warnings.extend(stats.warnings.iter().cloned());
+    if let Some(err) = agent.workspace_missing() {
+        warnings.push(err.to_string());
+    }
+    if manifest.is_none() {
+        warnings.push("no index yet: run `memoria index`".into());
+    }
+    for day in append::pending(&agent.settings().workspace) {
+        warnings.push(format!(
+            "{day}: an append was interrupted (a crash?); the next append completes it"
+        ));
+    }
+    if let Some(awaiting) = stats
+        .embedding
+        .as_ref()
+        .map(|e| e.awaiting_batch)
+        .filter(|&n| n > 0)
+    {
+        warnings.push(format!(
+            "{awaiting} chunk(s) wait for a batch embedding job (remote.batch.wait: false): \
+             searches are keyword-only until a later sync reads the job"
+        ));
+    }
+    if let Some(error) = agent.sync_error() {
+        warnings.push(format!("the last sync failed: {error}"));
+    } else if dirty && manifest.is_some() {
+        // Say now whether the next sync can run at all (a read-only index cannot).
+        match agent.dir().lock_writer() {
+            Ok(_) | Err(Error::IndexBusy { .. }) => {}
+            Err(err) => warnings.push(format!(
+                "the index cannot be synced ({err}): searches answer from the last \
+                 committed index"
+            )),
+        }
+    }
+    let qmd = agent.qmd().map(|q| q.status());
+    if let Some(qmd) = &qmd {
+        if qmd.serving != "qmd" {
+            warnings.push(format!(
+                "memory.backend is \"qmd\", but memoria's own index answers for now: {}",
+                qmd.last_error.as_deref().unwrap_or("QMD failed")
+            ));
+        } else if let Some(error) = &qmd.last_error {
+            warnings.push(format!("QMD: {error}"));
+        }
+    }
+    // This process's live sync, else another process's (its `live.json`).
+    let live = match agent.live_link() {
+        Some(link) => Some(link.status()),
+        None => live::heartbeat_of(agent.dir().root()).unwrap_or_else(|warning| {
+            warnings.push(warning);
+            None
+        }),
+    };
+    Ok(Status {
+        agent_id: agent.settings().agent_id.clone(),
+        agent_dir: agent.dir().root().display().to_string(),
+        workspace: agent.settings().workspace.display().to_string(),
+        extra_paths: agent.settings().extra_paths.clone(),
+        generation: manifest.as_ref().map(|m| m.generation),
+        identity: agent.identity(),
+        files: stats.files,
+        chunks: stats.chunks,
+        bytes: stats.bytes,
+        vectors: stats.embedding.as_ref().map(|e| e.vectors),
+        backend: agent.settings().backend.as_str().into(),
+        qmd,
+        mode: served.mode.as_str().to_string(),
+        provider: served.provider,
+        model: served.model,
+        fallback: served.fallback,
+        embedding: embedding_status(agent, stats.embedding.as_ref()),
+        dirty,
+        synced_at: manifest.map(|m| m.stats.synced_at),
+        live,
+        warnings,
+    })
 }

@@ -87,7 +87,7 @@ fn paths_found(memory: &Memory, query: &str) -> Vec<String> {
         .unwrap()
         .hits
         .into_iter()
-        .map(|h| h.chunk.path)
+        .map(|h| h.path)
         .collect()
 }
 
@@ -101,7 +101,7 @@ fn hybrid_search_reports_its_mode_and_merges_both_sides() {
     assert_eq!(response.served.mode, Mode::Hybrid);
     assert_eq!(response.served.fallback, None);
     let top = &response.hits[0];
-    assert_eq!(top.chunk.path, "memory/2026-11-15.md");
+    assert_eq!(top.path, "memory/2026-11-15.md");
     assert!(top.vector_score.is_some() && top.text_score > 0.0);
     let expected = 0.7 * top.vector_score.unwrap() + 0.3 * top.text_score;
     assert!((top.score - expected).abs() < 1e-9);
@@ -182,7 +182,7 @@ fn embedding_failure_keeps_keyword_search_and_says_so() {
     let fallback = response.served.fallback.unwrap();
     assert_eq!(fallback.from, "local");
     assert!(fallback.reason.contains("down"), "{}", fallback.reason);
-    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-16.md");
+    assert_eq!(response.hits[0].path, "memory/2026-11-16.md");
     let status = memory.status().unwrap();
     assert_eq!(status.mode, "fts-only");
 }
@@ -197,7 +197,7 @@ fn unusable_keyword_index_falls_back_to_vectors_until_the_next_sync() {
     }
     // Break the keyword index of the current generation.
     let memory = open(s.clone(), HashEmbedder::new(64));
-    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    let text_dir = memory.agent_root().join("gen-000001").join("text");
     fs::remove_file(text_dir.join("meta.json")).unwrap();
     let mut quiet = s.clone();
     quiet.sync.on_search = false; // search as it is, without healing first
@@ -214,8 +214,8 @@ fn unusable_keyword_index_falls_back_to_vectors_until_the_next_sync() {
         fallback.reason
     );
     // Chunks come from the catalog: real paths and lines.
-    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
-    assert_eq!(response.hits[0].chunk.start_line, 1);
+    assert_eq!(response.hits[0].path, "memory/2026-11-15.md");
+    assert_eq!(response.hits[0].start_line, 1);
     // A sync rebuilds the keyword index and hybrid search returns.
     memory.sync(false, &|_| {}).unwrap();
     let response = memory
@@ -233,7 +233,7 @@ fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embeddin
     memory.sync(false, &|_| {}).unwrap();
     let embedded = embedder.documents.load(Ordering::SeqCst);
     // What an older memoria left: format 2, whose text index has another schema.
-    let root = memory.agent_dir().root().to_path_buf();
+    let root = memory.agent_root().to_path_buf();
     let manifest = fs::read_to_string(root.join("manifest.json")).unwrap();
     let older = manifest.replacen(
         &format!("\"format\": {}", memoria::FORMAT_VERSION),
@@ -242,7 +242,7 @@ fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embeddin
     );
     assert_ne!(older, manifest, "{manifest}");
     fs::write(root.join("manifest.json"), older).unwrap();
-    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    let text_dir = memory.agent_root().join("gen-000001").join("text");
     fs::remove_dir_all(&text_dir).unwrap();
     let mut schema = tantivy::schema::Schema::builder();
     schema.add_text_field("id", tantivy::schema::STRING | tantivy::schema::STORED);
@@ -256,7 +256,7 @@ fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embeddin
         .unwrap();
     assert_eq!(response.served.mode, Mode::Hybrid);
     assert_eq!(response.served.fallback, None);
-    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
+    assert_eq!(response.hits[0].path, "memory/2026-11-15.md");
     assert_eq!(memory.status().unwrap().generation, Some(2));
     assert_eq!(
         embedder.documents.load(Ordering::SeqCst),
@@ -343,7 +343,7 @@ fn hybrid_disabled_serves_vector_results_filtered_by_min_score() {
         assert_eq!(Some(hit.score), hit.vector_score);
         assert!(hit.score >= 0.35);
     }
-    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-17.md");
+    assert_eq!(response.hits[0].path, "memory/2026-11-17.md");
 }
 
 #[test]
@@ -425,7 +425,7 @@ fn embedding_does_not_make_the_text_index_look_stale() {
     let tmp = tempfile::tempdir().unwrap();
     let memory = open(settings(tmp.path()), HashEmbedder::new(64));
     memory.sync(false, &|_| {}).unwrap();
-    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    let text_dir = memory.agent_root().join("gen-000001").join("text");
     let modified = |dir: &Path| {
         fs::metadata(dir.join("meta.json"))
             .unwrap()
@@ -450,7 +450,7 @@ fn a_damaged_or_missing_generation_is_rebuilt_by_the_next_sync() {
         s.provider = ProviderKind::None;
         let memory = Memory::open(s.clone()).unwrap();
         memory.sync(false, &|_| {}).unwrap();
-        let generation = memory.agent_dir().generation_dir(1);
+        let generation = memory.agent_root().join("gen-000001");
         match damage {
             "garbage catalog" => fs::write(generation.join("catalog.redb"), b"not redb").unwrap(),
             "missing catalog" => fs::remove_file(generation.join("catalog.redb")).unwrap(),
@@ -470,10 +470,7 @@ fn a_damaged_or_missing_generation_is_rebuilt_by_the_next_sync() {
         let response = memory
             .search("vet vaccine for the cat", &SearchOptions::default())
             .unwrap();
-        assert_eq!(
-            response.hits[0].chunk.path, "memory/2026-11-15.md",
-            "{damage}"
-        );
+        assert_eq!(response.hits[0].path, "memory/2026-11-15.md", "{damage}");
         assert_eq!(response.served.fallback, None, "{damage}");
         // Healed: the next sync is a plain incremental one.
         assert!(!memory.sync(false, &|_| {}).unwrap().rebuilt, "{damage}");
@@ -495,12 +492,12 @@ fn a_search_that_cannot_sync_says_its_results_are_stale() {
         "Vet called back.\n",
     )
     .unwrap();
-    let root = memory.agent_dir().root().to_path_buf();
+    let root = memory.agent_root().to_path_buf();
     fs::create_dir_all(root.join("manifest.json.tmp/blocker")).unwrap();
     let response = memory
         .search("vet vaccine for the cat", &SearchOptions::default())
         .unwrap();
-    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
+    assert_eq!(response.hits[0].path, "memory/2026-11-15.md");
     let fallback = response.served.fallback.expect("a stale search says so");
     assert_eq!(fallback.from, "sync");
     assert!(
@@ -544,7 +541,7 @@ fn decomposed_accents_match_precomposed_ones() {
     ] {
         let hits = memory.search(query, &options).unwrap().hits;
         assert_eq!(
-            hits.first().map(|h| h.chunk.path.as_str()),
+            hits.first().map(|h| h.path.as_str()),
             Some(path),
             "{query:?}"
         );
@@ -584,7 +581,7 @@ fn weak_keyword_hits_survive_the_default_min_score() {
         "not the relaxed path: scored {}",
         best.score
     );
-    assert!(best.chunk.text.contains("penicillin"));
+    assert!(best.text.contains("penicillin"));
 }
 
 /// Deleted chunks stay in tantivy's BM25 statistics until their segment is merged; a sync
@@ -657,7 +654,7 @@ fn bm25_scores_do_not_drift_after_many_incremental_syncs() {
                 .unwrap()
                 .hits
                 .into_iter()
-                .map(|h| (h.chunk.path, h.chunk.start_line, h.score))
+                .map(|h| (h.path, h.start_line, h.score))
                 .collect();
             hits.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
             hits
@@ -682,7 +679,7 @@ fn a_search_heals_a_missing_keyword_index() {
     s.provider = ProviderKind::None;
     let memory = Memory::open(s.clone()).unwrap();
     memory.sync(false, &|_| {}).unwrap();
-    let text_dir = memory.agent_dir().generation_dir(1).join("text");
+    let text_dir = memory.agent_root().join("gen-000001").join("text");
     for entry in fs::read_dir(&text_dir).unwrap() {
         fs::remove_file(entry.unwrap().path()).unwrap();
     }
@@ -691,7 +688,7 @@ fn a_search_heals_a_missing_keyword_index() {
         .search("vet vaccine for the cat", &SearchOptions::default())
         .unwrap();
     assert_eq!(response.served.mode, Mode::FtsOnly);
-    assert_eq!(response.hits[0].chunk.path, "memory/2026-11-15.md");
+    assert_eq!(response.hits[0].path, "memory/2026-11-15.md");
     assert!(text_dir.join("meta.json").exists());
 }
 

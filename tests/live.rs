@@ -51,7 +51,7 @@ fn found(memory: &Memory, query: &str) -> Vec<(String, usize, usize)> {
         .unwrap()
         .hits
         .into_iter()
-        .map(|h| (h.chunk.path, h.chunk.start_line, h.chunk.end_line))
+        .map(|h| (h.path, h.start_line, h.end_line))
         .collect();
     hits.sort();
     hits
@@ -336,7 +336,7 @@ fn session_transcripts_are_searchable_with_jsonl_line_numbers() {
     );
     let response = memory.search("kumquat", &all_hits()).unwrap();
     assert_eq!(response.hits.len(), 1);
-    let chunk = &response.hits[0].chunk;
+    let chunk = &response.hits[0];
     assert_eq!(chunk.path, "sessions/s1.jsonl");
     assert_eq!(chunk.source, "sessions");
     assert_eq!((chunk.start_line, chunk.end_line), (2, 4));
@@ -489,7 +489,7 @@ fn other_processes_see_the_live_sync_in_status() {
     assert_eq!(seen.pid, std::process::id());
     assert_eq!(seen.watcher, WatcherState::Watching);
     assert!(seen.syncs >= 1, "{seen:?}");
-    let heartbeat = other.agent_dir().root().join("live.json");
+    let heartbeat = other.agent_root().join("live.json");
     drop(live);
     assert!(!heartbeat.exists(), "stopping removes live.json");
     assert!(other.status().unwrap().live.is_none());
@@ -519,7 +519,7 @@ fn a_busy_index_is_retried_while_searches_keep_answering() {
     let live = start(s);
     // Another writer (as `memoria index` in another process) holds the lock.
     let other = Memory::open(live.settings.clone()).unwrap();
-    let lock = other.agent_dir().lock_writer().unwrap();
+    let lock = memoria::internals::hold_writer_lock(&other).unwrap();
     write(&ws.join("memory/b.md"), "New note: hazelnut.\n");
     let started = Instant::now();
     while !live.events.lock().unwrap().iter().any(|e| e == "Busy") {

@@ -231,7 +231,7 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
             }
             // Whether a sync could run now (only when the directory exists: doctor writes
             // nothing).
-            match memory.agent_dir().lock_writer() {
+            match memory.can_sync() {
                 Ok(_) => out.push(ok("lock", "free: a sync can run")),
                 Err(memoria::Error::IndexBusy { .. }) => out.push(ok(
                     "lock",

@@ -1002,7 +1002,7 @@ fn index(memory: Memory, force: bool) -> Result<ExitCode> {
         } else {
             ""
         },
-        memory.agent_dir().root().display()
+        memory.agent_root().display()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -326,7 +326,7 @@ pub fn session_context(memory: &Memory, private: bool) -> Vec<Value> {
         .collect();
     days.push(today.to_string());
     memory
-        .session_context(&days, private)
+        .context(&days, private)
         .into_iter()
         .map(|file| json!({"path": file.path, "text": file.text}))
         .collect()

@@ -54,12 +54,14 @@
 //! The store is a directory: `<stateDir>/memory/<agentId>/` unless `store.path` says otherwise
 //! (see [`StoreSettings::dir`]). memoria never opens an OpenClaw SQLite file.
 
+mod chat;
 mod env;
 mod error;
 mod node;
 mod parse;
 mod qmd;
 mod resolution;
+mod secret;
 mod settings;
 #[cfg(test)]
 mod tests;
@@ -68,9 +70,11 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+pub use chat::{Chat, ChatType};
 pub use env::{config_file, expand_home, state_dir, Env};
 pub use error::ConfigError;
 pub use qmd::*;
+pub use secret::Secret;
 pub use settings::*;
 
 ///

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::error::ConfigError;
-use super::settings::Secret;
+use super::secret::Secret;
 
 /// A value and its key path, for path-precise errors.
 #[derive(Clone)]

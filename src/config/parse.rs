@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::error::ConfigError;
 use super::node::{describe, Node};
+use super::secret::Secret;
 use super::settings::*;
 
 const PROVIDERS: &[(&str, ProviderKind)] = &[

@@ -19,9 +19,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::chat::ChatType;
 use super::error::ConfigError;
 use super::node::Node;
-use super::settings::ChatType;
 
 /// `memory.qmd`, resolved.
 #[derive(Debug, Clone, PartialEq)]

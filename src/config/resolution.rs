@@ -25,6 +25,13 @@ fn clamp01(v: f64) -> f64 {
     v.clamp(0.0, 1.0)
 }
 
+impl Settings {
+    /// The settings of an empty config: every builtin default.
+    pub fn builtin(agent_id: &str, env: &Env) -> Settings {
+        finalize(&Parsed::default(), agent_id, env)
+    }
+}
+
 pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
     let state_dir = state_dir(env);
 

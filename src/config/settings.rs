@@ -3,10 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::env::Env;
-use super::parse::Parsed;
 use super::qmd::QmdSettings;
-use super::resolution::finalize;
+use super::secret::Secret;
 
 /// Embedding provider (`memorySearch.provider`, `memorySearch.fallback`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -109,52 +107,6 @@ impl Backend {
     }
 }
 
-/// The kind of chat a search serves (OpenClaw's `chatType`): it decides whether citations
-/// (`auto`) and QMD hits (`memory.qmd.scope`) are shown.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum ChatType {
-    /// A one-to-one chat with the agent's owner; also the CLI's and the library's default.
-    #[default]
-    Direct,
-    /// A group chat.
-    Group,
-    /// A channel.
-    Channel,
-}
-
-impl ChatType {
-    /// Parses `direct`, `group` or `channel`.
-    pub fn parse(name: &str) -> Option<ChatType> {
-        match name {
-            "direct" => Some(ChatType::Direct),
-            "group" => Some(ChatType::Group),
-            "channel" => Some(ChatType::Channel),
-            _ => None,
-        }
-    }
-
-    /// The config spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChatType::Direct => "direct",
-            ChatType::Group => "group",
-            ChatType::Channel => "channel",
-        }
-    }
-}
-
-/// The chat a search serves, as the agent runtime knows it: decides citations (`auto`) and,
-/// with the QMD backend, `memory.qmd.scope`. The default is the owner's direct chat.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Chat {
-    /// `direct`, `group` or `channel`.
-    pub chat_type: ChatType,
-    /// The channel (`telegram`, `discord`, …), when known.
-    pub channel: Option<String>,
-    /// The session key, when known.
-    pub session_key: Option<String>,
-}
-
 /// Whether snippets carry a `Source:` citation footer (`memory.citations`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Citations {
@@ -252,53 +204,6 @@ pub struct LocalSettings {
     pub model_cache_dir: Option<String>,
 }
 
-/// An API key as the config gives it: the key itself, or OpenClaw's SecretRef object
-/// (`{source: "env", provider: "default", id: "OPENAI_API_KEY"}`) naming where to find it.
-/// `Debug` never shows a literal key.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Secret {
-    /// The key, written in the config.
-    Literal(String),
-    /// A SecretRef.
-    Ref {
-        /// `env`, `file` or `exec`.
-        source: String,
-        /// The secret provider's name, when given.
-        provider: Option<String>,
-        /// What to look up: for `env`, the environment variable.
-        id: String,
-    },
-}
-
-impl Secret {
-    /// The key: a literal one, or an `env` SecretRef looked up with `var`. `None` when the
-    /// variable is unset or empty, or for the `file` and `exec` sources (not supported).
-    pub fn resolve(&self, var: impl Fn(&str) -> Option<String>) -> Option<String> {
-        match self {
-            Secret::Literal(key) => Some(key.clone()),
-            Secret::Ref { source, id, .. } if source == "env" => var(id).filter(|v| !v.is_empty()),
-            Secret::Ref { .. } => None,
-        }
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Secret::Literal(_) => f.write_str("Literal(<redacted>)"),
-            Secret::Ref {
-                source,
-                provider,
-                id,
-            } => f
-                .debug_struct("Ref")
-                .field("source", source)
-                .field("provider", provider)
-                .field("id", id)
-                .finish(),
-        }
-    }
-}
 
 /// `memorySearch.remote`. Its `Debug` output hides the API key and header values.
 #[derive(Clone, PartialEq, Eq)]
@@ -492,11 +397,6 @@ impl MemoryFlushSettings {
 }
 
 impl Settings {
-    /// The settings of an empty config: every builtin default.
-    pub fn builtin(agent_id: &str, env: &Env) -> Settings {
-        finalize(&Parsed::default(), agent_id, env)
-    }
-
     /// The model to embed with: `model`, else the provider's [`default_model`].
     pub fn effective_model(&self) -> Option<&str> {
         self.model

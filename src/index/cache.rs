@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use crate::digest::sha256_hex;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// key → (stamp u64 LE, vector f32 LE).
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");

@@ -16,7 +16,7 @@ use redb::{
 use serde::{Deserialize, Serialize};
 
 use super::cache::{decode_vector, encode_vector};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
 const CHUNKS: TableDefinition<&str, &[u8]> = TableDefinition::new("chunks");

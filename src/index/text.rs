@@ -28,7 +28,7 @@ use tantivy::{
 use super::analyzer::{analyzer, terms, AnalyzerMode, ANALYZER_NAME};
 use super::catalog::{ChunkKey, ChunkRecord};
 use super::tolerant_dir::TolerantDirectory;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Writer heap: large enough that a 50 MB workspace indexes in a few segments.
 const WRITER_HEAP_BYTES: usize = 256 << 20;

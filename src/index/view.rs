@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use super::agent_dir::AgentDir;
 use super::catalog::{Catalog, ChunkKey, ChunkRecord};
+use super::manifest::Manifest;
 use super::text::TextIndex;
 use super::vector::VectorIndex;
-use super::{AgentDir, Manifest};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What a search reads: one generation's text index and vector index.
 pub(crate) struct GenerationView {

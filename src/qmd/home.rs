@@ -10,8 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::collection::Collection;
-use crate::index::atomic::write_atomic;
+use crate::atomic::write_atomic;
+use crate::workspace::collection::Collection;
 
 /// The agent's QMD home.
 #[derive(Debug, Clone)]

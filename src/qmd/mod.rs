@@ -34,7 +34,7 @@ mod home;
 mod output;
 mod process;
 pub(crate) mod scope;
-mod sessions;
+mod transcripts;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,12 +46,10 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::unix_now;
-use crate::collection::Collection;
 use crate::config::{QmdSettings, SearchMode, Settings, DEFAULT_COLLECTIONS};
-use crate::digest::sha256_hex;
-use crate::index::catalog::ChunkRecord;
-use crate::search::pipeline::source_of;
+use crate::search::api::source_of;
 use crate::search::{Hit, Mode, SearchResponse, Served};
+use crate::workspace::collection::Collection;
 use crate::workspace::{absolute, absolute_in};
 pub(crate) use output::QmdHit;
 
@@ -70,14 +68,11 @@ pub(crate) fn response(hits: Vec<QmdHit>, settings: &QmdSettings) -> SearchRespo
         .into_iter()
         .map(|hit| Hit {
             id: format!("qmd:{}#L{}", hit.path, hit.start_line),
-            chunk: ChunkRecord {
-                source: source_of(&hit.path).into(),
-                path: hit.path,
-                start_line: hit.start_line,
-                end_line: hit.end_line,
-                hash: sha256_hex(hit.snippet.as_bytes()),
-                text: hit.snippet,
-            },
+            source: source_of(&hit.path).into(),
+            path: hit.path,
+            start_line: hit.start_line,
+            end_line: hit.end_line,
+            text: hit.snippet,
             score: hit.score,
             text_score: 0.0,
             vector_score: None,
@@ -136,12 +131,12 @@ fn sessions_collection(settings: &Settings) -> Option<Collection> {
         .sessions
         .enabled
         .then(|| export_dir(settings))?;
-    Collection::new(sessions::COLLECTION, &export, "*.md").ok()
+    Collection::new(transcripts::COLLECTION, &export, "*.md").ok()
 }
 
 fn export_dir(settings: &Settings) -> PathBuf {
     let home = home::Home::new(&settings.state_dir, &settings.agent_id);
-    sessions::export_dir(
+    transcripts::export_dir(
         settings.qmd.sessions.export_dir.as_deref().map(Path::new),
         &absolute(&settings.workspace),
         home.root(),
@@ -241,8 +236,12 @@ impl Sidecar {
         });
         // QMD searches the exports even when memoria indexes the transcripts themselves.
         if let Some(export) = &sessions {
-            if !collections.iter().any(|c| c.name == sessions::COLLECTION) {
-                collections.extend(Collection::new(sessions::COLLECTION, &export.dir, "*.md").ok());
+            if !collections
+                .iter()
+                .any(|c| c.name == transcripts::COLLECTION)
+            {
+                collections
+                    .extend(Collection::new(transcripts::COLLECTION, &export.dir, "*.md").ok());
             }
         }
         let home = home::Home::new(&settings.state_dir, &settings.agent_id);
@@ -275,7 +274,7 @@ impl Sidecar {
         let mut record = self.record();
         change(&mut record);
         let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
-        if let Err(err) = crate::index::atomic::write_atomic(&self.record_file, &bytes) {
+        if let Err(err) = crate::atomic::write_atomic(&self.record_file, &bytes) {
             tracing::warn!("recording QMD's last update: {err}");
         }
     }
@@ -380,7 +379,7 @@ impl Sidecar {
         let Some(export) = &self.sessions else {
             return;
         };
-        match sessions::export(
+        match transcripts::export(
             &export.source,
             &export.dir,
             export.retention,

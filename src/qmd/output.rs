@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::collection::Collection;
+use crate::workspace::collection::Collection;
 
 /// One QMD result, cited as memoria cites files.
 #[derive(Debug, Clone, PartialEq)]

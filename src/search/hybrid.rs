@@ -6,8 +6,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{text_score, ChunkKey, Ranked};
+use super::rank::{text_score, Ranked};
 use crate::config::Fusion;
+use crate::index::catalog::ChunkKey;
 
 /// The RRF constant (Cormack et al.); 60 is the customary value.
 pub const RRF_K: f64 = 60.0;
@@ -220,6 +221,21 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     }
     let inter = a.intersection(b).count() as f64;
     inter / (a.len() as f64 + b.len() as f64 - inter)
+}
+
+/// Keyword-only ranking: score = textScore.
+pub fn keyword_hits(hits: Vec<KeywordCandidate>) -> Vec<Ranked> {
+    hits.into_iter()
+        .map(|hit| {
+            let text_score = text_score(hit.bm25);
+            Ranked {
+                key: hit.key,
+                score: text_score,
+                text_score,
+                vector_score: None,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -15,108 +15,22 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::hybrid::{self, FusionParams, KeywordCandidate, VectorCandidate};
-use super::{
-    candidate_pool, filter_keyword_only, filter_ranked, keyword_hits, tier_size, tiered_top,
+use super::api::{source_of, Hit, Mode, SearchOptions, SearchResponse, Served};
+use super::hybrid::{self, keyword_hits, FusionParams, KeywordCandidate, VectorCandidate};
+use super::rank::{
+    candidate_pool, filter_keyword_only, filter_ranked, tier_size, tiered_top, Ranked,
 };
-use super::{Hit, Mode, Ranked, Served};
+use crate::clock;
 use crate::config::Settings;
 use crate::embed::{EmbedKind, Embedder, ResolvedEmbedder};
+use crate::error::Result;
 use crate::fallback::Fallback;
 use crate::index::analyzer::{self, AnalyzerMode};
 use crate::index::catalog::{ChunkKey, ChunkRecord};
 use crate::index::{GenerationView, Manifest};
-use crate::Result;
 
 /// How many times the pool the vector side fetches when a search covers one corpus.
 const CORPUS_OVERFETCH: usize = 4;
-
-/// The source of a chunk from its path: transcripts are the only `.jsonl` paths
-/// (`sessions/<file>.jsonl`); every memory file is Markdown.
-pub(crate) fn source_of(path: &str) -> &'static str {
-    if path.ends_with(".jsonl") {
-        "sessions"
-    } else {
-        "memory"
-    }
-}
-
-/// Per-call search options; unset fields come from the configuration.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SearchOptions {
-    /// Results to return (`query.maxResults` when unset).
-    pub max_results: Option<usize>,
-    /// Lowest score returned (`query.minScore` when unset), clamped to 0..1.
-    pub min_score: Option<f64>,
-    /// The chat the search serves (citations `auto` are hidden in group and channel chats;
-    /// with the QMD backend, `memory.qmd.scope` decides on it). Default: a direct chat.
-    pub chat: crate::config::Chat,
-    /// Which sources to search (`corpus`): every enabled one by default.
-    pub corpus: Corpus,
-}
-
-/// The `corpus` argument of `memory_search`: which sources a search covers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Corpus {
-    /// Every enabled source (`all`, the default).
-    #[default]
-    All,
-    /// Memory files only.
-    Memory,
-    /// Session transcripts only.
-    Sessions,
-}
-
-impl Corpus {
-    /// Parses `memory`, `sessions` or `all`.
-    pub fn parse(name: &str) -> Option<Corpus> {
-        match name {
-            "all" => Some(Corpus::All),
-            "memory" => Some(Corpus::Memory),
-            "sessions" => Some(Corpus::Sessions),
-            _ => None,
-        }
-    }
-
-    /// The one source searched, or `None` for all of them.
-    pub(crate) fn source(self) -> Option<&'static str> {
-        match self {
-            Corpus::All => None,
-            Corpus::Memory => Some("memory"),
-            Corpus::Sessions => Some("sessions"),
-        }
-    }
-}
-
-/// Ranked hits and what served them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchResponse {
-    /// Best first.
-    pub hits: Vec<Hit>,
-    /// The mode, provider, model and fallback behind the hits.
-    pub served: Served,
-    /// Why the answer is empty or partial when the hits alone cannot say (a corpus that is
-    /// not indexed); the payload's `warning`.
-    pub warning: Option<String>,
-    /// UTF-16 units of each hit's text shown as its snippet (700; QMD's
-    /// `limits.maxSnippetChars`).
-    pub snippet_chars: usize,
-    /// UTF-16 units of all snippets together, when bounded (QMD's `limits.maxInjectedChars`).
-    pub injected_chars: Option<usize>,
-}
-
-impl SearchResponse {
-    /// A response with the usual snippet length and no total bound.
-    pub fn new(hits: Vec<Hit>, served: Served, warning: Option<String>) -> SearchResponse {
-        SearchResponse {
-            hits,
-            served,
-            warning,
-            snippet_chars: crate::tools::SNIPPET_CHARS,
-            injected_chars: None,
-        }
-    }
-}
 
 /// Why an answer is empty although candidates were found: none reached `min_score`.
 fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
@@ -137,6 +51,21 @@ fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
 /// a batch embedding job (`remote.batch.wait: false`). Either way some chunks have no
 /// vector, and a hybrid score would bury them (their vector side counts as 0): keyword
 /// search serves until a sync completes the vectors.
+/// The result for `ranked`, whose chunk is `chunk`.
+fn hit(ranked: Ranked, chunk: ChunkRecord) -> Hit {
+    Hit {
+        id: ranked.key.id,
+        path: chunk.path,
+        source: chunk.source,
+        start_line: chunk.start_line,
+        end_line: chunk.end_line,
+        text: chunk.text,
+        score: ranked.score,
+        text_score: ranked.text_score,
+        vector_score: ranked.vector_score,
+    }
+}
+
 pub(crate) fn embedding_failure(manifest: &Manifest) -> Option<String> {
     let embedding = manifest.stats.embedding.as_ref()?;
     if let Some(error) = &embedding.error {
@@ -333,7 +262,7 @@ impl Searcher<'_> {
             .into_iter()
             .filter_map(|r| {
                 let chunk = chunks.remove(&r.key.id)?;
-                Some(Hit::new(r, chunk))
+                Some(hit(r, chunk))
             })
             .collect();
         Ok(SearchResponse::new(hits, served, warning))
@@ -401,9 +330,7 @@ impl Searcher<'_> {
         if !decay.enabled {
             return factors;
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        let now = clock::now().as_secs() as i64;
         for key in keys {
             if factors.contains_key(&key.path) {
                 continue;
@@ -411,7 +338,7 @@ impl Searcher<'_> {
             let mtime = std::fs::metadata(self.settings.workspace.join(&key.path))
                 .and_then(|m| m.modified())
                 .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .and_then(clock::since_epoch)
                 .map(|d| d.as_secs() as i64);
             let factor = hybrid::decay_factor(&key.path, mtime, now, decay.half_life_days);
             factors.insert(key.path.clone(), factor);

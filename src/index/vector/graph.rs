@@ -13,7 +13,7 @@ use hnsw_rs::hnsw::Hnsw;
 use hnsw_rs::hnswio::HnswIo;
 
 use super::exact::{Hit, TopK};
-use super::{Slot, UnitCosine, VectorIndex};
+use super::UnitCosine;
 use crate::simd::dot;
 
 /// `hnsw_rs` layers; its maximum (`NB_LAYER_MAX`). A graph reloaded from disk always has
@@ -22,6 +22,17 @@ pub(super) const MAX_LAYERS: usize = 16;
 /// Vectors handed to one `parallel_insert` call while building (hnsw_rs advises ~1000 per
 /// thread or more); the batch's copies are freed once the graph holds them.
 pub(super) const BUILD_BATCH: usize = 16_384;
+
+/// What a slot of the index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// In the graph and live.
+    Live,
+    /// Live all-zero vector, not in the graph.
+    Zero,
+    /// Removed (its point, if any, stays in the graph as a tombstone).
+    Dead,
+}
 
 pub(super) struct GraphStore {
     pub(super) graph: GraphHolder,
@@ -68,8 +79,11 @@ impl GraphHolder {
     }
 }
 
-impl VectorIndex {
-    pub(super) fn graph_top_k(&self, g: &GraphStore, q: &[f32], k: usize) -> Vec<Hit> {
+impl GraphStore {
+    /// The `k` best live slots for the unit query `q` (`ef_search` as configured, `zeros`
+    /// the index's live all-zero vectors, which fill the tail with score 0).
+    pub(super) fn top_k(&self, q: &[f32], k: usize, ef_search: usize, zeros: usize) -> Vec<Hit> {
+        let g = self;
         let live_points = g.points - g.dead;
         let want = k.min(live_points);
         let mut hits = Vec::new();
@@ -80,7 +94,7 @@ impl VectorIndex {
                 let live_share = (live_points as f64 / g.points as f64).max(0.01);
                 let mut fetch = ((want as f64 / live_share).ceil() as usize + 2).min(g.points);
                 for _ in 0..3 {
-                    let ef = self.params.ef_search.max(fetch);
+                    let ef = ef_search.max(fetch);
                     let hits: Vec<Hit> = graph
                         .search(q, fetch, ef)
                         .into_iter()
@@ -112,7 +126,7 @@ impl VectorIndex {
                 top.into_sorted()
             });
         }
-        if hits.len() < k && self.zeros > 0 {
+        if hits.len() < k && zeros > 0 {
             // Zero vectors score 0: they rank above negative matches and fill the tail.
             let zero_hits = g
                 .state

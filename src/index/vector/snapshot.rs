@@ -28,18 +28,19 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::super::atomic::write_atomic;
-use super::graph::{GraphHolder, GraphStore, LoadedGraph};
-use super::{invalid_path, slots_in, Kind, Slot, Store, UnitCosine, VectorIndex, VectorParams};
+use super::graph::{GraphHolder, GraphStore, LoadedGraph, Slot};
+use super::index::{invalid_path, slots_in, Kind, Store, VectorIndex, VectorParams};
+use super::UnitCosine;
+use crate::atomic::write_atomic;
+use crate::clock;
 use crate::digest::{hex, sha256_hex};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Bumped when the files' layout or meaning changes; an old index then fails to load and
 /// is rebuilt from the catalog.
@@ -51,9 +52,7 @@ impl VectorIndex {
     /// Atomic: a reader or a crash sees the previous complete save or this one.
     pub fn save(&self, dir: &Path, tag: u64) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
+        let nanos = clock::now().as_nanos();
         let snapshot = format!("s{tag:06}-{nanos:x}");
         let mut files = Vec::new();
 

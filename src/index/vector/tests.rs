@@ -1,6 +1,8 @@
 //! Exact and HNSW searches agree; tombstones, zero vectors, saves and damaged files.
 
+use super::index::*;
 use super::*;
+use crate::simd::l2_normalize as normalize;
 use std::fs;
 
 use super::snapshot::{read_meta, META};

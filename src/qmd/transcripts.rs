@@ -15,8 +15,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::index::atomic::write_atomic;
-use crate::session::transcript;
+use crate::atomic::write_atomic;
+use crate::transcript::transcript;
 
 /// The collection's name.
 pub(crate) const COLLECTION: &str = "sessions";

@@ -2,12 +2,10 @@
 
 use serde::Serialize;
 
-use crate::config::Citations;
+use crate::config::{Citations, Settings};
 use crate::fallback::Fallback;
 use crate::search::SearchResponse;
-
-/// Characters (UTF-16 code units, as OpenClaw counts) of chunk text shown as the snippet.
-pub const SNIPPET_CHARS: usize = 700;
+use crate::workspace::{self, collection::Collection};
 
 /// One result of `memory_search`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,24 +110,23 @@ pub fn search_payload(
     let results = hits
         .iter()
         .map_while(|hit| {
-            let chunk = &hit.chunk;
-            let citation = citation(&chunk.path, chunk.start_line, chunk.end_line);
+            let citation = citation(&hit.path, hit.start_line, hit.end_line);
             if budget == 0 {
                 return None;
             }
-            let mut snippet = cut_utf16(&chunk.text, (*snippet_chars).min(budget)).to_string();
+            let mut snippet = cut_utf16(&hit.text, (*snippet_chars).min(budget)).to_string();
             budget -= snippet.encode_utf16().count();
             if cite {
                 snippet.push_str("\n\nSource: ");
                 snippet.push_str(&citation);
             }
             Some(SearchResult {
-                path: chunk.path.clone(),
-                start_line: chunk.start_line,
-                end_line: chunk.end_line,
+                path: hit.path.clone(),
+                start_line: hit.start_line,
+                end_line: hit.end_line,
                 score: hit.score,
                 snippet,
-                source: chunk.source.clone(),
+                source: hit.source.clone(),
                 citation: cite.then_some(citation),
             })
         })
@@ -214,9 +211,39 @@ pub fn slice_lines(text: &str, from: Option<i64>, lines: Option<i64>) -> String 
         .join("\n")
 }
 
+/// The `memory_get` tool (SPEC §6): whole file, or `lines` lines from line `from`, of a
+/// path the `memory_get` policy allows (the workspace's memory files, `extra_paths`, QMD
+/// `collections`); a refused path is the SPEC's error payload with the reason.
+pub(crate) fn memory_get(
+    settings: &Settings,
+    collections: &[Collection],
+    path: &str,
+    from: Option<i64>,
+    lines: Option<i64>,
+) -> GetPayload {
+    let resolved = workspace::resolve_get_path(
+        &settings.workspace,
+        &settings.extra_paths,
+        collections,
+        path,
+    );
+    match resolved.and_then(|target| workspace::read_allowed(&target, path)) {
+        Ok(bytes) => GetPayload {
+            path: path.to_string(),
+            text: bytes.map_or_else(String::new, |bytes| {
+                slice_lines(&workspace::decode_text(bytes).0, from, lines)
+            }),
+            disabled: None,
+            error: None,
+        },
+        Err(denied) => GetPayload::denied(path, denied.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::api::SNIPPET_CHARS;
     use crate::search::{Hit, Mode, Served};
 
     #[test]
@@ -258,14 +285,11 @@ mod tests {
     fn payload_json_shapes() {
         let hit = Hit {
             id: "x".into(),
-            chunk: crate::index::catalog::ChunkRecord {
-                path: "memory/2026-01-12.md".into(),
-                source: "memory".into(),
-                start_line: 1,
-                end_line: 14,
-                hash: String::new(),
-                text: "hello".into(),
-            },
+            path: "memory/2026-01-12.md".into(),
+            source: "memory".into(),
+            start_line: 1,
+            end_line: 14,
+            text: "hello".into(),
             score: 0.71,
             text_score: 0.71,
             vector_score: None,
@@ -291,9 +315,7 @@ mod tests {
         // QMD's limits: 3 units per snippet, 5 in all: the second is cut, the third dropped.
         let mut qmd = response.clone();
         qmd.hits = vec![qmd.hits[0].clone(); 3];
-        qmd.hits
-            .iter_mut()
-            .for_each(|h| h.chunk.text = "abcdef".into());
+        qmd.hits.iter_mut().for_each(|h| h.text = "abcdef".into());
         qmd.snippet_chars = 3;
         qmd.injected_chars = Some(5);
         qmd.served.backend = Some("qmd".into());

@@ -4,7 +4,7 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Replaces `path` with `bytes` so that a reader or a crash sees the old content or the new,
 /// never a mix: write `<path>.tmp`, fsync it, rename it over `path`, fsync the directory.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::workspace::{join_cited, normalize, relative_path};
+use super::paths::{join_cited, normalize, relative_path};
 
 /// The prefix of citations of files outside the workspace.
 pub const CITE_PREFIX: &str = "qmd/";

@@ -1,0 +1,74 @@
+//! The manifest: what an agent directory's current index is (its format, identity and
+//! generation) and what its last sync found. Written by [`AgentDir`](super::agent_dir::AgentDir)
+//! through an atomic rename; read by every search first.
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped when the on-disk layout changes incompatibly (forces a rebuild).
+/// 3: the text index keeps each chunk's ranking key (id, path, start line) in fast fields.
+/// 4: the analyzer brings text to Unicode NFC before tokenizing.
+pub const FORMAT_VERSION: u32 = 4;
+
+/// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
+/// `status --json` shows it); manifests written before that (snake_case) still read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Identity {
+    /// `chunking.tokens`.
+    #[serde(alias = "chunk_tokens")]
+    pub chunk_tokens: usize,
+    /// `chunking.overlap`.
+    #[serde(alias = "chunk_overlap")]
+    pub chunk_overlap: usize,
+    /// The sources indexed (`memory`, `sessions`).
+    pub sources: Vec<String>,
+    /// Embedding provider (`none` when keyword-only).
+    pub provider: String,
+    /// Embedding model, when there is one.
+    pub model: Option<String>,
+    /// The embedder's fingerprint (model weights, prompts, output dims), if any.
+    #[serde(default)]
+    pub embedder: Option<String>,
+    /// Vector dimensions, when there is an embedder.
+    #[serde(default)]
+    pub dims: Option<usize>,
+}
+
+/// Facts about the last completed sync, shown by `status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncStats {
+    pub files: usize,
+    pub chunks: u64,
+    pub bytes: u64,
+    pub warnings: Vec<String>,
+    /// Unix seconds.
+    pub synced_at: u64,
+    /// Digest of the discovered files' paths, sizes and mtimes: a search whose discovery
+    /// gives another digest knows the workspace changed without opening the catalog.
+    pub workspace_digest: String,
+    /// Vector side, when an embedder was in use.
+    #[serde(default)]
+    pub embedding: Option<EmbeddingStats>,
+}
+
+/// The vector side of the last sync.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingStats {
+    pub vectors: u64,
+    /// Chunks still without a vector (non-zero after an embedding failure).
+    pub missing: u64,
+    /// Why embedding failed, if it did.
+    pub error: Option<String>,
+    /// Chunks whose vectors a running batch job will bring (`remote.batch.wait: false`).
+    #[serde(default)]
+    pub awaiting_batch: u64,
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub generation: u64,
+    pub identity: Identity,
+    pub stats: SyncStats,
+}

@@ -1,0 +1,115 @@
+//! Recall: one agent's answer to a query, whichever engine gives it.
+//!
+//! With `memory.backend = "qmd"` the QMD sidecar answers first (within
+//! `memory.qmd.scope`); when it cannot, memoria's own index answers and the payload's
+//! `fallback` says why. memoria's own search keeps the index fresh first
+//! ([`Agent::freshen`]), heals a damaged keyword index, runs the search pipeline over the
+//! current generation, and notes when the results come from an index the last sync could
+//! not update.
+
+use crate::config::ChatType;
+use crate::error::Result;
+use crate::fallback::Fallback;
+use crate::freshness::Agent;
+use crate::payload::{self, SearchPayload};
+use crate::qmd;
+use crate::search::pipeline::{configured, Searcher};
+use crate::search::{Corpus, SearchOptions, SearchResponse};
+
+/// Searches memory: the ranked hits and what served them (SPEC §5).
+pub(crate) fn search(
+    agent: &Agent,
+    query: &str,
+    options: &SearchOptions,
+) -> Result<SearchResponse> {
+    let query = query.trim();
+    let settings = agent.settings();
+    let empty = |warning: &str| {
+        let mut served = configured(agent.resolved(), None);
+        served.backend = agent.qmd().map(|_| "builtin".to_string());
+        Ok(SearchResponse::new(
+            Vec::new(),
+            served,
+            Some(warning.into()),
+        ))
+    };
+    if query.is_empty() {
+        return empty("the query is empty");
+    }
+    if options.corpus == Corpus::Sessions && settings.sessions_dir().is_none() {
+        return empty(
+            "session transcripts are not indexed: set experimental.sessionMemory = true \
+             and add \"sessions\" to memorySearch.sources",
+        );
+    }
+    let mut qmd_failure = None;
+    if let Some(qmd) = agent.qmd() {
+        if let Err(why) = qmd::scope::check(&settings.qmd.scope, &options.chat) {
+            return empty(&why);
+        }
+        // QMD has no corpus filter: a sessions-only search is memoria's own.
+        if options.corpus != Corpus::Sessions {
+            match qmd.search(query) {
+                Ok(hits) => return Ok(qmd::response(hits, &settings.qmd)),
+                Err(why) => qmd_failure = Some(why),
+            }
+        }
+    }
+    let mut response = search_builtin(agent, query, options)?;
+    if agent.qmd().is_some() {
+        response.served.backend = Some("builtin".into());
+    }
+    if let Some(why) = qmd_failure {
+        let reason = match response.served.fallback.take() {
+            Some(inner) => format!(
+                "{why}; memoria's own index answers ({} fell back: {})",
+                inner.from, inner.reason
+            ),
+            None => format!("{why}; memoria's own index answers"),
+        };
+        response.served.fallback = Some(Fallback {
+            from: "qmd".into(),
+            reason,
+        });
+    }
+    Ok(response)
+}
+
+/// memoria's own search.
+fn search_builtin(agent: &Agent, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
+    agent.freshen()?;
+    let view = agent.heal_keyword_index(agent.view()?)?;
+    let searcher = Searcher {
+        settings: agent.settings(),
+        embedder: agent.resolved(),
+        view: &view,
+    };
+    let mut response = searcher.search(query, options)?;
+    if let Some(error) = agent.sync_error() {
+        let stale = format!(
+            "the index could not be synced ({error}); these results come from the last \
+             committed index"
+        );
+        match &mut response.served.fallback {
+            Some(fallback) => fallback.reason = format!("{}; {stale}", fallback.reason),
+            None => {
+                response.served.fallback = Some(Fallback {
+                    from: "sync".into(),
+                    reason: stale,
+                })
+            }
+        }
+    }
+    Ok(response)
+}
+
+/// The `memory_search` tool: never fails, errors become the SPEC §6 error payload.
+pub(crate) fn memory_search(agent: &Agent, query: &str, options: &SearchOptions) -> SearchPayload {
+    match search(agent, query, options) {
+        Ok(response) => {
+            let group = options.chat.chat_type != ChatType::Direct;
+            payload::search_payload(&response, agent.settings().citations, group)
+        }
+        Err(err) => SearchPayload::unavailable(err.to_string()),
+    }
+}

@@ -1,0 +1,159 @@
+//! The public search vocabulary: what a caller asks ([`SearchOptions`], [`Corpus`]) and
+//! what it gets back ([`SearchResponse`]: [`Hit`]s and what [`Served`] them, in which
+//! [`Mode`]). These types know nothing of the index: a hit carries its own path, line range
+//! and text, so a caller (the payload module, QMD's answers, the CLI) never builds or reads
+//! catalog records.
+
+use crate::config::Chat;
+use crate::fallback::Fallback;
+
+/// UTF-16 units of a chunk's text shown as its snippet (SPEC §6).
+pub const SNIPPET_CHARS: usize = 700;
+
+/// What served a search: reported in every payload's header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    /// The embedding provider (`none` when keyword-only).
+    pub provider: String,
+    /// The embedding model, when there is one.
+    pub model: Option<String>,
+    /// Which retrieval served.
+    pub mode: Mode,
+    /// What was configured but could not serve, and why.
+    pub fallback: Option<Fallback>,
+    /// With `memory.backend = "qmd"`: the engine that answered (`qmd`, or `builtin` when
+    /// memoria's own index did); `None` with the built-in backend.
+    pub backend: Option<String>,
+}
+
+/// Which retrieval served a search (reported in every payload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Keyword and vector candidates, fused.
+    Hybrid,
+    /// Keyword (BM25) candidates only.
+    FtsOnly,
+    /// Vector candidates only.
+    VectorOnly,
+}
+
+impl Mode {
+    /// The payload's name for the mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::FtsOnly => "fts-only",
+            Mode::VectorOnly => "vector-only",
+        }
+    }
+}
+
+/// The source of a chunk from its path: transcripts are the only `.jsonl` paths
+/// (`sessions/<file>.jsonl`); every memory file is Markdown.
+pub(crate) fn source_of(path: &str) -> &'static str {
+    if path.ends_with(".jsonl") {
+        "sessions"
+    } else {
+        "memory"
+    }
+}
+
+/// One search result: a ranked chunk with its place in the workspace and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The chunk's id.
+    pub id: String,
+    /// Workspace-relative path of the file (`memory/2026-01-02.md`, `sessions/<id>.jsonl`).
+    pub path: String,
+    /// `memory` or `sessions`.
+    pub source: String,
+    /// First line (1-based).
+    pub start_line: usize,
+    /// Last line (1-based, inclusive).
+    pub end_line: usize,
+    /// The chunk's text.
+    pub text: String,
+    /// Final score in 0..1.
+    pub score: f64,
+    /// `s / (1 + s)` of the BM25 score, 0 when keyword search did not return the chunk.
+    pub text_score: f64,
+    /// Cosine similarity, when the vector side returned the chunk.
+    pub vector_score: Option<f64>,
+}
+
+/// Per-call search options; unset fields come from the configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchOptions {
+    /// Results to return (`query.maxResults` when unset).
+    pub max_results: Option<usize>,
+    /// Lowest score returned (`query.minScore` when unset), clamped to 0..1.
+    pub min_score: Option<f64>,
+    /// The chat the search serves (citations `auto` are hidden in group and channel chats;
+    /// with the QMD backend, `memory.qmd.scope` decides on it). Default: a direct chat.
+    pub chat: Chat,
+    /// Which sources to search (`corpus`): every enabled one by default.
+    pub corpus: Corpus,
+}
+
+/// The `corpus` argument of `memory_search`: which sources a search covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Corpus {
+    /// Every enabled source (`all`, the default).
+    #[default]
+    All,
+    /// Memory files only.
+    Memory,
+    /// Session transcripts only.
+    Sessions,
+}
+
+impl Corpus {
+    /// Parses `memory`, `sessions` or `all`.
+    pub fn parse(name: &str) -> Option<Corpus> {
+        match name {
+            "all" => Some(Corpus::All),
+            "memory" => Some(Corpus::Memory),
+            "sessions" => Some(Corpus::Sessions),
+            _ => None,
+        }
+    }
+
+    /// The one source searched, or `None` for all of them.
+    pub(crate) fn source(self) -> Option<&'static str> {
+        match self {
+            Corpus::All => None,
+            Corpus::Memory => Some("memory"),
+            Corpus::Sessions => Some("sessions"),
+        }
+    }
+}
+
+/// Ranked hits and what served them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResponse {
+    /// Best first.
+    pub hits: Vec<Hit>,
+    /// The mode, provider, model and fallback behind the hits.
+    pub served: Served,
+    /// Why the answer is empty or partial when the hits alone cannot say (a corpus that is
+    /// not indexed); the payload's `warning`.
+    pub warning: Option<String>,
+    /// UTF-16 units of each hit's text shown as its snippet (700; QMD's
+    /// `limits.maxSnippetChars`).
+    pub snippet_chars: usize,
+    /// UTF-16 units of all snippets together, when bounded (QMD's `limits.maxInjectedChars`).
+    pub injected_chars: Option<usize>,
+}
+
+impl SearchResponse {
+    /// A response with the usual snippet length and no total bound.
+    pub fn new(hits: Vec<Hit>, served: Served, warning: Option<String>) -> SearchResponse {
+        SearchResponse {
+            hits,
+            served,
+            warning,
+            snippet_chars: SNIPPET_CHARS,
+            injected_chars: None,
+        }
+    }
+}

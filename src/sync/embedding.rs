@@ -1,0 +1,345 @@
+//! Embedding the chunks a sync left without a vector: from the embedding cache first, then
+//! the provider's batch jobs for a large backfill (recorded in `batches.json`), then direct
+//! requests; and the vector index rebuilt from the catalog's vectors.
+
+use super::report::{SyncProgress, SyncReport};
+use crate::config::Settings;
+use crate::digest::sha256_hex;
+use crate::embed::batch::{self, PendingJob};
+use crate::embed::{BatchApi, EmbedKind, Embedder};
+use crate::error::Result;
+use crate::index::cache::{cache_key, EmbeddingCache};
+use crate::index::catalog::Catalog;
+use crate::index::vector::{VectorIndex, VectorParams};
+use crate::index::{AgentDir, Identity, WriterLock};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// Chunks embedded per embedder call (the embedder groups them by length internally).
+pub(super) const EMBED_BATCH: usize = 64;
+
+/// How a sync embeds chunks (absent: keyword-only index).
+pub(crate) struct EmbedPlan<'a> {
+    pub(crate) embedder: &'a dyn Embedder,
+    /// Identifies the embedder's vectors in the cache (provider, model, key, prompt).
+    pub(crate) cache_key: String,
+    /// `cache.enabled` / `cache.maxEntries`.
+    pub(crate) cache_enabled: bool,
+    pub(crate) cache_max_entries: usize,
+    pub(crate) vector_params: VectorParams,
+    /// `remote.batch.wait` may be honoured (not in a sync a search waits for).
+    pub(crate) batch_may_wait: bool,
+}
+
+impl<'a> EmbedPlan<'a> {
+    /// The plan for `embedder` under `identity` and the settings' cache and vector options.
+    pub(crate) fn new(
+        embedder: &'a dyn Embedder,
+        identity: &Identity,
+        settings: &Settings,
+    ) -> EmbedPlan<'a> {
+        let cache_key = sha256_hex(
+            format!(
+                "{}\n{}\n{}",
+                identity.provider,
+                identity.model.as_deref().unwrap_or(""),
+                embedder.fingerprint()
+            )
+            .as_bytes(),
+        );
+        // `store.vector.enabled = false` means an exact in-process scan, never a graph.
+        let mut vector_params = VectorParams::default();
+        if !settings.store.vector_enabled {
+            vector_params.exact_threshold = usize::MAX;
+        }
+        EmbedPlan {
+            embedder,
+            cache_key,
+            cache_enabled: settings.cache.enabled,
+            cache_max_entries: settings.cache.max_entries,
+            vector_params,
+            batch_may_wait: true,
+        }
+    }
+}
+
+/// True when two identities' vectors are interchangeable.
+pub(super) fn same_embedder(a: &Identity, b: &Identity) -> bool {
+    a.provider == b.provider && a.model == b.model && a.embedder == b.embedder && a.dims == b.dims
+}
+
+/// Embeds every chunk without a vector: from the cache, then `previous` (the generation
+/// being replaced, by chunk id), then through the provider's batch API when it has one and
+/// the backfill is large ([`batch`]), then through direct requests. An embedder failure
+/// stops embedding and is reported (the keyword index is already committed); I/O errors
+/// fail.
+pub(super) fn embed_missing(
+    dir: &AgentDir,
+    lock: &WriterLock,
+    catalog: &Catalog,
+    previous: Option<&Catalog>,
+    plan: &EmbedPlan,
+    report: &mut SyncReport,
+    progress: &dyn Fn(SyncProgress),
+) -> Result<u64> {
+    let missing = catalog.chunks_without_vectors()?;
+    let cache = if plan.cache_enabled && !missing.is_empty() {
+        Some(EmbeddingCache::open(&dir.root().join("cache.redb"))?)
+    } else {
+        None
+    };
+    let dims = plan.embedder.dims();
+    let keys: Vec<String> = missing
+        .iter()
+        .map(|(_, hash, _)| cache_key(&plan.cache_key, hash))
+        .collect();
+
+    let store = Store {
+        catalog,
+        cache: cache.as_ref(),
+        plan,
+    };
+
+    // Vectors at hand: the cache, then the generation being replaced.
+    let mut todo: Vec<usize> = Vec::new();
+    for (n, batch) in missing.chunks(EMBED_BATCH).enumerate() {
+        let offset = n * EMBED_BATCH;
+        let batch_keys = &keys[offset..offset + batch.len()];
+        let mut vectors: Vec<Option<Vec<f32>>> = match &cache {
+            Some(cache) => cache.get_many(batch_keys)?,
+            None => vec![None; batch.len()],
+        };
+        if let Some(previous) = previous {
+            let misses: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
+            let ids: Vec<&str> = misses.iter().map(|&i| batch[i].0.as_str()).collect();
+            for (&i, vector) in misses.iter().zip(previous.vectors_by_ids(&ids)?) {
+                vectors[i] = vector;
+            }
+        }
+        let mut found = Vec::new();
+        for (i, vector) in vectors.into_iter().enumerate() {
+            match vector.filter(|v| v.len() == dims) {
+                Some(vector) => found.push((batch[i].0.clone(), vector)),
+                None => todo.push(offset + i), // a stored vector of another size is not ours
+            }
+        }
+        report.cached += found.len();
+        if !found.is_empty() {
+            catalog.put_vectors(&found)?;
+        }
+    }
+
+    // A large backfill through the batch API; texts it leaves go through direct requests,
+    // except those a running job will bring later.
+    let mut awaiting = 0u64;
+    if let Some(api) = plan.embedder.batch_api() {
+        let outcome = run_batches(dir, lock, api, plan, &missing, &todo, report)?;
+        let mut embedded = Vec::new();
+        todo.retain(|&i| {
+            let hash = &missing[i].1;
+            if let Some(vector) = outcome.vectors.get(hash) {
+                embedded.push((i, vector.clone()));
+                false
+            } else if outcome.waiting.contains(hash) {
+                awaiting += 1;
+                false
+            } else {
+                true
+            }
+        });
+        store.put(&missing, &keys, embedded, report)?;
+    } else if dir.batch_jobs()?.is_some() {
+        // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
+        dir.write_batch_jobs(lock, None)?;
+    }
+
+    // Direct requests.
+    let total = todo.len();
+    for (n, batch) in todo.chunks(EMBED_BATCH).enumerate() {
+        let texts: Vec<&str> = batch.iter().map(|&i| missing[i].2.as_str()).collect();
+        let embedded = match plan.embedder.embed(&texts, EmbedKind::Document) {
+            Ok(embedded)
+                if embedded.len() == texts.len()
+                    && embedded.iter().all(|e| e.vector.len() == dims) =>
+            {
+                embedded
+            }
+            Ok(_) => {
+                report.embed_error =
+                    Some("the embedder returned vectors of the wrong count or size".into());
+                break;
+            }
+            Err(err) => {
+                report.embed_error = Some(err.to_string());
+                break;
+            }
+        };
+        let embedded = batch
+            .iter()
+            .copied()
+            .zip(embedded.into_iter().map(|e| e.vector));
+        store.put(&missing, &keys, embedded.collect(), report)?;
+        progress(SyncProgress::Embedding {
+            chunks_done: ((n + 1) * EMBED_BATCH).min(total),
+            chunks_total: total,
+        });
+    }
+    Ok(awaiting)
+}
+
+/// Where freshly embedded vectors go: the catalog (by chunk id) and the embedding cache
+/// (by cache key).
+pub(super) struct Store<'a> {
+    catalog: &'a Catalog,
+    cache: Option<&'a EmbeddingCache>,
+    plan: &'a EmbedPlan<'a>,
+}
+
+impl Store<'_> {
+    /// Stores the vectors of `missing[i]` for each `(i, vector)`, counted as embedded.
+    fn put(
+        &self,
+        missing: &[(String, String, String)],
+        keys: &[String],
+        embedded: Vec<(usize, Vec<f32>)>,
+        report: &mut SyncReport,
+    ) -> Result<()> {
+        if embedded.is_empty() {
+            return Ok(());
+        }
+        let fresh: Vec<(String, Vec<f32>)> = embedded
+            .iter()
+            .map(|(i, vector)| (keys[*i].clone(), vector.clone()))
+            .collect();
+        let found: Vec<(String, Vec<f32>)> = embedded
+            .into_iter()
+            .map(|(i, vector)| (missing[i].0.clone(), vector))
+            .collect();
+        report.embedded += found.len();
+        self.catalog.put_vectors(&found)?;
+        if let Some(cache) = self.cache {
+            cache.put_many(&fresh, self.plan.cache_max_entries)?;
+        }
+        Ok(())
+    }
+}
+
+/// How many batch embedding jobs the agent directory records (`batches.json`), for
+/// `status`; 0 when none or unreadable.
+pub(crate) fn recorded_batch_jobs(dir: &AgentDir) -> usize {
+    dir.batch_jobs()
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).ok())
+        .map_or(0, |jobs| jobs.len())
+}
+
+/// Runs [`batch::run`] over the texts of `missing[todo]`, with the jobs recorded in the
+/// agent directory; its problems become the report's warnings.
+pub(super) fn run_batches(
+    dir: &AgentDir,
+    lock: &WriterLock,
+    api: &dyn BatchApi,
+    plan: &EmbedPlan,
+    missing: &[(String, String, String)],
+    todo: &[usize],
+    report: &mut SyncReport,
+) -> Result<batch::Outcome> {
+    let recorded = match dir.batch_jobs()? {
+        Some(bytes) => serde_json::from_slice::<Vec<PendingJob>>(&bytes).unwrap_or_else(|err| {
+            report.warnings.push(format!(
+                "{}: unreadable batch job record ({err}); its jobs are forgotten",
+                dir.root().join("batches.json").display()
+            ));
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    if todo.is_empty() && recorded.is_empty() {
+        return Ok(batch::Outcome::default());
+    }
+    let items: Vec<(&str, &str)> = todo
+        .iter()
+        .map(|&i| (missing[i].1.as_str(), missing[i].2.as_str()))
+        .collect();
+    let save = |jobs: &[PendingJob]| -> std::result::Result<(), String> {
+        let bytes = match jobs.is_empty() {
+            true => None,
+            false => Some(serde_json::to_vec_pretty(jobs).map_err(|e| e.to_string())?),
+        };
+        dir.write_batch_jobs(lock, bytes.as_deref())
+            .map_err(|e| e.to_string())
+    };
+    let outcome = batch::run(
+        api,
+        &plan.cache_key,
+        &items,
+        recorded,
+        batch::Limits::DEFAULT,
+        plan.batch_may_wait,
+        &save,
+    );
+    if outcome.submitted > 0 || !outcome.jobs.is_empty() {
+        tracing::info!(
+            "batch embedding: {} job(s) submitted, {} still running, {} vector(s) read",
+            outcome.submitted,
+            outcome.jobs.len(),
+            outcome.vectors.len()
+        );
+    }
+    report.warnings.extend(
+        outcome.problems.iter().map(|problem| {
+            format!("{problem}; those chunks were embedded through direct requests")
+        }),
+    );
+    Ok(outcome)
+}
+
+/// Brings `vectors/` in line with the catalog's vectors: tombstones for vanished chunks,
+/// inserts for new ones, a rebuild when too many tombstones piled up or the saved index is
+/// missing, stale beyond repair, or unreadable. Never re-embeds. Returns the vector count.
+pub(super) fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPlan) -> Result<u64> {
+    let seq = catalog.vector_seq()?;
+    let loaded = match VectorIndex::load(dir) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            tracing::warn!("{err}; rebuilding the vector index from the catalog");
+            None
+        }
+    };
+    if let Some((index, tag)) = &loaded {
+        if *tag == seq {
+            return Ok(index.len() as u64);
+        }
+    }
+    let vectors = catalog.vectors()?;
+    let count = vectors.len() as u64;
+    let dims = plan.embedder.dims();
+    let index = match loaded {
+        Some((mut index, _)) if index.dims() == dims => {
+            let wanted: HashSet<&str> = vectors.iter().map(|(id, _)| id.as_str()).collect();
+            let stale: Vec<String> = index
+                .ids()
+                .filter(|id| !wanted.contains(id))
+                .map(str::to_string)
+                .collect();
+            for id in &stale {
+                index.remove(id);
+            }
+            let fresh: Vec<(String, Vec<f32>)> = vectors
+                .iter()
+                .filter(|(id, _)| !index.contains(id))
+                .cloned()
+                .collect();
+            index.extend(fresh)?;
+            if index.needs_rebuild() {
+                VectorIndex::build(dims, vectors, &plan.vector_params)?
+            } else {
+                index
+            }
+        }
+        _ => VectorIndex::build(dims, vectors, &plan.vector_params)?,
+    };
+    index.save(dir, seq)?;
+    Ok(count)
+}

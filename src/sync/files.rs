@@ -1,0 +1,183 @@
+//! One file's part of a sync: its (size, mtime) stat and the workspace digest built from
+//! them, reading and hashing a changed file, chunking it (a transcript through its
+//! `User:` / `Assistant:` lines), and the `sync.sessions` deltas below which a growing
+//! transcript waits.
+
+use crate::chunk::{chunk_markdown, Chunk, ChunkParams};
+use crate::clock;
+use crate::config::SessionSyncSettings;
+use crate::digest::sha256_hex;
+use crate::error::{Error, Result};
+use crate::index::catalog::{ChunkRecord, FileRecord, Upsert};
+use crate::transcript;
+use crate::workspace::{decode_text, Discovery, MemoryFile, SourceKind};
+use std::fs;
+
+/// Size and modification time of a discovered file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+/// Stats `file` (following nothing: discovery already rejected symlinks).
+pub fn stat(file: &MemoryFile) -> Result<FileStat> {
+    let meta = fs::metadata(&file.abs_path).map_err(|e| Error::io(&file.abs_path, e))?;
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(clock::since_epoch)
+        .map_or(0, |d| d.as_nanos() as i128);
+    Ok(FileStat {
+        size: meta.len(),
+        mtime_ns,
+    })
+}
+
+/// Digest of the discovered files' paths, sizes and mtimes (see [`SyncStats`]).
+pub fn workspace_digest(discovery: &Discovery) -> String {
+    let stats: Vec<Option<FileStat>> = discovery.files.iter().map(|f| stat(f).ok()).collect();
+    digest_of(discovery, &stats)
+}
+
+/// The digest of the discovered files given their stats (`None`: could not be read).
+pub(super) fn digest_of(discovery: &Discovery, stats: &[Option<FileStat>]) -> String {
+    let mut listing = String::new();
+    for (file, stat) in discovery.files.iter().zip(stats) {
+        let (size, mtime) = stat.as_ref().map_or((0, 0), |s| (s.size, s.mtime_ns));
+        listing.push_str(&format!("{}\0{size}\0{mtime}\n", file.rel_path));
+    }
+    sha256_hex(listing.as_bytes())
+}
+
+/// Stable id of the `ordinal`-th chunk of a file.
+pub fn chunk_id(
+    source: &str,
+    path: &str,
+    ordinal: usize,
+    start: usize,
+    end: usize,
+    hash: &str,
+) -> String {
+    let mut id = sha256_hex(format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}").as_bytes());
+    id.truncate(32);
+    id
+}
+
+/// True when a transcript that only grew since it was indexed has fewer new bytes than
+/// `deltaBytes` and fewer new lines than `deltaMessages`. A transcript that shrank (was
+/// rewritten) or cannot be read is never deferred.
+pub(super) fn below_session_delta(
+    file: &MemoryFile,
+    indexed_size: u64,
+    stat: &FileStat,
+    deltas: SessionSyncSettings,
+) -> bool {
+    if stat.size < indexed_size {
+        return false;
+    }
+    let new_bytes = stat.size - indexed_size;
+    if new_bytes >= deltas.delta_bytes {
+        return false;
+    }
+    let new_lines = (|| -> std::io::Result<u64> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = fs::File::open(&file.abs_path)?;
+        f.seek(SeekFrom::Start(indexed_size))?;
+        let mut tail = Vec::with_capacity(new_bytes as usize);
+        f.take(new_bytes).read_to_end(&mut tail)?;
+        Ok(transcript::count_lines(&tail))
+    })();
+    new_lines.is_ok_and(|lines| lines < deltas.delta_messages)
+}
+
+pub(super) enum Outcome {
+    /// A changed file's new chunks, and what was wrong in it (malformed transcript lines).
+    Changed(Upsert, Vec<String>),
+    Touched {
+        path: String,
+        record: FileRecord,
+    },
+}
+
+/// A file's text as chunks with the file's own line ranges: Markdown as it is, and a
+/// transcript as its `User:` / `Assistant:` lines, cited by JSONL line.
+pub(super) fn chunk_file(
+    file: &MemoryFile,
+    text: &str,
+    params: ChunkParams,
+) -> (Vec<Chunk>, Vec<String>) {
+    match file.source {
+        SourceKind::Memory => (chunk_markdown(text, params), Vec::new()),
+        SourceKind::Sessions => {
+            let transcript = transcript::transcript(text, &file.rel_path);
+            let mut chunks = chunk_markdown(&transcript.text, params);
+            for chunk in &mut chunks {
+                (chunk.start_line, chunk.end_line) =
+                    transcript.source_range(chunk.start_line, chunk.end_line);
+            }
+            (chunks, transcript.warnings)
+        }
+    }
+}
+
+pub(super) fn process_file(
+    file: &MemoryFile,
+    stat: &FileStat,
+    known: Option<&FileRecord>,
+    params: ChunkParams,
+) -> Result<Outcome> {
+    let bytes = fs::read(&file.abs_path).map_err(|e| Error::io(&file.abs_path, e))?;
+    let hash = sha256_hex(&bytes);
+    let source = file.source.as_str();
+    if let Some(known) = known.filter(|k| k.hash == hash) {
+        let record = FileRecord {
+            size: stat.size,
+            mtime_ns: stat.mtime_ns,
+            ..known.clone()
+        };
+        return Ok(Outcome::Touched {
+            path: file.rel_path.clone(),
+            record,
+        });
+    }
+    let (text, lossy) = decode_text(bytes);
+    let (chunks, warnings) = chunk_file(file, &text, params);
+    let chunks: Vec<(String, ChunkRecord)> = chunks
+        .into_iter()
+        .enumerate()
+        .map(|(ordinal, chunk)| {
+            let id = chunk_id(
+                source,
+                &file.rel_path,
+                ordinal,
+                chunk.start_line,
+                chunk.end_line,
+                &chunk.hash,
+            );
+            let record = ChunkRecord {
+                path: file.rel_path.clone(),
+                source: source.to_string(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                hash: chunk.hash,
+                text: chunk.text,
+            };
+            (id, record)
+        })
+        .collect();
+    let record = FileRecord {
+        source: source.to_string(),
+        hash,
+        size: stat.size,
+        mtime_ns: stat.mtime_ns,
+        chunk_ids: chunks.iter().map(|(id, _)| id.clone()).collect(),
+        lossy,
+    };
+    let upsert = Upsert {
+        path: file.rel_path.clone(),
+        record,
+        chunks,
+    };
+    Ok(Outcome::Changed(upsert, warnings))
+}
