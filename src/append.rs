@@ -11,7 +11,7 @@
 //!   prefix. So before writing, the appender records its intent (the file's length and the
 //!   block) in `memory/.<date>.md.memoria-append` (written atomically; not Markdown, so
 //!   never indexed), and removes it once the block is fsynced. The next append to any day
-//!   ([`recover`]) finds a leftover record and rolls it forward: if the file ends with a
+//!   (`recover`) finds a leftover record and rolls it forward: if the file ends with a
 //!   prefix of the block, exactly at the recorded length, the rest is appended (the block
 //!   ends up whole); if it holds the block already, the record is just dropped; if the file
 //!   changed otherwise (edited by hand since), it is left alone and the record dropped,

@@ -196,7 +196,7 @@ impl Memory {
     }
 
     /// Appends `text` to the daily log `memory/<date>.md` (created with its heading), the
-    /// one write memoria makes to memory files; see [`append`](crate::append). The index is
+    /// one write memoria makes to memory files; see [`append`]. The index is
     /// synced right after, so the note is searchable at once (unless another sync holds the
     /// index: that one, or the watcher, picks it up).
     pub fn append(&self, text: &str, date: &str) -> Result<append::Appended> {

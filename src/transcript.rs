@@ -130,7 +130,7 @@ static SECRET_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     .collect()
 });
 
-/// `text` with secrets replaced by [`REDACTED`].
+/// `text` with secrets replaced by `[REDACTED]`.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
     for pattern in SECRET_PATTERNS.iter() {
