@@ -22,7 +22,8 @@ use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
 use crate::embed::kernels::{contiguous_f32, SyncPtr};
-use crate::embed::pack::{Pack, Slab};
+use crate::embed::pack::Pack;
+use crate::embed::slab::Slab;
 use crate::embed::q8::{self, Q8Weight};
 use crate::embed::weights::TensorSource;
 use crate::embed::{EmbedError, Result};

@@ -28,6 +28,7 @@ mod pack;
 mod precision;
 mod provider;
 mod q8;
+mod slab;
 #[cfg(feature = "remote")]
 mod remote;
 mod tokenizer;

@@ -34,7 +34,7 @@ use half::f16;
 use rayon::prelude::*;
 
 use crate::embed::kernels::{contiguous_f32, SyncPtr};
-use crate::embed::pack::Slab;
+use crate::embed::slab::Slab;
 use crate::simd::{level, Level};
 
 /// Weights (and activations) per scale.

@@ -22,7 +22,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::embed::pack::Slab;
+use crate::embed::slab::Slab;
 use crate::embed::{EmbedError, Result};
 
 /// The tokenizer a model runs: memoria's table-driven BPE, or the `tokenizers` crate.
