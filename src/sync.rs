@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::chunk::{chunk_markdown, Chunk, ChunkParams};
 use crate::config::{SessionSyncSettings, Settings};
 use crate::digest::sha256_hex;
-use crate::embed::batch::{self, PendingJob};
+use crate::embed::backfill::{self, PendingJob};
 use crate::embed::{BatchApi, EmbedKind, Embedder};
 use crate::index::cache::{cache_key, EmbeddingCache};
 use crate::index::catalog::{Batch, Catalog, ChunkRecord, FileRecord, Upsert};
@@ -517,7 +517,7 @@ fn same_embedder(a: &Identity, b: &Identity) -> bool {
 
 /// Embeds every chunk without a vector: from the cache, then `previous` (the generation
 /// being replaced, by chunk id), then through the provider's batch API when it has one and
-/// the backfill is large ([`batch`]), then through direct requests. An embedder failure
+/// the backfill is large ([`backfill`]), then through direct requests. An embedder failure
 /// stops embedding and is reported (the keyword index is already committed); I/O errors
 /// fail.
 fn embed_missing(
@@ -671,7 +671,7 @@ impl Store<'_> {
     }
 }
 
-/// Runs [`batch::run`] over the texts of `missing[todo]`, with the jobs recorded in the
+/// Runs [`backfill::run`] over the texts of `missing[todo]`, with the jobs recorded in the
 /// agent directory; its problems become the report's warnings.
 fn run_batches(
     dir: &AgentDir,
@@ -681,7 +681,7 @@ fn run_batches(
     missing: &[(String, String, String)],
     todo: &[usize],
     report: &mut SyncReport,
-) -> Result<batch::Outcome> {
+) -> Result<backfill::Outcome> {
     let recorded = match dir.batch_jobs()? {
         Some(bytes) => serde_json::from_slice::<Vec<PendingJob>>(&bytes).unwrap_or_else(|err| {
             report.warnings.push(format!(
@@ -693,7 +693,7 @@ fn run_batches(
         None => Vec::new(),
     };
     if todo.is_empty() && recorded.is_empty() {
-        return Ok(batch::Outcome::default());
+        return Ok(backfill::Outcome::default());
     }
     let items: Vec<(&str, &str)> = todo
         .iter()
@@ -707,12 +707,12 @@ fn run_batches(
         dir.write_batch_jobs(lock, bytes.as_deref())
             .map_err(|e| e.to_string())
     };
-    let outcome = batch::run(
+    let outcome = backfill::run(
         api,
         &plan.cache_key,
         &items,
         recorded,
-        batch::Limits::DEFAULT,
+        backfill::Limits::DEFAULT,
         plan.batch_may_wait,
         &save,
     );

@@ -13,10 +13,10 @@
 //! files, with errors naming file and tensor), `gguf.rs` (llama.cpp's GGUF files: tensors,
 //! configuration and tokenizer), `locate.rs` (where the model directory is,
 //! and `pull`), `provider.rs` (the configured provider resolved to an embedder, or the
-//! reason there is none), `remote.rs` and `remote/batch.rs` (HTTP providers and their batch
-//! APIs, feature `remote`), `batch.rs` (when and how batch jobs run, for any [`BatchApi`]).
+//! reason there is none), `remote.rs` and `remote/batch_api.rs` (HTTP providers and their batch
+//! APIs, feature `remote`), `backfill.rs` (when and how batch jobs run, for any [`BatchApi`]).
 
-pub(crate) mod batch;
+pub(crate) mod backfill;
 mod encoder;
 mod gemma;
 mod gguf;
@@ -87,7 +87,7 @@ pub trait Embedder: Send + Sync {
 
 /// A provider's asynchronous batch API for documents: OpenAI's Batch API, Gemini's
 /// `asyncBatchEmbedContent`. A job embeds many texts for less money but answers in minutes
-/// to hours; [`batch`] decides when to use one and waits for it (or not).
+/// to hours; [`backfill`] decides when to use one and waits for it (or not).
 pub trait BatchApi: Send + Sync {
     /// Submits one job embedding `items` (`(custom id, text)`) and returns its id.
     fn submit(&self, items: &[(&str, &str)]) -> Result<String>;

@@ -1,7 +1,8 @@
-//! Batch indexing (`remote.batch`, SPEC §7): large backfills go through the provider's
-//! asynchronous batch API ([`BatchApi`]: OpenAI's Batch API, Gemini's
-//! `asyncBatchEmbedContent`), which costs less than direct requests but answers in minutes
-//! to hours.
+//! Backfills through batch jobs (`remote.batch`, SPEC §7): the policy of when a large
+//! backfill goes through the provider's asynchronous batch API ([`BatchApi`]: OpenAI's
+//! Batch API, Gemini's `asyncBatchEmbedContent`), which costs less than direct requests but
+//! answers in minutes to hours. The HTTP side of those APIs is `remote/batch_api.rs`; this
+//! file is pure over the [`BatchApi`] trait (tests run it against a stand-in).
 //!
 //! [`run`] takes the texts a sync still needs vectors for and the jobs recorded by earlier
 //! syncs (`<agent dir>/batches.json`, see [`PendingJob`]), and:
