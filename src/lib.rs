@@ -47,6 +47,7 @@ mod error;
 pub mod eval;
 mod fallback;
 pub mod flush;
+pub mod gemma;
 mod index;
 mod live;
 mod qmd;

@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BatchApi, EmbedError, JobState};
+use crate::embed::embedder::{BatchApi, EmbedError, JobState};
 
 /// A submitted job, recorded in the agent directory until its vectors are read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -380,7 +380,7 @@ fn poll_once(api: &dyn BatchApi, job: &PendingJob, shared: &Mutex<Shared>) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::BatchOptions;
+    use crate::embed::embedder::BatchOptions;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 

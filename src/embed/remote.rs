@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{BatchApi, BatchOptions, EmbedError, EmbedKind, Embedder, Embedding};
 use crate::config::Settings;
 use crate::digest::sha256_hex;
+use crate::embed::embedder::{BatchApi, BatchOptions, EmbedError, EmbedKind, Embedder, Embedding};
 
 /// Inputs per request: keeps answers well under the body limit (64 × 3,072 floats).
 const BATCH: usize = 64;

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use super::{excerpt, fit, lock, CallLimits, OpenAiCompatible, Payload, Wire};
 use crate::digest::sha256_hex;
-use crate::embed::{BatchApi, BatchOptions, EmbedError, EmbedKind, JobState};
+use crate::embed::embedder::{BatchApi, BatchOptions, EmbedError, EmbedKind, JobState};
 
 impl BatchApi for OpenAiCompatible {
     fn submit(&self, items: &[(&str, &str)]) -> Result<String, EmbedError> {

@@ -40,8 +40,8 @@ use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::ResumableSha256;
-use crate::embed::slab::{as_bytes, Slab};
-use crate::embed::tokenizer::{BpeHeader, BpeTables, FastBpe};
+use crate::gemma::slab::{as_bytes, Slab};
+use crate::gemma::tokenizer::{BpeHeader, BpeTables, FastBpe};
 
 const MAGIC: &[u8; 16] = b"memoria-pack\0v02";
 const ALIGN: usize = 64;
