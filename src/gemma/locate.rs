@@ -378,7 +378,8 @@ const PULL_FILES: &[&str] = &[
 /// directory. `owner/repo/file.gguf` (or `hf:owner/repo/file.gguf`) downloads that one file
 /// (such as the GGUF OpenClaw's local provider uses; ggml-org's needs no token) and returns
 /// its path. `HF_ENDPOINT` names another hub (a mirror); the token is `$HF_TOKEN`, else the
-/// one `huggingface-cli login` saved ([`saved_token`]); google/embeddinggemma-300m is gated:
+/// one `huggingface-cli login` saved (`$HF_TOKEN_PATH`, `$HF_HOME/token`,
+/// `~/.cache/huggingface/token`); google/embeddinggemma-300m is gated:
 /// accept the Gemma licence on huggingface.co first. Needs the `download` feature.
 #[cfg(feature = "download")]
 pub fn pull(repo: &str, cache: &Path) -> Result<PathBuf, PullError> {
