@@ -8,7 +8,8 @@
 use std::time::Instant;
 
 use candle_core::Device;
-use memoria::embed::{EmbedKind, Embedder, GemmaEmbedder, GemmaOptions, Precision};
+use memoria::embed::{EmbedKind, Embedder};
+use memoria::gemma::{GemmaEmbedder, GemmaOptions, Precision};
 
 const GOLDEN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

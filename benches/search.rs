@@ -42,7 +42,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use memoria::config::{Env, ProviderKind, Settings};
-use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding, GemmaEmbedder, GemmaOptions};
+use memoria::embed::{EmbedError, EmbedKind, Embedder, Embedding};
+use memoria::gemma::{GemmaEmbedder, GemmaOptions};
 use memoria::Mode;
 use memoria::{EmbedderChoice, Memory, SearchOptions};
 

@@ -49,6 +49,7 @@ pub mod eval;
 mod fallback;
 pub mod flush;
 mod freshness;
+pub mod gemma;
 mod index;
 mod live;
 mod payload;

@@ -2,7 +2,7 @@
 //! arithmetic shared by the embedder and the vector index.
 //!
 //! Every SIMD kernel in the crate dispatches on [`level`]: the embedding kernels
-//! (`embed::kernels`, `embed::matmul`) and the vector index's dot product. One detection,
+//! (`gemma::kernels`, `gemma::matmul`, `gemma::q8`) and the vector index's dot product. One detection,
 //! one override (`MEMORIA_EMBED_SIMD=avx2|scalar`, to test every path on one machine).
 
 use std::sync::OnceLock;

@@ -11,7 +11,8 @@
 use std::sync::OnceLock;
 
 use candle_core::Device;
-use memoria::embed::{cosine, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions, Precision};
+use memoria::embed::{cosine, EmbedKind, Embedder};
+use memoria::gemma::{GemmaEmbedder, GemmaOptions, Precision};
 
 /// The f32 model as the product loads it on every start but the first: from its packed
 /// model (mapped weights, table-driven tokenizer). The pack is built in a temporary cache
@@ -225,8 +226,8 @@ fn table_tokenizer_equals_tokenizers_crate_on_corpora() {
             if is_gguf && text.contains("<image_soft_token>") {
                 continue;
             }
-            let (ids, truncated) = m.tokenize(text, kind).unwrap();
-            let input = format!("{}{text}", m.prompt(kind));
+            let (ids, truncated) = m.tokenize(text, kind.into()).unwrap();
+            let input = format!("{}{text}", m.prompt(kind.into()));
             let want = reference.encode(input.as_str(), true).unwrap();
             let want = want.get_ids();
             if truncated {
@@ -306,7 +307,7 @@ fn golden_cases_match_pytorch() {
         // One call per kind: the documents go through packed batches.
         let out = m.embed(&texts, kind).unwrap();
         for (c, e) in sel.iter().zip(&out) {
-            let (ids, truncated) = m.tokenize(&c.text, kind).unwrap();
+            let (ids, truncated) = m.tokenize(&c.text, kind.into()).unwrap();
             let label: String = c.text.chars().take(40).collect();
             assert_eq!(ids.len(), c.len, "{label}: token count");
             assert_eq!(e.tokens, c.len, "{label}: reported tokens");

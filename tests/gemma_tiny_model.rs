@@ -6,9 +6,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{Device, Tensor};
-use memoria::embed::{
-    cosine, EmbedError, EmbedKind, Embedder, GemmaEmbedder, GemmaOptions, Precision,
-};
+use memoria::embed::{cosine, EmbedKind, Embedder};
+use memoria::gemma::{GemmaEmbedder, GemmaError, GemmaOptions, Precision, Prompt};
 use serde_json::json;
 
 const HIDDEN: usize = 64;
@@ -326,7 +325,7 @@ fn fused_kernels_match_plain_candle_ops() {
             );
         }
         // Hidden states too, element by element.
-        let (ids, _) = fused.tokenize(&t[1], EmbedKind::Document).unwrap();
+        let (ids, _) = fused.tokenize(&t[1], Prompt::Document).unwrap();
         let ha = fused.hidden_states(&[&ids]).unwrap();
         let hb = generic.hidden_states(&[&ids]).unwrap();
         let max = ha[0]
@@ -427,7 +426,7 @@ fn mean_pooling_and_dense_projection() {
     let dir = model_dir(&MQA);
     let m = load(dir.path(), GemmaOptions::default());
     let text = sentence(9, 3);
-    let (ids, _) = m.tokenize(&text, EmbedKind::Document).unwrap();
+    let (ids, _) = m.tokenize(&text, Prompt::Document).unwrap();
     let hidden = m.hidden_states(&[&ids]).unwrap().remove(0);
     assert_eq!(hidden.len(), ids.len() * HIDDEN);
     // Reference: mean over all tokens, dense 64→256, dense 256→768, L2 normalise.
@@ -495,7 +494,7 @@ fn matryoshka_truncates_and_renormalises() {
             ..Default::default()
         },
     );
-    assert!(matches!(err, Err(EmbedError::InvalidOption(_))));
+    assert!(matches!(err, Err(GemmaError::InvalidOption(_))));
 }
 
 #[test]
@@ -527,11 +526,8 @@ fn fingerprint_is_stable_and_tracks_weights() {
 fn prompts_come_from_config_and_can_be_overridden() {
     let dir = model_dir(&MQA);
     let m = load(dir.path(), GemmaOptions::default());
-    assert_eq!(
-        m.prompt(EmbedKind::Query),
-        "task : search result | query : "
-    );
-    assert_eq!(m.prompt(EmbedKind::Document), "title : none | text : ");
+    assert_eq!(m.prompt(Prompt::Query), "task : search result | query : ");
+    assert_eq!(m.prompt(Prompt::Document), "title : none | text : ");
     let o = load(
         dir.path(),
         GemmaOptions {
@@ -540,9 +536,9 @@ fn prompts_come_from_config_and_can_be_overridden() {
             ..Default::default()
         },
     );
-    let (ids, _) = o.tokenize("alpha", EmbedKind::Query).unwrap();
+    let (ids, _) = o.tokenize("alpha", Prompt::Query).unwrap();
     assert_eq!(ids, vec![2, 4 + 27, 4 + 31, 4, 1]);
-    let (ids, _) = o.tokenize("alpha", EmbedKind::Document).unwrap();
+    let (ids, _) = o.tokenize("alpha", Prompt::Document).unwrap();
     assert_eq!(ids, vec![2, 4, 1]);
 }
 
@@ -555,7 +551,7 @@ fn long_inputs_are_truncated_keeping_eos() {
     assert!(out[0].truncated);
     assert_eq!(out[0].tokens, 48);
     assert!(!out[1].truncated);
-    let (ids, truncated) = m.tokenize(&long, EmbedKind::Document).unwrap();
+    let (ids, truncated) = m.tokenize(&long, Prompt::Document).unwrap();
     assert!(truncated);
     assert_eq!(ids.len(), 48);
     assert_eq!(ids[0], 2);
@@ -573,7 +569,7 @@ fn long_inputs_are_truncated_keeping_eos() {
     );
 }
 
-fn expect_err(dir: &Path) -> EmbedError {
+fn expect_err(dir: &Path) -> GemmaError {
     match GemmaEmbedder::load(dir, &Device::Cpu, GemmaOptions::default()) {
         Ok(_) => panic!("load should fail"),
         Err(e) => e,
@@ -593,7 +589,7 @@ fn missing_files_are_named() {
         std::fs::remove_file(dir.path().join(file)).unwrap();
         let err = expect_err(dir.path());
         match &err {
-            EmbedError::MissingFile { path } => assert!(path.ends_with(file), "{err}"),
+            GemmaError::MissingFile { path } => assert!(path.ends_with(file), "{err}"),
             other => panic!("{file}: unexpected error {other}"),
         }
         assert!(err.to_string().contains(file), "{err}");
@@ -611,7 +607,7 @@ fn wrong_shapes_and_missing_tensors_are_named() {
     candle_core::safetensors::save(&t, dir.path().join("model.safetensors")).unwrap();
     let err = expect_err(dir.path());
     match &err {
-        EmbedError::TensorShape {
+        GemmaError::TensorShape {
             path,
             name,
             expected,
@@ -630,7 +626,7 @@ fn wrong_shapes_and_missing_tensors_are_named() {
     t.remove("layers.0.mlp.down_proj.weight");
     candle_core::safetensors::save(&t, dir.path().join("model.safetensors")).unwrap();
     match expect_err(dir.path()) {
-        EmbedError::MissingTensor { name, .. } => assert_eq!(name, "layers.0.mlp.down_proj.weight"),
+        GemmaError::MissingTensor { name, .. } => assert_eq!(name, "layers.0.mlp.down_proj.weight"),
         other => panic!("unexpected error {other}"),
     }
 
@@ -640,7 +636,7 @@ fn wrong_shapes_and_missing_tensors_are_named() {
     m.insert("linear.weight".to_string(), tensor(&[OUT, 10], 1, 0.1));
     candle_core::safetensors::save(&m, dir.path().join("3_Dense/model.safetensors")).unwrap();
     match expect_err(dir.path()) {
-        EmbedError::TensorShape { path, name, .. } => {
+        GemmaError::TensorShape { path, name, .. } => {
             assert!(path.ends_with("3_Dense/model.safetensors"));
             assert_eq!(name, "linear.weight");
         }
@@ -655,7 +651,7 @@ fn wrong_shapes_and_missing_tensors_are_named() {
     .unwrap();
     assert!(matches!(
         expect_err(dir.path()),
-        EmbedError::Safetensors { .. }
+        GemmaError::Safetensors { .. }
     ));
 }
 
@@ -668,7 +664,7 @@ fn unknown_architectures_are_rejected() {
     cfg["architectures"] = json!(["BertModel"]);
     write_json(&path, &cfg);
     let err = expect_err(dir.path());
-    assert!(matches!(err, EmbedError::Unsupported { .. }), "{err}");
+    assert!(matches!(err, GemmaError::Unsupported { .. }), "{err}");
     assert!(
         err.to_string().contains("config.json") && err.to_string().contains("BertModel"),
         "{err}"
@@ -679,11 +675,11 @@ fn unknown_architectures_are_rejected() {
     write_json(&path, &cfg);
     assert!(matches!(
         expect_err(dir.path()),
-        EmbedError::Unsupported { .. }
+        GemmaError::Unsupported { .. }
     ));
 
     std::fs::write(&path, "{ not json").unwrap();
-    assert!(matches!(expect_err(dir.path()), EmbedError::Json { .. }));
+    assert!(matches!(expect_err(dir.path()), GemmaError::Json { .. }));
 }
 
 #[test]
@@ -697,7 +693,7 @@ fn bf16_is_refused_on_cpu() {
             ..Default::default()
         },
     );
-    assert!(matches!(r, Err(EmbedError::InvalidOption(_))));
+    assert!(matches!(r, Err(GemmaError::InvalidOption(_))));
 }
 
 /// Every file under `dir` with its bytes, to show a load wrote nothing there.

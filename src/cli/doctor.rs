@@ -185,7 +185,7 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     }
     // Where the local model is (a missing one is the embedder's finding above).
     if matches!(settings.provider, ProviderKind::Local | ProviderKind::Auto) {
-        if let Ok(location) = memoria::embed::resolve_model(&model_search(cli, &settings)?) {
+        if let Ok(location) = memoria::gemma::resolve_model(&model_search(cli, &settings)?) {
             let layout = match location.dir.is_file() {
                 true => "GGUF",
                 false => "safetensors, sentence-transformers layout",

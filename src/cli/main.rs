@@ -73,12 +73,12 @@ struct Cli {
         value_name = "P",
         value_parser = parse_precision
     )]
-    precision: Option<memoria::embed::Precision>,
+    precision: Option<memoria::gemma::Precision>,
     #[command(subcommand)]
     command: Command,
 }
 
-fn parse_precision(s: &str) -> std::result::Result<memoria::embed::Precision, String> {
+fn parse_precision(s: &str) -> std::result::Result<memoria::gemma::Precision, String> {
     s.parse()
 }
 
@@ -304,7 +304,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(precision) = cli.precision {
         // Before any thread starts: the model loader (and `mcp`'s agents) read it from here.
-        std::env::set_var(memoria::embed::PRECISION_VAR, precision.as_str());
+        std::env::set_var(memoria::gemma::PRECISION_VAR, precision.as_str());
     }
     match run(cli) {
         Ok(code) => code,
@@ -850,8 +850,8 @@ fn open_memory(cli: &Cli, settings: Settings) -> Result<Memory> {
     )?)
 }
 
-fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::embed::ModelSearch> {
-    Ok(memoria::embed::ModelSearch::from_process(
+fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::gemma::ModelSearch> {
+    Ok(memoria::gemma::ModelSearch::from_process(
         cli.model.as_deref().map(absolute).transpose()?,
         settings.local.model_path.clone(),
         settings.local.model_cache_dir.as_ref().map(PathBuf::from),
@@ -860,7 +860,7 @@ fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::embed::ModelS
 
 fn model_command(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result<ExitCode> {
     match action {
-        ModelAction::Path => match memoria::embed::resolve_model(&model_search(cli, settings)?) {
+        ModelAction::Path => match memoria::gemma::resolve_model(&model_search(cli, settings)?) {
             Ok(location) => {
                 println!("{}", location.dir.display());
                 eprintln!("from {}", location.reason);
@@ -880,10 +880,10 @@ fn model_command(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result
             let repo = match (repo, configured.and_then(|p| p.strip_prefix("hf:"))) {
                 (Some(repo), _) => repo.as_str(),
                 (None, Some(uri)) => uri,
-                (None, None) => memoria::embed::DEFAULT_REPO,
+                (None, None) => memoria::gemma::DEFAULT_REPO,
             };
             eprintln!("downloading {repo} into {}", cache.display());
-            let dir = memoria::embed::pull(repo, cache)?;
+            let dir = memoria::gemma::pull(repo, cache)?;
             println!("{}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -896,13 +896,13 @@ fn embed_command(
     kind: KindArg,
     dim: Option<usize>,
 ) -> Result<ExitCode> {
-    let location = memoria::embed::resolve_model(&model_search(cli, settings)?)?;
+    let location = memoria::gemma::resolve_model(&model_search(cli, settings)?)?;
     let (embedder, device) = memoria::embed::load_local_on(&location.dir)
         .with_context(|| format!("{}: cannot load the model", location.dir.display()))?;
     // Which device and precision produced the vectors (stdout carries only the vectors).
     eprintln!("memoria: model on {device}");
     if let Some(dim) = dim {
-        if !memoria::embed::MATRYOSHKA_DIMS.contains(&dim) || dim > embedder.dims() {
+        if !memoria::gemma::MATRYOSHKA_DIMS.contains(&dim) || dim > embedder.dims() {
             bail!("--dim {dim}: choose one of 768, 512, 256, 128");
         }
     }
@@ -936,7 +936,7 @@ fn embed_command(
             }
             let mut vector = embedding.vector;
             if let Some(dim) = dim {
-                memoria::embed::truncate_dims(&mut vector, dim);
+                memoria::gemma::truncate_dims(&mut vector, dim);
             }
             let line = serde_json::json!({"embedding": vector, "tokens": embedding.tokens});
             writeln!(out, "{line}")?;

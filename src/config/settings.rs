@@ -204,7 +204,6 @@ pub struct LocalSettings {
     pub model_cache_dir: Option<String>,
 }
 
-
 /// `memorySearch.remote`. Its `Debug` output hides the API key and header values.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RemoteSettings {

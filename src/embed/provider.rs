@@ -4,10 +4,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::locate::{resolve_model, ModelSearch};
-use super::{load_local_on, Embedder};
 use crate::config::{ProviderKind, Settings};
+use crate::embed::embedder::Embedder;
+use crate::embed::local::load_local_on;
+#[cfg(feature = "remote")]
+use crate::embed::remote;
 use crate::fallback::Fallback;
+use crate::gemma::{resolve_model, ModelSearch};
 
 /// Where a [`Memory`](crate::Memory)'s embedder comes from.
 pub enum EmbedderChoice {
@@ -41,7 +44,7 @@ pub(crate) struct ResolvedEmbedder {
     pub(crate) device: Option<String>,
     /// The remote client, when a remote provider serves (for `status`).
     #[cfg(feature = "remote")]
-    remote: Option<Arc<super::remote::OpenAiCompatible>>,
+    remote: Option<Arc<remote::OpenAiCompatible>>,
 }
 
 impl ResolvedEmbedder {
@@ -178,14 +181,14 @@ fn try_provider(
         | ProviderKind::Voyage
         | ProviderKind::Ollama => {
             let defaults = match kind {
-                ProviderKind::Gemini => &super::remote::GEMINI,
-                ProviderKind::Mistral => &super::remote::MISTRAL,
-                ProviderKind::Voyage => &super::remote::VOYAGE,
-                ProviderKind::Ollama => &super::remote::OLLAMA,
-                _ => &super::remote::OPENAI,
+                ProviderKind::Gemini => &remote::GEMINI,
+                ProviderKind::Mistral => &remote::MISTRAL,
+                ProviderKind::Voyage => &remote::VOYAGE,
+                ProviderKind::Ollama => &remote::OLLAMA,
+                _ => &remote::OPENAI,
             };
             let env = |name: &str| std::env::var(name).ok();
-            super::remote::OpenAiCompatible::connect(defaults, settings, model, env)
+            remote::OpenAiCompatible::connect(defaults, settings, model, env)
                 .map(|client| {
                     let client = Arc::new(client);
                     ResolvedEmbedder {

@@ -2,7 +2,7 @@
 //! OpenAI, Mistral, Voyage (plus its `input_type`), Ollama's `/v1` and every
 //! OpenAI-compatible endpoint speak (LM Studio, vLLM, a gateway, set through
 //! `remote.baseUrl`); and Gemini's `batchEmbedContents` (see [`Wire`]). OpenAI's and
-//! Gemini's asynchronous batch APIs are in `remote/batch.rs`.
+//! Gemini's asynchronous batch APIs are in `remote/batch_api.rs`.
 //!
 //! `POST {baseUrl}/embeddings` with `{"model", "input": [...]}` and `Authorization: Bearer
 //! <key>`; `remote.headers` are sent too and win over memoria's own. The answer's
@@ -20,16 +20,16 @@
 //! `Authorization` header only: it is never part of the fingerprint (so never in the
 //! agent directory), a log line or an error message.
 
-mod batch;
+mod batch_api;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{BatchApi, BatchOptions, EmbedError, EmbedKind, Embedder, Embedding};
 use crate::config::Settings;
 use crate::digest::sha256_hex;
+use crate::embed::embedder::{BatchApi, BatchOptions, EmbedError, EmbedKind, Embedder, Embedding};
 
 /// Inputs per request: keeps answers well under the body limit (64 × 3,072 floats).
 const BATCH: usize = 64;

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use super::manifest::Manifest;
 
 const MANIFEST: &str = "manifest.json";
-/// Batch embedding jobs submitted and not yet read (`embed::batch`); absent when none.
+/// Batch embedding jobs submitted and not yet read (`embed::backfill`); absent when none.
 const BATCHES: &str = "batches.json";
 const BATCHES_TMP: &str = "batches.json.tmp";
 /// The compaction cycle of each session's last memory flush (`flush`).

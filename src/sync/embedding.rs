@@ -5,7 +5,7 @@
 use super::report::{SyncProgress, SyncReport};
 use crate::config::Settings;
 use crate::digest::sha256_hex;
-use crate::embed::batch::{self, PendingJob};
+use crate::embed::backfill::{self, PendingJob};
 use crate::embed::{BatchApi, EmbedKind, Embedder};
 use crate::error::Result;
 use crate::index::cache::{cache_key, EmbeddingCache};
@@ -70,7 +70,7 @@ pub(super) fn same_embedder(a: &Identity, b: &Identity) -> bool {
 
 /// Embeds every chunk without a vector: from the cache, then `previous` (the generation
 /// being replaced, by chunk id), then through the provider's batch API when it has one and
-/// the backfill is large ([`batch`]), then through direct requests. An embedder failure
+/// the backfill is large ([`backfill`]), then through direct requests. An embedder failure
 /// stops embedding and is reported (the keyword index is already committed); I/O errors
 /// fail.
 pub(super) fn embed_missing(
@@ -234,7 +234,7 @@ pub(crate) fn recorded_batch_jobs(dir: &AgentDir) -> usize {
         .map_or(0, |jobs| jobs.len())
 }
 
-/// Runs [`batch::run`] over the texts of `missing[todo]`, with the jobs recorded in the
+/// Runs [`backfill::run`] over the texts of `missing[todo]`, with the jobs recorded in the
 /// agent directory; its problems become the report's warnings.
 pub(super) fn run_batches(
     dir: &AgentDir,
@@ -244,7 +244,7 @@ pub(super) fn run_batches(
     missing: &[(String, String, String)],
     todo: &[usize],
     report: &mut SyncReport,
-) -> Result<batch::Outcome> {
+) -> Result<backfill::Outcome> {
     let recorded = match dir.batch_jobs()? {
         Some(bytes) => serde_json::from_slice::<Vec<PendingJob>>(&bytes).unwrap_or_else(|err| {
             report.warnings.push(format!(
@@ -256,7 +256,7 @@ pub(super) fn run_batches(
         None => Vec::new(),
     };
     if todo.is_empty() && recorded.is_empty() {
-        return Ok(batch::Outcome::default());
+        return Ok(backfill::Outcome::default());
     }
     let items: Vec<(&str, &str)> = todo
         .iter()
@@ -270,12 +270,12 @@ pub(super) fn run_batches(
         dir.write_batch_jobs(lock, bytes.as_deref())
             .map_err(|e| e.to_string())
     };
-    let outcome = batch::run(
+    let outcome = backfill::run(
         api,
         &plan.cache_key,
         &items,
         recorded,
-        batch::Limits::DEFAULT,
+        backfill::Limits::DEFAULT,
         plan.batch_may_wait,
         &save,
     );

@@ -32,7 +32,6 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -41,62 +40,11 @@ use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::ResumableSha256;
-use crate::embed::tokenizer::{BpeHeader, BpeTables, FastBpe};
+use crate::gemma::slab::{as_bytes, Slab};
+use crate::gemma::tokenizer::{BpeHeader, BpeTables, FastBpe};
 
 const MAGIC: &[u8; 16] = b"memoria-pack\0v02";
 const ALIGN: usize = 64;
-
-/// Element types a [`Slab`] may hold: every bit pattern is a valid value.
-pub trait Plain: Copy + 'static {}
-impl Plain for u64 {}
-impl Plain for f16 {}
-impl Plain for u8 {}
-
-/// Values owned in memory, or lying in a memory-mapped pack.
-pub enum Slab<T: Plain> {
-    Owned(Vec<T>),
-    Mapped {
-        map: Arc<Mmap>,
-        offset: usize,
-        len: usize,
-    },
-}
-
-impl<T: Plain> Slab<T> {
-    /// `len` values at `offset` of `map`; `None` when misaligned or out of bounds.
-    fn mapped(map: &Arc<Mmap>, offset: usize, len: usize) -> Option<Self> {
-        let end = len
-            .checked_mul(std::mem::size_of::<T>())
-            .and_then(|b| b.checked_add(offset))?;
-        let aligned = (map.as_ptr() as usize + offset).is_multiple_of(std::mem::align_of::<T>());
-        (aligned && end <= map.len()).then(|| Slab::Mapped {
-            map: map.clone(),
-            offset,
-            len,
-        })
-    }
-}
-
-impl<T: Plain> Deref for Slab<T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        match self {
-            Slab::Owned(v) => v,
-            // SAFETY: `mapped` checked alignment and bounds; `Plain` types accept any bits;
-            // the map is read-only and lives as long as this slab.
-            Slab::Mapped { map, offset, len } => unsafe {
-                std::slice::from_raw_parts(map.as_ptr().add(*offset) as *const T, *len)
-            },
-        }
-    }
-}
-
-fn as_bytes<T: Plain>(values: &[T]) -> &[u8] {
-    // SAFETY: plain values without padding, viewed as their bytes.
-    unsafe {
-        std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
-    }
-}
 
 /// Size and modification time of one file a pack was made from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

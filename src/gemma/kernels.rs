@@ -222,6 +222,7 @@ fn rows_per_task(rows: usize, width: usize) -> usize {
     even.max(min_rows)
 }
 
+/// The f32 values of a contiguous CPU tensor, or an error naming the op (`what`).
 pub(crate) fn contiguous_f32<'a>(
     s: &'a CpuStorage,
     l: &Layout,
@@ -330,12 +331,14 @@ impl CustomOp1 for GeluMul {
 /// Sequences packed into one `[total_tokens, ..]` tensor: (first row, length) of each.
 #[derive(Debug, Clone, Default)]
 pub struct Packing {
+    /// (first row, length) of each sequence, in order.
     pub seqs: Vec<(usize, usize)>,
     /// Position of every packed token within its sequence.
     pub positions: Vec<usize>,
 }
 
 impl Packing {
+    /// Sequences of `lengths` tokens, laid end to end.
     pub fn new(lengths: &[usize]) -> Self {
         let mut seqs = Vec::with_capacity(lengths.len());
         let mut positions = Vec::with_capacity(lengths.iter().sum());
@@ -348,6 +351,7 @@ impl Packing {
         Packing { seqs, positions }
     }
 
+    /// Tokens of every sequence together: the packed tensor's rows.
     pub fn total(&self) -> usize {
         self.positions.len()
     }
@@ -356,18 +360,24 @@ impl Packing {
 /// Dimensions of the attention block.
 #[derive(Debug, Clone, Copy)]
 pub struct AttnDims {
+    /// Query heads.
     pub heads: usize,
+    /// Key/value heads (shared by `heads / kv_heads` query heads each).
     pub kv_heads: usize,
+    /// Values per head.
     pub head_dim: usize,
 }
 
 impl AttnDims {
+    /// Values of all query heads of one token.
     pub fn q_width(&self) -> usize {
         self.heads * self.head_dim
     }
+    /// Values of all key (or value) heads of one token.
     pub fn kv_width(&self) -> usize {
         self.kv_heads * self.head_dim
     }
+    /// One token's row of the fused q/k/v projection.
     pub fn qkv_width(&self) -> usize {
         self.q_width() + 2 * self.kv_width()
     }
@@ -459,6 +469,7 @@ pub struct PackedAttention<'a> {
     pub window: Option<usize>,
 }
 
+/// A raw pointer into an output buffer that rayon tasks write disjoint parts of.
 pub(crate) struct SyncPtr(pub(crate) *mut f32);
 // SAFETY: used only to write disjoint regions of one buffer from rayon tasks.
 unsafe impl Send for SyncPtr {}

@@ -1,5 +1,5 @@
-//! The batch APIs of OpenAI and Gemini for [`OpenAiCompatible`] (when memoria uses them:
-//! [`crate::embed::batch`]).
+//! The HTTP side of the asynchronous batch APIs of OpenAI and Gemini: [`BatchApi`] for
+//! [`OpenAiCompatible`]. When memoria uses them is [`crate::embed::backfill`]'s policy.
 //!
 //! **OpenAI** (and endpoints that copy it): the texts become a JSONL file, one
 //! `/v1/embeddings` request per line with the text's hash as `custom_id`, uploaded with
@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use super::{excerpt, fit, lock, CallLimits, OpenAiCompatible, Payload, Wire};
 use crate::digest::sha256_hex;
-use crate::embed::{BatchApi, BatchOptions, EmbedError, EmbedKind, JobState};
+use crate::embed::embedder::{BatchApi, BatchOptions, EmbedError, EmbedKind, JobState};
 
 impl BatchApi for OpenAiCompatible {
     fn submit(&self, items: &[(&str, &str)]) -> Result<String, EmbedError> {

@@ -18,7 +18,7 @@
 //!   the published `tokenizer.json`, merge for merge.
 //! - **Dense layers:** the published file has none (llama.cpp#18677): its pooled output lies
 //!   in another space than EmbeddingGemma's. [`GgufFile::dense`] lists the ones a file made
-//!   with `--sentence-transformers-dense-modules` has; `gemma.rs` decides what to do without.
+//!   with `--sentence-transformers-dense-modules` has; `load.rs` and `dense.rs` decide what to do without.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -29,12 +29,12 @@ use candle_core::quantized::GgmlDType;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::embed::model_files::{io_error, GemmaConfig};
-use crate::embed::weights::{
+use crate::gemma::error::{GemmaError, Result};
+use crate::gemma::model_files::{io_error, GemmaConfig};
+use crate::gemma::weights::{
     decode_into, dequantize_q8_0, read_at, sample_at, EmbeddingTable, RowFormat, StoredDtype,
     TensorSource,
 };
-use crate::embed::{EmbedError, Result};
 
 /// The architecture llama.cpp's converter writes for EmbeddingGemma.
 pub const ARCH: &str = "gemma-embedding";
@@ -117,7 +117,7 @@ impl GgufFile {
         // (as for every mmap-based loader); the parser checks every length against it.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_error(path, e))?;
         let content =
-            Content::read(&mut std::io::Cursor::new(&map[..])).map_err(|e| EmbedError::Gguf {
+            Content::read(&mut std::io::Cursor::new(&map[..])).map_err(|e| GemmaError::Gguf {
                 path: path.to_path_buf(),
                 message: e.to_string(),
             })?;
@@ -137,8 +137,8 @@ impl GgufFile {
         }
     }
 
-    fn bad(&self, message: String) -> EmbedError {
-        EmbedError::Gguf {
+    fn bad(&self, message: String) -> GemmaError {
+        GemmaError::Gguf {
             path: self.path.clone(),
             message,
         }
@@ -280,8 +280,8 @@ impl GgufFile {
         read_at(&self.file, &self.path, offset, len)
     }
 
-    fn dtype_error(&self, name: &str, dtype: GgmlDType) -> EmbedError {
-        EmbedError::TensorDtype {
+    fn dtype_error(&self, name: &str, dtype: GgmlDType) -> GemmaError {
+        GemmaError::TensorDtype {
             path: self.path.clone(),
             name: name.to_string(),
             dtype: format!("{dtype:?} (memoria reads F32, F16, BF16 and Q8_0)"),
@@ -294,7 +294,7 @@ impl GgufFile {
             self.content
                 .tensor_infos
                 .get(name)
-                .ok_or_else(|| EmbedError::MissingTensor {
+                .ok_or_else(|| GemmaError::MissingTensor {
                     path: self.path.clone(),
                     name: name.to_string(),
                 })?;
@@ -323,7 +323,7 @@ impl GgufFile {
     fn located(&self, name: &str, shape: &[usize]) -> Result<Located> {
         let t = self.locate(name)?;
         if t.shape != shape {
-            return Err(EmbedError::TensorShape {
+            return Err(GemmaError::TensorShape {
                 path: self.path.clone(),
                 name: name.to_string(),
                 expected: shape.to_vec(),

@@ -22,8 +22,8 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::embed::pack::Slab;
-use crate::embed::{EmbedError, Result};
+use crate::gemma::error::{GemmaError, Result};
+use crate::gemma::slab::Slab;
 
 /// The tokenizer a model runs: memoria's table-driven BPE, or the `tokenizers` crate.
 pub enum TextTokenizer {
@@ -39,7 +39,7 @@ impl TextTokenizer {
             TextTokenizer::Hf(tok) => tok
                 .encode(text, true)
                 .map(|e| e.get_ids().to_vec())
-                .map_err(|e| EmbedError::Tokenize(e.to_string())),
+                .map_err(|e| GemmaError::Tokenize(e.to_string())),
         }
     }
 
@@ -67,7 +67,7 @@ impl TextTokenizer {
 /// `tokenizer.json` → the `tokenizers` crate's tokenizer without truncation or padding
 /// (memoria does both itself).
 pub fn parse_hf(bytes: &[u8], path: &Path) -> Result<tokenizers::Tokenizer> {
-    let failed = |e: tokenizers::Error| EmbedError::Tokenizer {
+    let failed = |e: tokenizers::Error| GemmaError::Tokenizer {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
@@ -116,6 +116,7 @@ impl U64Map {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
     }
 
+    /// The value stored for `key`, if any.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
         let cap = self.slots.len() / 2;
@@ -228,6 +229,7 @@ impl FastBpe {
         })
     }
 
+    /// Token ids of `text`, with the BOS/EOS framing of the tokenizer's post-processor.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::with_capacity(text.len() / 3 + self.prefix.len() + 4);
         out.extend_from_slice(&self.prefix);

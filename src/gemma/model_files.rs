@@ -1,33 +1,47 @@
-//! The JSON files of a sentence-transformers EmbeddingGemma directory.
+//! The JSON files of a sentence-transformers EmbeddingGemma directory, read into typed
+//! configuration with errors that name the file.
+//!
+//! A sentence-transformers directory describes the model in several small files beside the
+//! weights: `config.json` (the transformer's hyper-parameters: sizes, heads, which layers
+//! attend within a sliding window, RoPE bases, special tokens: [`GemmaConfig`]),
+//! `modules.json` (the pipeline: transformer, pooling, Dense modules, normalisation:
+//! [`Pipeline`]), `config_sentence_transformers.json` (the prompts: [`StConfig`]),
+//! `sentence_bert_config.json` (the token limit: [`SbertConfig`]), `1_Pooling/config.json`
+//! ([`PoolingConfig`]) and each Dense module's `config.json` ([`DenseConfig`]). memoria runs
+//! exactly one pipeline, EmbeddingGemma's, so anything these files describe that it does not
+//! run (another architecture, CLS pooling, a Dense bias, lower-casing) is refused by name
+//! rather than run wrongly.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::embed::{EmbedError, Result};
+use crate::gemma::error::{GemmaError, Result};
 
 /// Reads and parses a JSON file, naming the file in every error.
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = read_file(path)?;
-    serde_json::from_slice(&bytes).map_err(|e| EmbedError::Json {
+    serde_json::from_slice(&bytes).map_err(|e| GemmaError::Json {
         path: path.to_path_buf(),
         message: e.to_string(),
     })
 }
 
-/// Reads a whole file; a missing file is [`EmbedError::MissingFile`].
+/// Reads a whole file; a missing file is [`GemmaError::MissingFile`].
 pub fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| io_error(path, e))
 }
 
-pub(crate) fn io_error(path: &Path, e: std::io::Error) -> EmbedError {
+/// An I/O error on `path`: [`GemmaError::MissingFile`] when it is not there, else
+/// [`GemmaError::Io`].
+pub(crate) fn io_error(path: &Path, e: std::io::Error) -> GemmaError {
     if e.kind() == std::io::ErrorKind::NotFound {
-        EmbedError::MissingFile {
+        GemmaError::MissingFile {
             path: path.to_path_buf(),
         }
     } else {
-        EmbedError::Io {
+        GemmaError::Io {
             path: path.to_path_buf(),
             source: e,
         }
@@ -138,7 +152,7 @@ pub struct GemmaConfig {
 impl GemmaConfig {
     /// Parses and validates the text of a `config.json` (`path` names it in errors).
     pub fn from_json(text: &str, path: &Path) -> Result<Self> {
-        let raw: RawConfig = serde_json::from_str(text).map_err(|e| EmbedError::Json {
+        let raw: RawConfig = serde_json::from_str(text).map_err(|e| GemmaError::Json {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
@@ -146,7 +160,7 @@ impl GemmaConfig {
     }
 
     fn from_raw(raw: RawConfig, path: &Path) -> Result<Self> {
-        let unsupported = |reason: String| EmbedError::Unsupported {
+        let unsupported = |reason: String| GemmaError::Unsupported {
             path: path.to_path_buf(),
             reason,
         };
@@ -370,7 +384,7 @@ impl Pipeline {
             match short {
                 "Transformer" => {
                     if !m.path.is_empty() {
-                        return Err(EmbedError::Unsupported {
+                        return Err(GemmaError::Unsupported {
                             path,
                             reason: format!("Transformer module in sub-directory `{}`", m.path),
                         });
@@ -385,7 +399,7 @@ impl Pipeline {
                         || pc.pooling_mode_mean_sqrt_len_tokens
                         || pc.pooling_mode_weightedmean_tokens;
                     if !pc.pooling_mode_mean_tokens || other || !pc.include_prompt {
-                        return Err(EmbedError::Unsupported {
+                        return Err(GemmaError::Unsupported {
                             path: dir.join(&m.path).join("config.json"),
                             reason: "only mean pooling with include_prompt is supported".into(),
                         });
@@ -394,7 +408,7 @@ impl Pipeline {
                 "Dense" => dense_dirs.push(dir.join(&m.path)),
                 "Normalize" => normalize = true,
                 other => {
-                    return Err(EmbedError::Unsupported {
+                    return Err(GemmaError::Unsupported {
                         path,
                         reason: format!("module type `{other}`"),
                     })
@@ -402,7 +416,7 @@ impl Pipeline {
             }
         }
         if !saw_transformer {
-            return Err(EmbedError::Unsupported {
+            return Err(GemmaError::Unsupported {
                 path,
                 reason: "no Transformer module".into(),
             });

@@ -33,8 +33,8 @@ use candle_core::{bail, CpuStorage, CustomOp1, Layout, Shape};
 use half::f16;
 use rayon::prelude::*;
 
-use crate::embed::kernels::{contiguous_f32, SyncPtr};
-use crate::embed::pack::Slab;
+use crate::gemma::kernels::{contiguous_f32, SyncPtr};
+use crate::gemma::slab::Slab;
 use crate::simd::{level, Level};
 
 /// Weights (and activations) per scale.

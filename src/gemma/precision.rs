@@ -14,7 +14,7 @@
 //!   against the PyTorch golden vectors (worst cosine ≥ 0.995).
 //!
 //! The setting is `MEMORIA_PRECISION` (the CLI's `--precision` sets it) or
-//! [`GemmaOptions::precision`](crate::embed::GemmaOptions) for library users. GPUs and the
+//! [`GemmaOptions::precision`](crate::gemma::GemmaOptions) for library users. GPUs and the
 //! generic kernels always run the working dtype, whatever the setting says.
 
 use std::fmt;

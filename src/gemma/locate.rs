@@ -302,7 +302,7 @@ pub fn dense_source(gguf: &Path) -> Option<PathBuf> {
     // Usable when its modules.json reads as a pipeline (as the load will read it) and names
     // Dense modules whose files are there.
     let usable = |dir: &Path| {
-        crate::embed::model_files::Pipeline::from_dir(dir).is_ok_and(|p| {
+        crate::gemma::model_files::Pipeline::from_dir(dir).is_ok_and(|p| {
             !p.dense_dirs.is_empty()
                 && p.dense_dirs.iter().all(|d| {
                     d.join("config.json").is_file() && d.join("model.safetensors").is_file()
@@ -322,7 +322,7 @@ pub fn dense_source(gguf: &Path) -> Option<PathBuf> {
 }
 
 fn check(dir: PathBuf, origin: &str) -> Result<ModelLocation, ModelNotFound> {
-    if crate::embed::gguf::is_gguf(&dir) {
+    if crate::gemma::gguf::is_gguf(&dir) {
         return match dir.is_file() {
             true => Ok(ModelLocation {
                 dir,
@@ -378,7 +378,8 @@ const PULL_FILES: &[&str] = &[
 /// directory. `owner/repo/file.gguf` (or `hf:owner/repo/file.gguf`) downloads that one file
 /// (such as the GGUF OpenClaw's local provider uses; ggml-org's needs no token) and returns
 /// its path. `HF_ENDPOINT` names another hub (a mirror); the token is `$HF_TOKEN`, else the
-/// one `huggingface-cli login` saved ([`saved_token`]); google/embeddinggemma-300m is gated:
+/// one `huggingface-cli login` saved (`$HF_TOKEN_PATH`, `$HF_HOME/token`,
+/// `~/.cache/huggingface/token`); google/embeddinggemma-300m is gated:
 /// accept the Gemma licence on huggingface.co first. Needs the `download` feature.
 #[cfg(feature = "download")]
 pub fn pull(repo: &str, cache: &Path) -> Result<PathBuf, PullError> {

@@ -21,11 +21,12 @@ use half::f16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
-use crate::embed::kernels::{contiguous_f32, SyncPtr};
-use crate::embed::pack::{Pack, Slab};
-use crate::embed::q8::{self, Q8Weight};
-use crate::embed::weights::TensorSource;
-use crate::embed::{EmbedError, Result};
+use crate::gemma::error::{GemmaError, Result};
+use crate::gemma::kernels::{contiguous_f32, SyncPtr};
+use crate::gemma::pack::Pack;
+use crate::gemma::q8::{self, Q8Weight};
+use crate::gemma::slab::Slab;
+use crate::gemma::weights::TensorSource;
 use crate::simd::{level, Level};
 
 /// Output rows per weight panel.
@@ -103,7 +104,7 @@ impl Projection {
                 return Ok(Projection::Half { name, weight });
             }
         }
-        let beyond = |tensor: &str, kind: &str| EmbedError::Unsupported {
+        let beyond = |tensor: &str, kind: &str| GemmaError::Unsupported {
             path: file.path().to_path_buf(),
             reason: format!(
                 "tensor `{tensor}` has weights beyond {kind}'s range \

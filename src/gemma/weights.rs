@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use serde::Deserialize;
 
-use crate::embed::model_files::io_error;
-use crate::embed::{EmbedError, Result};
+use crate::gemma::error::{GemmaError, Result};
+use crate::gemma::model_files::io_error;
 
 /// Element type of a stored tensor that we can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +30,7 @@ impl StoredDtype {
         }
     }
 
+    /// Bytes per value.
     pub fn size(self) -> usize {
         match self {
             StoredDtype::F32 => 4,
@@ -102,7 +103,7 @@ impl SafeFile {
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| io_error(path, e))?;
         let len = file.metadata().map_err(|e| io_error(path, e))?.len();
-        let bad = |message: String| EmbedError::Safetensors {
+        let bad = |message: String| GemmaError::Safetensors {
             path: path.to_path_buf(),
             message,
         };
@@ -172,6 +173,7 @@ impl SafeFile {
         &self.header
     }
 
+    /// The names of the file's tensors (in no particular order).
     pub fn names(&self) -> impl Iterator<Item = &String> {
         self.tensors.keys()
     }
@@ -181,19 +183,19 @@ impl SafeFile {
         let info = self
             .tensors
             .get(name)
-            .ok_or_else(|| EmbedError::MissingTensor {
+            .ok_or_else(|| GemmaError::MissingTensor {
                 path: self.path.clone(),
                 name: name.to_string(),
             })?;
         if info.shape != shape {
-            return Err(EmbedError::TensorShape {
+            return Err(GemmaError::TensorShape {
                 path: self.path.clone(),
                 name: name.to_string(),
                 expected: shape.to_vec(),
                 actual: info.shape.clone(),
             });
         }
-        let dtype = info.dtype.ok_or_else(|| EmbedError::TensorDtype {
+        let dtype = info.dtype.ok_or_else(|| GemmaError::TensorDtype {
             path: self.path.clone(),
             name: name.to_string(),
             dtype: info.dtype_name.clone(),
@@ -386,7 +388,7 @@ impl EmbeddingTable {
         cols: usize,
     ) -> Result<Self> {
         let path = path.to_path_buf();
-        let changed = |path: PathBuf| EmbedError::Io {
+        let changed = |path: PathBuf| GemmaError::Io {
             path,
             source: std::io::Error::other("the file changed while loading"),
         };
@@ -411,6 +413,7 @@ impl EmbeddingTable {
         })
     }
 
+    /// Values per row: the model's hidden size.
     pub fn cols(&self) -> usize {
         self.cols
     }

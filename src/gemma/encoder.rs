@@ -7,12 +7,12 @@
 
 use candle_core::{DType, Device, Tensor, D};
 
-use crate::embed::kernels::{self, AttnDims, Packing};
-use crate::embed::matmul::{Projection, WeightFormat};
-use crate::embed::model_files::{GemmaConfig, LayerKind};
-use crate::embed::pack::Pack;
-use crate::embed::weights::TensorSource;
-use crate::embed::Result;
+use crate::gemma::error::Result;
+use crate::gemma::kernels::{self, AttnDims, Packing};
+use crate::gemma::matmul::{Projection, WeightFormat};
+use crate::gemma::model_files::{GemmaConfig, LayerKind};
+use crate::gemma::pack::Pack;
+use crate::gemma::weights::TensorSource;
 
 /// Which implementation runs the non-matmul work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,10 +198,12 @@ impl Encoder {
         })
     }
 
+    /// The device the encoder's weights are on.
     pub fn device(&self) -> &Device {
         &self.device
     }
 
+    /// Which implementation runs the non-matmul work.
     pub fn kernels(&self) -> Kernels {
         self.kernels
     }

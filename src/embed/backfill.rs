@@ -1,7 +1,8 @@
-//! Batch indexing (`remote.batch`, SPEC §7): large backfills go through the provider's
-//! asynchronous batch API ([`BatchApi`]: OpenAI's Batch API, Gemini's
-//! `asyncBatchEmbedContent`), which costs less than direct requests but answers in minutes
-//! to hours.
+//! Backfills through batch jobs (`remote.batch`, SPEC §7): the policy of when a large
+//! backfill goes through the provider's asynchronous batch API ([`BatchApi`]: OpenAI's
+//! Batch API, Gemini's `asyncBatchEmbedContent`), which costs less than direct requests but
+//! answers in minutes to hours. The HTTP side of those APIs is `remote/batch_api.rs`; this
+//! file is pure over the [`BatchApi`] trait (tests run it against a stand-in).
 //!
 //! [`run`] takes the texts a sync still needs vectors for and the jobs recorded by earlier
 //! syncs (`<agent dir>/batches.json`, see [`PendingJob`]), and:
@@ -28,7 +29,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BatchApi, EmbedError, JobState};
+use crate::embed::embedder::{BatchApi, EmbedError, JobState};
 
 /// A submitted job, recorded in the agent directory until its vectors are read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -379,7 +380,7 @@ fn poll_once(api: &dyn BatchApi, job: &PendingJob, shared: &Mutex<Shared>) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::BatchOptions;
+    use crate::embed::embedder::BatchOptions;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 

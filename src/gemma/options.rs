@@ -1,0 +1,98 @@
+//! How the model is asked to embed: its prompts, its output sizes and the load options.
+//!
+//! EmbeddingGemma was trained with a prompt before every text, and which prompt says what
+//! the text is for: a search query (`task: search result | query: `) or a document to be
+//! found (`title: none | text: `). The same words embed to different vectors under the two
+//! prompts, and retrieval works because queries and documents are each embedded under
+//! their own ([`Prompt`]). A model directory may name other prompts in
+//! `config_sentence_transformers.json`; a GGUF file names none, so the defaults apply.
+//!
+//! It was also trained with Matryoshka representation learning: the first 512, 256 or 128
+//! of its 768 values are themselves a usable embedding once re-normalised
+//! ([`MATRYOSHKA_DIMS`], [`truncate_dims`]), trading a little accuracy for a smaller
+//! index.
+//!
+//! [`GemmaOptions`] gathers everything a load can be told: output size, prompts, token
+//! limits, dtype, kernels, the packed-model cache, the precision of the linear layers and,
+//! for a GGUF file without them, where the Dense layers come from.
+
+use std::path::PathBuf;
+
+use candle_core::DType;
+
+use crate::gemma::precision::Precision;
+
+/// The query prompt EmbeddingGemma was trained with, used when the model directory names
+/// none.
+pub const DEFAULT_QUERY_PROMPT: &str = "task: search result | query: ";
+/// The document prompt EmbeddingGemma was trained with.
+pub const DEFAULT_DOCUMENT_PROMPT: &str = "title: none | text: ";
+
+/// Which of the model's two prompts goes before a text: what the text is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Prompt {
+    /// A search query ([`DEFAULT_QUERY_PROMPT`] unless the model names another).
+    Query,
+    /// A document to be found ([`DEFAULT_DOCUMENT_PROMPT`] unless the model names another).
+    Document,
+}
+
+/// How to load and run the model.
+#[derive(Debug, Clone)]
+pub struct GemmaOptions {
+    /// Output size: `None` for the model's full size, or a Matryoshka size (512/256/128):
+    /// vectors are truncated and re-normalised.
+    pub dims: Option<usize>,
+    /// Overrides the query prompt of `config_sentence_transformers.json`.
+    pub query_prompt: Option<String>,
+    /// Overrides the document prompt of `config_sentence_transformers.json`.
+    pub document_prompt: Option<String>,
+    /// Token limit (prompt and BOS/EOS included); default `max_seq_length` (2048).
+    pub max_tokens: Option<usize>,
+    /// Tokens per forward pass: texts are sorted by length and packed until this many.
+    pub batch_tokens: usize,
+    /// Working dtype: default f32. BF16 is accepted on GPU devices only.
+    pub dtype: Option<DType>,
+    /// Force the plain-candle implementation even where fused CPU kernels apply.
+    pub generic_kernels: bool,
+    /// memoria's cache directory: the fused CPU path keeps its packed model (weights in the
+    /// kernels' layout, tokenizer tables) in `<cache_dir>/packed/`, written on the first load
+    /// and memory-mapped on later ones (see `pack.rs`). `None` loads from the source files.
+    pub cache_dir: Option<PathBuf>,
+    /// The arithmetic of the fused CPU kernels' linear layers (`precision.rs`); other
+    /// devices and the generic kernels run `dtype`.
+    pub precision: Precision,
+    /// For a GGUF file without the Dense layers (as published): a sentence-transformers
+    /// directory whose `2_Dense`/`3_Dense` modules are applied after it. `None` embeds as
+    /// llama.cpp does with such a file (the pooled transformer output: another space).
+    pub dense_dir: Option<PathBuf>,
+}
+
+impl Default for GemmaOptions {
+    fn default() -> Self {
+        GemmaOptions {
+            dims: None,
+            query_prompt: None,
+            document_prompt: None,
+            max_tokens: None,
+            batch_tokens: 2048,
+            dtype: None,
+            generic_kernels: false,
+            cache_dir: None,
+            precision: Precision::Auto,
+            dense_dir: None,
+        }
+    }
+}
+
+/// Output sizes EmbeddingGemma was trained for (Matryoshka representation learning).
+pub const MATRYOSHKA_DIMS: &[usize] = &[768, 512, 256, 128];
+
+/// Keeps the first `dims` values of `vector` and re-normalises them to unit length
+/// (Matryoshka); a vector already no longer than `dims` is left as it is.
+pub fn truncate_dims(vector: &mut Vec<f32>, dims: usize) {
+    if dims < vector.len() {
+        vector.truncate(dims);
+        crate::simd::l2_normalize(vector);
+    }
+}
