@@ -10,6 +10,7 @@ use super::resolution::finalize;
 
 /// Embedding provider (`memorySearch.provider`, `memorySearch.fallback`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ProviderKind {
     /// Pick one (SPEC §7): local model if present, else OpenAI, else Gemini, else none.
     Auto,
@@ -18,6 +19,7 @@ pub enum ProviderKind {
     /// EmbeddingGemma on candle.
     Local,
     /// OpenAI or an OpenAI-compatible endpoint.
+    #[cfg_attr(feature = "cli", value(name = "openai"))]
     OpenAi,
     /// Google Gemini embeddings API.
     Gemini,
@@ -112,6 +114,7 @@ impl Backend {
 /// The kind of chat a search serves (OpenClaw's `chatType`): it decides whether citations
 /// (`auto`) and QMD hits (`memory.qmd.scope`) are shown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ChatType {
     /// A one-to-one chat with the agent's owner; also the CLI's and the library's default.
     #[default]

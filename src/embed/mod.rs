@@ -48,6 +48,7 @@ pub(crate) use provider::ResolvedEmbedder;
 
 /// Whether a text is a search query or a document to be indexed; selects the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum EmbedKind {
     /// A search query (EmbeddingGemma's query prompt).
     Query,
