@@ -52,6 +52,10 @@ mod rng;
 mod workspace;
 use workspace::{generate_workspace, queries, vocabulary};
 
+/// The local calendar the server uses.
+#[path = "../src/cli/daily.rs"]
+#[allow(dead_code)]
+mod daily;
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
 /// The `memoria mcp` server itself, served here over an in-memory pipe.

@@ -28,6 +28,8 @@ use serde_json::{json, Value};
 use memoria::config::{Chat, ChatType};
 use memoria::{Corpus, Memory, SearchOptions};
 
+use crate::daily::{session_context, today};
+
 /// One served agent.
 pub struct Agent {
     pub id: String,
@@ -309,29 +311,6 @@ pub async fn serve(
 
 /// A tool result: the payload as structured content and as its one text item, the same
 /// bytes the CLI's `--json` prints.
-/// Today in the user's time zone, `YYYY-MM-DD`: the daily log of the moment.
-pub fn today() -> String {
-    jiff::Zoned::now().date().to_string()
-}
-
-/// What a session reads at start (the memory docs' routine): yesterday's and today's daily
-/// logs (local dates), and `MEMORY.md` first in a private main session only; the files that
-/// exist, as `{"path", "text"}`.
-pub fn session_context(memory: &Memory, private: bool) -> Vec<Value> {
-    let today = jiff::Zoned::now().date();
-    let mut days: Vec<String> = today
-        .yesterday()
-        .map(|d| d.to_string())
-        .into_iter()
-        .collect();
-    days.push(today.to_string());
-    memory
-        .session_context(&days, private)
-        .into_iter()
-        .map(|file| json!({"path": file.path, "text": file.text}))
-        .collect()
-}
-
 fn result(payload: &impl serde::Serialize, is_error: bool) -> Result<CallToolResult, McpError> {
     let text = serde_json::to_string(payload)
         .map_err(|err| McpError::internal_error(format!("serialising the payload: {err}"), None))?;
