@@ -52,7 +52,7 @@ mod rng;
 mod workspace;
 use workspace::{generate_workspace, queries, vocabulary};
 
-/// The local calendar the server uses.
+/// The local calendar and the tools' argument types, which the server uses.
 #[path = "../src/cli/daily.rs"]
 #[allow(dead_code)]
 mod daily;
@@ -62,6 +62,9 @@ mod hash_embedder;
 #[path = "../src/cli/mcp.rs"]
 #[allow(dead_code)]
 mod mcp;
+#[path = "../src/cli/tool_args/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod tool_args;
 use hash_embedder::HashEmbedder;
 
 const DIMS: usize = 768;

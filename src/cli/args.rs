@@ -1,5 +1,6 @@
 //! The command line: clap's types for the global options and each command's arguments.
-//! Choices are the library's own enums ([`plain`]).
+//! Choices are the library's own enums ([`plain`]); the search options are checked by the
+//! types the MCP tool uses ([`Count`], [`Fraction`]).
 
 use std::path::PathBuf;
 
@@ -10,6 +11,8 @@ use memoria::config::{ChatType, ProviderKind};
 use memoria::embed::{EmbedKind, Precision};
 use memoria::eval::EvalMode;
 use memoria::Corpus;
+
+use crate::tool_args::{Count, Fraction};
 
 /// Hybrid memory search for AI agents' Markdown memory (OpenClaw-compatible).
 #[derive(Parser)]
@@ -173,10 +176,10 @@ pub struct Search {
     pub queries: Option<PathBuf>,
     /// Results to return (default: the config's query.maxResults, 6).
     #[arg(short = 'n', long, value_name = "N")]
-    pub max_results: Option<usize>,
+    pub max_results: Option<Count>,
     /// Lowest score returned, 0 to 1 (default: the config's query.minScore, 0.35).
     #[arg(long, value_name = "X")]
-    pub min_score: Option<f64>,
+    pub min_score: Option<Fraction>,
     /// Which sources to search: memory, sessions or all (default: every enabled one).
     #[arg(long, value_parser = plain::<Corpus>(), default_value = "all")]
     pub corpus: Corpus,

@@ -6,7 +6,7 @@
 //! - `commands/`: one module per command or family of commands;
 //! - `render`: human output shared by commands (status, the live sync's lines);
 //! - `daily`: the local calendar of the daily logs (`append`, `context`, `flush-plan`, MCP);
-//! - `mcp`: the MCP server.
+//! - `mcp` and `tool_args`: the MCP server, and its tools' argument types.
 
 mod args;
 mod commands;
@@ -14,6 +14,7 @@ mod daily;
 mod mcp;
 mod render;
 mod setup;
+mod tool_args;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

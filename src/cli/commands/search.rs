@@ -7,24 +7,22 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
-use memoria::config::Chat;
 use memoria::{Memory, SearchOptions};
 
 use crate::args::{Get, Search};
+use crate::tool_args::search_options;
 use crate::EXIT_NOT_FOUND;
 
 /// `memoria search`.
 pub fn search(memory: &Memory, args: &Search) -> Result<ExitCode> {
-    let options = SearchOptions {
-        max_results: args.max_results,
-        min_score: args.min_score,
-        corpus: args.corpus,
-        chat: Chat {
-            chat_type: args.chat_type,
-            channel: args.channel.clone(),
-            session_key: args.session_key.clone(),
-        },
-    };
+    let options = search_options(
+        args.max_results,
+        args.min_score,
+        Some(args.corpus),
+        Some(args.chat_type),
+        args.channel.clone(),
+        args.session_key.clone(),
+    );
     match (&args.query, &args.queries) {
         (_, Some(file)) => search_batch(memory, file, &options),
         (Some(query), None) => search_one(memory, query, &options, args.json),
