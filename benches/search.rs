@@ -53,12 +53,19 @@ mod rng;
 mod workspace;
 use workspace::{generate_workspace, queries, vocabulary};
 
+/// The local calendar and the tools' argument types, which the server uses.
+#[path = "../src/cli/daily.rs"]
+#[allow(dead_code)]
+mod daily;
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
 /// The `memoria mcp` server itself, served here over an in-memory pipe.
 #[path = "../src/cli/mcp.rs"]
 #[allow(dead_code)]
 mod mcp;
+#[path = "../src/cli/tool_args/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod tool_args;
 use hash_embedder::HashEmbedder;
 
 const DIMS: usize = 768;

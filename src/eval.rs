@@ -104,6 +104,7 @@ pub type Opener<'a> = dyn Fn(Settings) -> Result<Memory> + 'a;
 
 /// Retrieval modes compared by `memoria eval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum EvalMode {
     /// Keyword only (no embedder).
     Bm25,

@@ -3,6 +3,7 @@
 /// The kind of chat a search serves (OpenClaw's `chatType`): it decides whether citations
 /// (`auto`) and QMD hits (`memory.qmd.scope`) are shown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ChatType {
     /// A one-to-one chat with the agent's owner; also the CLI's and the library's default.
     #[default]

@@ -8,6 +8,7 @@ use super::secret::Secret;
 
 /// Embedding provider (`memorySearch.provider`, `memorySearch.fallback`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ProviderKind {
     /// Pick one (SPEC §7): local model if present, else OpenAI, else Gemini, else none.
     Auto,
@@ -16,6 +17,7 @@ pub enum ProviderKind {
     /// EmbeddingGemma on candle.
     Local,
     /// OpenAI or an OpenAI-compatible endpoint.
+    #[cfg_attr(feature = "cli", value(name = "openai"))]
     OpenAi,
     /// Google Gemini embeddings API.
     Gemini,

@@ -22,6 +22,7 @@ use crate::gemma::GemmaError;
 /// the two differently: EmbeddingGemma with its query or document prompt, Gemini with its
 /// `RETRIEVAL_QUERY` or `RETRIEVAL_DOCUMENT` task type, Voyage with its `input_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum EmbedKind {
     /// A search query (EmbeddingGemma's query prompt).
     Query,

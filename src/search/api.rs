@@ -97,6 +97,7 @@ pub struct SearchOptions {
 
 /// The `corpus` argument of `memory_search`: which sources a search covers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Corpus {
     /// Every enabled source (`all`, the default).
     #[default]

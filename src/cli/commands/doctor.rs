@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use memoria::config::{self, ProviderKind, Settings};
-use memoria::WatcherState;
 
-use super::{apply_overrides, env_for, load_config, model_search, open_memory, Cli};
+use crate::args::Cli;
+use crate::render::watcher;
+use crate::setup::{apply_overrides, env_for, load_config, model_search, open_memory};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -46,7 +47,7 @@ fn problem(level: Level, area: &'static str, what: impl Into<String>, fix: &str)
 
 /// Runs every check, prints one line per finding (and its fix), and exits 1 when any
 /// check failed.
-pub(crate) fn doctor(cli: &Cli, agent: &str) -> Result<ExitCode> {
+pub fn doctor(cli: &Cli, agent: &str) -> Result<ExitCode> {
     let findings = check(cli, agent)?;
     for f in &findings {
         let level = match f.level {
@@ -262,12 +263,7 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     // The live sync.
     match &status.live {
         Some(live) => {
-            let state = match live.watcher {
-                WatcherState::Watching => "watching",
-                WatcherState::Polling => "polling",
-                WatcherState::Off => "off",
-            };
-            let what = format!("process {}: {state}", live.pid);
+            let what = format!("process {}: {}", live.pid, watcher(live.watcher));
             match (&live.reason, &live.last_sync_error) {
                 (None, None) => out.push(ok("live", what)),
                 (reason, error) => out.push(problem(

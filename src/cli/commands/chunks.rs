@@ -1,0 +1,68 @@
+//! `memoria chunks`: the chunks memoria makes of one Markdown file.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use memoria::config::Settings;
+use memoria::{chunk_markdown, ChunkParams};
+
+use crate::args::Chunks;
+use crate::render::count;
+
+/// `memoria chunks`.
+pub fn chunks(settings: &Settings, args: &Chunks) -> Result<ExitCode> {
+    let (file, (text, lossy)) = if args.file == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).context("reading stdin")?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let lossy = std::str::from_utf8(&bytes).is_err();
+        (PathBuf::from("<stdin>"), (text, lossy))
+    } else {
+        let file = settings.workspace.join(&args.file);
+        let read = memoria::read_text(&file)?;
+        (file, read)
+    };
+    if lossy {
+        eprintln!(
+            "warning: {}: invalid UTF-8 replaced with U+FFFD",
+            file.display()
+        );
+    }
+    let params = ChunkParams {
+        tokens: settings.chunking.tokens,
+        overlap: settings.chunking.overlap,
+    };
+    let chunks = chunk_markdown(&text, params);
+    if args.json {
+        let rows: Vec<serde_json::Value> = chunks
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "startLine": c.start_line, "endLine": c.end_line,
+                    "hash": c.hash, "chars": c.text.encode_utf16().count(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{}: {} (budget {} chars, overlap {} chars)",
+        file.display(),
+        count(chunks.len() as u64, "chunk"),
+        params.max_chars(),
+        params.overlap_chars()
+    );
+    for c in &chunks {
+        println!(
+            "  L{}-L{}  {:>5} chars  {}",
+            c.start_line,
+            c.end_line,
+            c.text.encode_utf16().count(),
+            &c.hash[..12]
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,86 @@
+//! `memoria index` (with a progress bar) and `memoria status`: the index, brought up to date
+//! and described.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use memoria::{Memory, SyncProgress};
+
+use crate::args::Status;
+use crate::render::{self, count};
+
+/// `memoria index`.
+pub fn index(memory: Memory, force: bool) -> Result<ExitCode> {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} indexing [{bar:30}] {bytes}/{total_bytes} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = memory.sync(force, &|p| match p {
+        SyncProgress::Files {
+            files_done,
+            files_total,
+            bytes_done,
+            bytes_total,
+        } => {
+            bar.set_length(bytes_total);
+            bar.set_position(bytes_done);
+            bar.set_message(format!("{files_done}/{files_total} files"));
+        }
+        SyncProgress::Embedding {
+            chunks_done,
+            chunks_total,
+        } => {
+            if bar.length() != Some(chunks_total as u64) {
+                // From bytes to chunks: restart the position, rate and ETA (the bar said
+                // `74802/76 chunks 0.001/s` when it kept the byte count).
+                bar.reset();
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{spinner} embedding [{bar:30}] {pos}/{len} chunks {per_sec} eta {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar.set_length(chunks_total as u64);
+            }
+            bar.set_position(chunks_done as u64);
+        }
+    })?;
+    bar.finish_and_clear();
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let skipped = match report.warnings.len() {
+        0 => String::new(),
+        1 => ", 1 warning (above; `memoria status` lists it)".to_string(),
+        n => format!(", {n} warnings (above; `memoria status` lists them)"),
+    };
+    println!(
+        "indexed {} ({} changed, {} removed), {} in {:.2}s{}{skipped} → {}",
+        count(report.files as u64, "file"),
+        report.indexed,
+        report.removed,
+        count(report.chunks, "chunk"),
+        report.seconds,
+        if report.rebuilt {
+            " (new generation)"
+        } else {
+            ""
+        },
+        memory.agent_root().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memoria status`.
+pub fn status(memory: Memory, args: &Status) -> Result<ExitCode> {
+    let status = memory.status()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print!("{}", render::status(&status));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,212 @@
+//! Human output shared by several commands: `status`, the live sync's log lines (`watch`,
+//! `mcp`), the watcher's state (`status`, `doctor`, the log lines) and counts.
+
+use std::fmt::Write;
+
+use memoria::{LiveEvent, Status, WatcherState};
+
+/// `n noun` or `n nouns`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// What the watcher is doing, in a word: `watching`, `polling` or `off`.
+pub fn watcher(state: WatcherState) -> &'static str {
+    match state {
+        WatcherState::Watching => "watching",
+        WatcherState::Polling => "polling",
+        WatcherState::Off => "off",
+    }
+}
+
+/// `memoria status`, one `name  value` line per fact.
+pub fn status(status: &Status) -> String {
+    let mut out = String::new();
+    let mut line = |name: &str, value: &dyn std::fmt::Display| {
+        let _ = writeln!(out, "{name:<12} {value}");
+    };
+    line("agent", &status.agent_id);
+    line("agent dir", &status.agent_dir);
+    line("workspace", &status.workspace);
+    if !status.extra_paths.is_empty() {
+        line("extra paths", &status.extra_paths.join(", "));
+    }
+    match status.generation {
+        Some(generation) => line("generation", &generation),
+        None => line("generation", &"(none yet)"),
+    }
+    line("files", &status.files);
+    line("chunks", &status.chunks);
+    line("bytes", &status.bytes);
+    line(
+        "chunking",
+        &format!(
+            "{} tokens, {} overlap; sources {}",
+            status.identity.chunk_tokens,
+            status.identity.chunk_overlap,
+            status.identity.sources.join(",")
+        ),
+    );
+    if let Some(qmd) = &status.qmd {
+        line(
+            "backend",
+            &format!(
+                "qmd ({}; now answering: {}); collections {}",
+                qmd.command,
+                qmd.serving,
+                qmd.collections.join(",")
+            ),
+        );
+    }
+    line(
+        "mode",
+        &format!("{} (provider {})", status.mode, status.provider),
+    );
+    if let Some(fallback) = &status.fallback {
+        line(
+            "fallback",
+            &format!("from {}: {}", fallback.from, fallback.reason),
+        );
+    }
+    if let Some(embedding) = &status.embedding {
+        let model = status.model.as_deref().unwrap_or("?");
+        let vectors = status.vectors.unwrap_or(0);
+        let device = embedding
+            .device
+            .as_deref()
+            .map_or(String::new(), |d| format!(" on {d}"));
+        line(
+            "model",
+            &format!(
+                "{model} ({} dims){device}; {vectors} vectors",
+                embedding.dims
+            ),
+        );
+        if let Some(source) = &embedding.key_source {
+            line("api key", &format!("from {source}"));
+        }
+        if let Some(batch) = &embedding.batch {
+            line(
+                "batch API",
+                &format!(
+                    "{batch}; {} job(s) pending, {} chunk(s) waiting",
+                    embedding.batch_jobs, embedding.awaiting_batch
+                ),
+            );
+        }
+        if let Some(error) = &embedding.last_error {
+            line("embed error", error);
+        }
+    }
+    line(
+        "fresh",
+        &if status.dirty {
+            "no: the workspace changed since the last sync"
+        } else {
+            "yes"
+        },
+    );
+    match &status.live {
+        Some(live) => {
+            let state = match live.watcher {
+                WatcherState::Off => "watcher off",
+                state => watcher(state),
+            };
+            let mut text = format!("{state} (process {}, {} syncs", live.pid, live.syncs);
+            if let Some(at) = live.last_sync_at {
+                let _ = write!(text, ", last at unix {at}");
+            }
+            text.push(')');
+            if let Some(reason) = &live.reason {
+                let _ = write!(text, ": {reason}");
+            }
+            line("live", &text);
+            if let Some(error) = &live.last_sync_error {
+                line("live error", error);
+            }
+        }
+        None => line(
+            "live",
+            &"no live sync (`memoria mcp` or `memoria watch` keep the index fresh)",
+        ),
+    }
+    for warning in &status.warnings {
+        line("warning", warning);
+    }
+    out
+}
+
+/// One log line for a live-sync event (`watch` and `mcp` print them on stderr).
+pub fn live_line(event: &LiveEvent) -> String {
+    let now = clock();
+    match event {
+        LiveEvent::Synced(report) => {
+            let mut line = format!(
+                "{now} synced: {} ({} changed, {} removed), {}",
+                count(report.files as u64, "file"),
+                report.indexed,
+                report.removed,
+                count(report.chunks, "chunk")
+            );
+            if report.embedded + report.cached > 0 {
+                let _ = write!(
+                    line,
+                    ", {} embedded, {} reused",
+                    report.embedded, report.cached
+                );
+            }
+            let _ = write!(line, " in {:.2}s", report.seconds);
+            if report.deferred > 0 {
+                let _ = write!(
+                    line,
+                    "; {} transcript(s) below sync.sessions thresholds wait",
+                    report.deferred
+                );
+            }
+            if let Some(error) = &report.embed_error {
+                let _ = write!(line, "; embedding failed: {error}");
+            }
+            for warning in &report.warnings {
+                let _ = write!(line, "\n{now} warning: {warning}");
+            }
+            line
+        }
+        LiveEvent::Failed(error) => format!("{now} sync failed (retrying with backoff): {error}"),
+        LiveEvent::Busy => {
+            format!("{now} index busy: another process is writing; retrying in 2 s")
+        }
+        LiveEvent::Watcher(status) => {
+            let mut line = format!("{now} watcher {}", watcher(status.watcher));
+            if !status.roots.is_empty() {
+                let _ = write!(line, ": {}", status.roots.join(", "));
+            }
+            if let Some(reason) = &status.reason {
+                let _ = write!(line, " ({reason})");
+            }
+            line
+        }
+    }
+}
+
+/// The time of day in UTC, `HH:MM:SSZ` (no time-zone database is read).
+fn clock() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}Z", day / 3600, day % 3600 / 60, day % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts() {
+        assert_eq!(super::count(0, "chunk"), "0 chunks");
+        assert_eq!(super::count(1, "chunk"), "1 chunk");
+        assert_eq!(super::count(2, "file"), "2 files");
+    }
+}

@@ -1,0 +1,180 @@
+//! The MCP tools' arguments: one type per tool, from which both its JSON input schema
+//! ([`schema`], schemars) and its parsing ([`parse`], serde) come, so each argument is
+//! written once: its name, type, description and bounds.
+//!
+//! Every refusal names its key: `` `maxResults`: expected a whole number of at least 1, got
+//! 0 ``, `` `query` is required ``, `` unknown argument `limit` (expected query, …) ``. A
+//! null value reads as an absent key, and an absent key as null: an optional argument is an
+//! `Option`. `memoria search` checks its options with the same
+//! types ([`Count`], [`Fraction`]) and builds them with the same [`search_options`].
+//!
+//! - this module: the four tools' argument types, the search options, the schema;
+//! - `kinds`: the kinds of argument, each with its check and its schema ([`Count`],
+//!   [`Fraction`], [`Choice`], [`Flag`]);
+//! - `read`: serde reading a JSON object with errors that name their key.
+
+mod kinds;
+mod read;
+#[cfg(test)]
+mod tests;
+
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use memoria::config::{Chat, ChatType};
+use memoria::{Corpus, SearchOptions};
+
+pub use kinds::{Choice, Count, Flag, Fraction};
+
+/// `memory_search`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchArgs {
+    /// What to recall, in natural language or keywords.
+    pub query: String,
+    /// Results to return (default: query.maxResults, 6).
+    pub max_results: Option<Count>,
+    /// Lowest score returned (default: query.minScore, 0.35).
+    pub min_score: Option<Fraction>,
+    /// Which sources to search (default: every enabled source).
+    pub corpus: Option<Choice<Corpus>>,
+    #[schemars(
+        description = "The chat this search serves (default: direct). Citations are hidden in \
+            group and channel chats; with the QMD backend, memory.qmd.scope decides whether \
+            results are shown."
+    )]
+    pub chat_type: Option<Choice<ChatType>>,
+    /// The chat's channel (telegram, discord, …), for memory.qmd.scope.
+    pub channel: Option<String>,
+    /// The session key, for memory.qmd.scope's keyPrefix rules.
+    pub session_key: Option<String>,
+    /// Which agent's memory: offered by the server only when it serves several.
+    #[schemars(skip)]
+    pub agent: Option<String>,
+}
+
+impl SearchArgs {
+    /// The query and the search's options.
+    pub fn into_search(self) -> (String, SearchOptions) {
+        let options = search_options(
+            self.max_results,
+            self.min_score,
+            self.corpus.map(|c| c.0),
+            self.chat_type.map(|c| c.0),
+            self.channel,
+            self.session_key,
+        );
+        (self.query, options)
+    }
+}
+
+/// A search's options, from `memory_search`'s arguments or `memoria search`'s flags (both
+/// checked by their types); what is not given takes the configured default.
+pub fn search_options(
+    max_results: Option<Count>,
+    min_score: Option<Fraction>,
+    corpus: Option<Corpus>,
+    chat_type: Option<ChatType>,
+    channel: Option<String>,
+    session_key: Option<String>,
+) -> SearchOptions {
+    SearchOptions {
+        max_results: max_results.map(|n| n.0),
+        min_score: min_score.map(|x| x.0),
+        corpus: corpus.unwrap_or_default(),
+        chat: Chat {
+            chat_type: chat_type.unwrap_or_default(),
+            channel,
+            session_key,
+        },
+    }
+}
+
+/// `memory_get`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetArgs {
+    /// A memory file, relative to the workspace (MEMORY.md, memory/…), as memory_search cites it.
+    pub path: String,
+    /// First line, 1-based (default: the whole file).
+    pub from: Option<Count>,
+    /// Number of lines from `from`.
+    pub lines: Option<Count>,
+    /// Which agent's memory: offered by the server only when it serves several.
+    #[schemars(skip)]
+    pub agent: Option<String>,
+}
+
+/// `memory_append`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendArgs {
+    /// The note to keep: a line or a few (Markdown).
+    pub text: String,
+    /// The daily log to append to, YYYY-MM-DD (default: today, local time).
+    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))]
+    pub date: Option<String>,
+    /// Which agent's memory: offered by the server only when it serves several.
+    #[schemars(skip)]
+    pub agent: Option<String>,
+}
+
+/// `memory_context`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextArgs {
+    /// A private main session: MEMORY.md too (never in group or channel chats; default false).
+    pub private: Option<Flag>,
+    /// Which agent's memory: offered by the server only when it serves several.
+    #[schemars(skip)]
+    pub agent: Option<String>,
+}
+
+impl ContextArgs {
+    /// Whether the session is a private main session (absent: not).
+    pub fn private(&self) -> bool {
+        self.private.is_some_and(|flag| flag.0)
+    }
+}
+
+/// `T`'s JSON schema as a tool's input schema: an object of the arguments, with their
+/// descriptions, bounds and choices, `required` and `additionalProperties: false`. Optional
+/// arguments keep their plain type (a null is read as absent, and not every client reads
+/// type lists).
+pub fn schema<T: JsonSchema>() -> Map<String, Value> {
+    let schema = SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let Value::Object(mut object) = schema.to_value() else {
+        return Map::new();
+    };
+    for key in ["$schema", "title", "description"] {
+        object.remove(key);
+    }
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for property in properties.values_mut() {
+            let Value::Object(property) = property else {
+                continue;
+            };
+            if let Some(Value::Array(types)) = property.get_mut("type") {
+                types.retain(|t| t != "null");
+                if let [one] = types.as_slice() {
+                    let one = one.clone();
+                    property.insert("type".into(), one);
+                }
+            }
+            if let Some(Value::Array(names)) = property.get_mut("enum") {
+                names.retain(|name| !name.is_null());
+            }
+        }
+    }
+    object
+}
+
+/// Reads a tool call's arguments as `T`; the error names the key (see the module docs).
+pub fn parse<T: DeserializeOwned>(arguments: &Map<String, Value>) -> Result<T, String> {
+    read::read(arguments)
+}
