@@ -347,6 +347,42 @@ fn hybrid_disabled_serves_vector_results_filtered_by_min_score() {
 }
 
 #[test]
+fn lexical_only_scores_by_keywords_without_embedding_the_query() {
+    // OpenClaw's `lexicalOnly` (its fast recall paths): the embedder is loaded, the index
+    // has vectors, and still only BM25 ranks, as a keyword-only configuration would.
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    let lexical = SearchOptions {
+        lexical_only: true,
+        min_score: Some(0.0),
+        ..SearchOptions::default()
+    };
+    let response = memory.search("vet vaccine for the cat", &lexical).unwrap();
+    assert_eq!(response.served.mode, Mode::FtsOnly);
+    assert_eq!(response.served.fallback, None, "asked for, not a fallback");
+    assert!(!response.hits.is_empty());
+    assert!(response.hits.iter().all(|h| h.vector_score.is_none()));
+    let mut s = settings(tmp.path());
+    s.provider = ProviderKind::None;
+    let keyword_only = Memory::open(s).unwrap();
+    let want = keyword_only
+        .search("vet vaccine for the cat", &lexical)
+        .unwrap();
+    let ranked = |r: &memoria::SearchResponse| -> Vec<(String, usize, f64)> {
+        r.hits
+            .iter()
+            .map(|h| (h.path.clone(), h.start_line, h.score))
+            .collect()
+    };
+    assert_eq!(ranked(&response), ranked(&want));
+    // Without it, the same memory answers hybrid.
+    let hybrid = memory
+        .search("vet vaccine for the cat", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(hybrid.served.mode, Mode::Hybrid);
+}
+
+#[test]
 fn no_provider_is_keyword_only_without_fallback() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = settings(tmp.path());

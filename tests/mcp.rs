@@ -172,6 +172,11 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
             ],
             json!({"query": "postgres", "chatType": "group", "channel": "discord", "sessionKey": "agent:main:1"}),
         ),
+        // OpenClaw's lexicalOnly: keyword scoring without embedding the query.
+        (
+            &["postgres cutover", "--lexical-only"],
+            json!({"query": "postgres cutover", "lexicalOnly": true}),
+        ),
     ];
     let gets: &[(&[&str], Value)] = &[
         (&["MEMORY.md"], json!({"path": "MEMORY.md"})),
@@ -221,6 +226,14 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
             "`from`",
         ),
         (
+            json!({"name": "memory_search", "arguments": {"query": "x", "lexicalOnly": "yes"}}),
+            "`lexicalOnly`: expected true or false",
+        ),
+        (
+            json!({"name": "memory_status", "arguments": {"verbose": true}}),
+            "unknown argument `verbose`",
+        ),
+        (
             json!({"name": "memory_forget", "arguments": {}}),
             "unknown tool \"memory_forget\"",
         ),
@@ -232,6 +245,7 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
     // serving after every error.
     calls.push(json!({"name": "memory_get", "arguments": {"path": "../outside.md"}}));
     calls.push(json!({"name": "memory_search", "arguments": searches[0].1}));
+    calls.push(json!({"name": "memory_status", "arguments": {}}));
 
     let out = client(&python, tmp.path(), &g, Value::Array(calls));
     assert_eq!(out["serverName"], "memoria");
@@ -247,8 +261,13 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
             "memory_search",
             "memory_get",
             "memory_append",
-            "memory_context"
+            "memory_context",
+            "memory_status"
         ]
+    );
+    assert_eq!(
+        out["tools"][0]["inputSchema"]["properties"]["lexicalOnly"]["type"],
+        "boolean"
     );
     assert_eq!(out["tools"][2]["inputSchema"]["required"], json!(["text"]));
     assert_eq!(out["tools"][0]["inputSchema"]["required"], json!(["query"]));
@@ -287,6 +306,26 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
     assert_eq!(
         ok_text(&results[i + 1], false),
         cli(&g, &["search", "postgres cutover downtime", "--json"])
+    );
+    // memory_status: the report `memoria status --json` prints, from the serving process
+    // (with its own live sync, which the CLI run after the server is gone cannot see).
+    let status: Value = serde_json::from_str(&ok_text(&results[i + 2], false)).unwrap();
+    let from_cli: Value = serde_json::from_str(&cli(&g, &["status", "--json"])).unwrap();
+    for key in [
+        "agentId",
+        "workspace",
+        "files",
+        "chunks",
+        "mode",
+        "provider",
+        "identity",
+    ] {
+        assert_eq!(status[key], from_cli[key], "{key}");
+    }
+    assert!(status["files"].as_u64().unwrap() > 0, "{status}");
+    assert!(
+        status["live"]["pid"].is_u64(),
+        "the server's own live sync: {status}"
     );
 }
 

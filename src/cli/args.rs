@@ -125,8 +125,9 @@ pub enum Command {
     /// Keep the index fresh in the foreground: watch the workspace (and sessions) and print
     /// one line per sync, until Ctrl-C or SIGTERM.
     Watch,
-    /// Serve memory_search and memory_get over the Model Context Protocol (stdio), with a
-    /// warm model and a live sync per agent (repeat --agent to serve several).
+    /// Serve the memory tools over the Model Context Protocol (stdio): memory_search,
+    /// memory_get, memory_append, memory_context and memory_status, with a warm model and a
+    /// live sync per agent (repeat --agent to serve several).
     Mcp,
     /// Show the chunks memoria makes of one Markdown file.
     Chunks(Chunks),
@@ -194,6 +195,9 @@ pub struct Search {
     /// The session key, for memory.qmd.scope's keyPrefix rules.
     #[arg(long, value_name = "KEY")]
     pub session_key: Option<String>,
+    /// Keyword (BM25) scoring only, without embedding the query.
+    #[arg(long)]
+    pub lexical_only: bool,
     /// Print the memory_search tool payload verbatim.
     #[arg(long)]
     pub json: bool,

@@ -1,5 +1,6 @@
-//! `memoria mcp`: the `memory_search`, `memory_get`, `memory_append` and `memory_context`
-//! tools over the Model Context Protocol (stdio, JSON-RPC), with the official SDK (`rmcp`).
+//! `memoria mcp`: the `memory_search`, `memory_get`, `memory_append`, `memory_context` and
+//! `memory_status` tools over the Model Context Protocol (stdio, JSON-RPC), with the
+//! official SDK (`rmcp`).
 //! Each tool's input schema and argument parsing come from one type (`tool_args`).
 //!
 //! One process serves one or more agents (`--agent` repeated). Each agent is one
@@ -29,7 +30,7 @@ use serde_json::{json, Value};
 use memoria::Memory;
 
 use crate::daily::{session_context, today};
-use crate::tool_args::{self, AppendArgs, ContextArgs, GetArgs, SearchArgs};
+use crate::tool_args::{self, AppendArgs, ContextArgs, GetArgs, SearchArgs, StatusArgs};
 
 /// One served agent.
 pub struct Agent {
@@ -47,6 +48,7 @@ const SEARCH: &str = "memory_search";
 const GET: &str = "memory_get";
 const APPEND: &str = "memory_append";
 const CONTEXT: &str = "memory_context";
+const STATUS: &str = "memory_status";
 
 impl Server {
     pub fn new(agents: Vec<Agent>) -> Server {
@@ -115,6 +117,15 @@ impl Server {
                  when `private` is true (a private main session only).",
                 schema(tool_args::schema::<ContextArgs>()),
             )
+            .annotate(read_only.clone()),
+            Tool::new(
+                STATUS,
+                "The state of the agent's memory index, as `memoria status --json` prints it \
+                 from this process: files, chunks, mode, provider and model, fallback, dirty, \
+                 last sync, the live sync's watcher, warnings. For runtimes that show memory \
+                 health; agents rarely need it.",
+                schema(tool_args::schema::<StatusArgs>()),
+            )
             .annotate(read_only),
         ]
     }
@@ -177,8 +188,17 @@ impl Server {
                 let files = blocking(move || session_context(&memory, private)).await?;
                 result(&json!({ "files": files }), false)
             }
+            STATUS => {
+                let args: StatusArgs = parse(&arguments)?;
+                let memory = self.memory(args.agent.as_deref())?;
+                match blocking(move || memory.status()).await? {
+                    Ok(status) => result(&status, false),
+                    Err(err) => result(&json!({"error": err.to_string()}), true),
+                }
+            }
             other => Err(invalid(format!(
-                "unknown tool {other:?}: this server has {SEARCH}, {GET}, {APPEND} and {CONTEXT}"
+                "unknown tool {other:?}: this server has {SEARCH}, {GET}, {APPEND}, {CONTEXT} \
+                 and {STATUS}"
             ))),
         }
     }

@@ -9,8 +9,9 @@
 //!    it, unstripped, and the whole is tokenised (BOS and EOS included). Past the token
 //!    limit the sequence is cut, keeping its EOS ([`GemmaEmbedder::tokenize`]).
 //! 2. **Packing.** Sequences are sorted by length and packed into forward passes of at
-//!    most `batch_tokens` tokens, one `[total, hidden]` tensor each, with no padding: the
-//!    kernels' attention keeps each sequence to itself (`kernels.rs`' `Packing`).
+//!    most `batch_tokens` tokens (a longer sequence goes alone), one `[total, hidden]`
+//!    tensor each, with no padding: attention keeps each sequence to itself
+//!    (`kernels.rs`' `Packing`).
 //! 3. **Encoder.** Token embeddings (scaled by √hidden) through the layers (`encoder.rs`).
 //! 4. **Sentence vector.** The mean of every token's final hidden state, the Dense
 //!    projections (`dense.rs`), L2 normalisation; for a Matryoshka size, truncation and

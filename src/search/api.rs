@@ -93,6 +93,11 @@ pub struct SearchOptions {
     pub chat: Chat,
     /// Which sources to search (`corpus`): every enabled one by default.
     pub corpus: Corpus,
+    /// Keyword (BM25) scoring only: the query is not embedded (OpenClaw's `lexicalOnly`,
+    /// which its fast recall paths ask for). The answer's mode is `fts-only`, with no
+    /// fallback, since it was asked for. With the QMD backend, QMD answers in its
+    /// configured `searchMode`.
+    pub lexical_only: bool,
 }
 
 /// The `corpus` argument of `memory_search`: which sources a search covers.

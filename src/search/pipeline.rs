@@ -131,14 +131,12 @@ impl Searcher<'_> {
         // They are independent, so they run at the same time. With hybrid disabled the
         // keyword side only runs when the vector side cannot serve.
         let hybrid = q.hybrid.enabled;
+        let embedder = state.embedder.as_ref().filter(|_| !options.lexical_only);
         let run_vector = || {
-            state
-                .embedder
-                .as_ref()
-                .map(|embedder| self.vector_candidates(embedder.as_ref(), query, pool, source))
+            embedder.map(|embedder| self.vector_candidates(embedder.as_ref(), query, pool, source))
         };
         let run_keyword = || view.text()?.search(query, pool, source);
-        let (vector_outcome, keyword) = if hybrid || state.embedder.is_none() {
+        let (vector_outcome, keyword) = if hybrid || embedder.is_none() {
             let (v, k) = rayon::join(run_vector, run_keyword);
             (v, Some(k))
         } else {

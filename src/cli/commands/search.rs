@@ -22,6 +22,7 @@ pub fn search(memory: &Memory, args: &Search) -> Result<ExitCode> {
         Some(args.chat_type),
         args.channel.clone(),
         args.session_key.clone(),
+        args.lexical_only,
     );
     match (&args.query, &args.queries) {
         (_, Some(file)) => search_batch(memory, file, &options),

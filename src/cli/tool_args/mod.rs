@@ -8,7 +8,7 @@
 //! `Option`. `memoria search` checks its options with the same
 //! types ([`Count`], [`Fraction`]) and builds them with the same [`search_options`].
 //!
-//! - this module: the four tools' argument types, the search options, the schema;
+//! - this module: the five tools' argument types, the search options, the schema;
 //! - `kinds`: the kinds of argument, each with its check and its schema ([`Count`],
 //!   [`Fraction`], [`Choice`], [`Flag`]);
 //! - `read`: serde reading a JSON object with errors that name their key.
@@ -51,6 +51,8 @@ pub struct SearchArgs {
     pub channel: Option<String>,
     /// The session key, for memory.qmd.scope's keyPrefix rules.
     pub session_key: Option<String>,
+    /// Keyword (BM25) scoring only, without embedding the query (default: false).
+    pub lexical_only: Option<Flag>,
     /// Which agent's memory: offered by the server only when it serves several.
     #[schemars(skip)]
     pub agent: Option<String>,
@@ -66,6 +68,7 @@ impl SearchArgs {
             self.chat_type.map(|c| c.0),
             self.channel,
             self.session_key,
+            self.lexical_only.is_some_and(|f| f.0),
         );
         (self.query, options)
     }
@@ -80,6 +83,7 @@ pub fn search_options(
     chat_type: Option<ChatType>,
     channel: Option<String>,
     session_key: Option<String>,
+    lexical_only: bool,
 ) -> SearchOptions {
     SearchOptions {
         max_results: max_results.map(|n| n.0),
@@ -90,6 +94,7 @@ pub fn search_options(
             channel,
             session_key,
         },
+        lexical_only,
     }
 }
 
@@ -140,6 +145,15 @@ impl ContextArgs {
     }
 }
 
+/// `memory_status`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {
+    /// Which agent's memory: offered by the server only when it serves several.
+    #[schemars(skip)]
+    pub agent: Option<String>,
+}
+
 /// `T`'s JSON schema as a tool's input schema: an object of the arguments, with their
 /// descriptions, bounds and choices, `required` and `additionalProperties: false`. Optional
 /// arguments keep their plain type (a null is read as absent, and not every client reads
@@ -154,6 +168,11 @@ pub fn schema<T: JsonSchema>() -> Map<String, Value> {
     for key in ["$schema", "title", "description"] {
         object.remove(key);
     }
+    // A tool without arguments still lists its (empty) properties: clients expect the key,
+    // and the server adds `agent` there when it serves several agents.
+    object
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
         for property in properties.values_mut() {
             let Value::Object(property) = property else {

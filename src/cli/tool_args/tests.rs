@@ -78,12 +78,12 @@ fn argument_table() {
         (
             json!({"query": "x", "limit": 3}),
             "unknown argument `limit` (expected query, maxResults, minScore, corpus, \
-             chatType, channel, sessionKey, agent)",
+             chatType, channel, sessionKey, lexicalOnly, agent)",
         ),
         (
             json!({"query": "x", "limit": null}),
             "unknown argument `limit` (expected query, maxResults, minScore, corpus, \
-             chatType, channel, sessionKey, agent)",
+             chatType, channel, sessionKey, lexicalOnly, agent)",
         ),
         (
             json!({"query": "x", "agent": 1}),
@@ -93,7 +93,7 @@ fn argument_table() {
         (
             json!({"query": "x", "maxResults": 0, "zzz": 1}),
             "unknown argument `zzz` (expected query, maxResults, minScore, corpus, \
-             chatType, channel, sessionKey, agent)",
+             chatType, channel, sessionKey, lexicalOnly, agent)",
         ),
         (json!({"maxResults": 0}), "`query` is required"),
         (
@@ -109,7 +109,7 @@ fn argument_table() {
         );
     }
     let (query, options) = search(json!({"query": "q", "maxResults": 2, "corpus": "memory",
-        "chatType": "group", "channel": "discord", "sessionKey": null}))
+        "chatType": "group", "channel": "discord", "sessionKey": null, "lexicalOnly": true}))
     .unwrap()
     .into_search();
     assert_eq!(query, "q");
@@ -124,6 +124,7 @@ fn argument_table() {
                 channel: Some("discord".into()),
                 session_key: None,
             },
+            lexical_only: true,
         }
     );
 }
@@ -166,7 +167,8 @@ fn command_line_numbers() {
     );
 }
 
-/// The schemas the tools listed before they came from the types, key for key.
+/// The schemas the tools listed before they came from the types, key for key (and the
+/// arguments added since: `lexicalOnly`, `memory_status`).
 #[test]
 fn schemas() {
     let search = json!({
@@ -179,6 +181,7 @@ fn schemas() {
             "chatType": {"type": "string", "enum": ["direct", "group", "channel"], "description": "The chat this search serves (default: direct). Citations are hidden in group and channel chats; with the QMD backend, memory.qmd.scope decides whether results are shown."},
             "channel": {"type": "string", "description": "The chat's channel (telegram, discord, …), for memory.qmd.scope."},
             "sessionKey": {"type": "string", "description": "The session key, for memory.qmd.scope's keyPrefix rules."},
+            "lexicalOnly": {"type": "boolean", "description": "Keyword (BM25) scoring only, without embedding the query (default: false)."},
         },
         "required": ["query"],
         "additionalProperties": false,
@@ -212,5 +215,9 @@ fn schemas() {
     assert_eq!(Value::Object(schema::<SearchArgs>()), search);
     assert_eq!(Value::Object(schema::<GetArgs>()), get);
     assert_eq!(Value::Object(schema::<AppendArgs>()), append);
+    assert_eq!(
+        Value::Object(schema::<StatusArgs>()),
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    );
     assert_eq!(Value::Object(schema::<ContextArgs>()), context);
 }
