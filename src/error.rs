@@ -101,6 +101,14 @@ pub enum Error {
         /// The agent directory.
         dir: PathBuf,
     },
+    /// No index exists yet and the live sync's attempt to make the first one failed.
+    #[error("no index yet in {dir}: the first sync failed: {reason} (it is retried with backoff)")]
+    FirstSyncFailed {
+        /// The agent directory.
+        dir: PathBuf,
+        /// Why the sync failed.
+        reason: String,
+    },
 }
 
 impl Error {

@@ -325,9 +325,24 @@ impl Agent {
         };
         let has_index = || self.dir.manifest().ok().flatten().is_some();
         if !has_index() {
-            // Nothing to answer from yet: wait for the live sync's first index.
+            // Nothing to answer from yet: wait for the live sync's first index, unless it
+            // cannot be made (no workspace) or the live sync's attempt fails; then the
+            // search says why at once instead of waiting out the first-index limit.
+            if let Some(err) = self.workspace_missing() {
+                return Err(err);
+            }
             link.request_sync();
-            link.wait_until(live::first_index_wait(), has_index);
+            link.wait_until(live::first_index_wait(), |live| {
+                has_index() || live.last_sync_error.is_some()
+            });
+            if !has_index() {
+                if let Some(reason) = link.status().last_sync_error {
+                    return Err(Error::FirstSyncFailed {
+                        dir: self.dir.root().to_path_buf(),
+                        reason,
+                    });
+                }
+            }
         } else if !link.watching() && self.settings.sync.on_search {
             let manifest = self.dir.manifest().ok().flatten();
             if self.is_dirty(manifest.as_ref(), &self.discover()) {
@@ -363,7 +378,7 @@ impl Agent {
             Err(_) => {
                 if let Some(link) = self.live_link() {
                     link.request_sync();
-                    link.wait_until(APPEND_SYNC_WAIT, || {
+                    link.wait_until(APPEND_SYNC_WAIT, |_| {
                         let manifest = self.dir.manifest().ok().flatten();
                         !self.is_dirty(manifest.as_ref(), &self.discover())
                     });

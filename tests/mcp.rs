@@ -330,6 +330,36 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
 }
 
 #[test]
+fn a_search_of_a_missing_workspace_answers_at_once_with_the_reason() {
+    // The README's MCP config passes no --workspace; without one the live sync's first
+    // index cannot be made. The search must say so (as the CLI does), not wait for it.
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-workspace");
+    let g = vec![
+        "--state-dir".to_string(),
+        tmp.path().join("state").display().to_string(),
+        "--workspace".into(),
+        missing.display().to_string(),
+        "--provider".into(),
+        "none".into(),
+    ];
+    let calls = json!([
+        {"name": "memory_search", "arguments": {"query": "dentist"}},
+        {"name": "memory_get", "arguments": {"path": "MEMORY.md"}},
+    ]);
+    let out = client(&python, tmp.path(), &g, calls);
+    let search: Value = serde_json::from_str(&ok_text(&out["calls"][0], true)).unwrap();
+    let error = search["error"].as_str().unwrap();
+    assert!(
+        error.contains("no-such-workspace") && error.contains("does not exist"),
+        "{error}"
+    );
+    // The server keeps serving.
+    assert!(out["calls"][1]["result"].is_object(), "{}", out["calls"][1]);
+}
+
+#[test]
 fn one_server_serves_two_agents() {
     let Some(python) = python() else { return };
     let tmp = tempfile::tempdir().unwrap();

@@ -1,9 +1,11 @@
 """A real MCP client (the official Python SDK, `mcp` on PyPI) for tests/mcp.rs.
 
 Usage: python mcp_client.py SPEC.json
-SPEC: {"command": "...", "args": [...], "env": {...}, "calls": [{"name": ..., "arguments": {...}}]}
+SPEC: {"command": "...", "args": [...], "env": {...}, "calls": [{"name": ..., "arguments": {...}}],
+       "callTimeoutSeconds": 120}
 Prints one JSON object: the server's info, its tools, and per call either
-{"result": {"text", "structured", "isError", "contentCount"}} or {"error": {"code", "message"}}.
+{"result": {"text", "structured", "isError", "contentCount", "seconds"}} or
+{"error": {"code", "message"}} (code "timeout" when the server did not answer in time).
 """
 
 import asyncio
@@ -31,9 +33,18 @@ async def main(spec):
             out["tools"] = [
                 {"name": t.name, "inputSchema": t.input_schema} for t in tools.tools
             ]
+            limit = spec.get("callTimeoutSeconds", 120)
             for call in spec["calls"]:
+                started = time.monotonic()
                 try:
-                    result = await session.call_tool(call["name"], call.get("arguments"))
+                    result = await asyncio.wait_for(
+                        session.call_tool(call["name"], call.get("arguments")), limit
+                    )
+                except asyncio.TimeoutError:
+                    out["calls"].append(
+                        {"error": {"code": "timeout", "message": f"no answer in {limit} s"}}
+                    )
+                    break
                 except MCPError as err:
                     out["calls"].append(
                         {"error": {"code": err.error.code, "message": err.error.message}}
@@ -47,6 +58,7 @@ async def main(spec):
                             "contentCount": len(result.content),
                             "structured": result.structured_content,
                             "isError": bool(result.is_error),
+                            "seconds": time.monotonic() - started,
                         }
                     }
                 )

@@ -125,10 +125,10 @@ impl Link {
     }
 
     /// Waits until `done` holds or `timeout` passes, re-checking after every sync attempt.
-    pub(crate) fn wait_until(&self, timeout: Duration, done: impl Fn() -> bool) {
+    pub(crate) fn wait_until(&self, timeout: Duration, done: impl Fn(&LiveStatus) -> bool) {
         let deadline = Instant::now() + timeout;
         let mut state = self.state();
-        while !done() {
+        while !done(&state) {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 return;
             };
