@@ -1,0 +1,87 @@
+// `openclaw memoria status|index|search`: thin pass-throughs to the memoria CLI with
+// OpenClaw's config file and state dir (and the plugin's extra args), output inherited.
+
+import { spawn } from "node:child_process";
+import { normalizeAgentId } from "./config.js";
+
+/**
+ * Runs memoria with inherited stdio; resolves with its exit code (127 when not found).
+ * @param {import("./runtime.js").MemoriaRuntime} rt
+ * @param {string[]} sub
+ * @param {string} agent
+ */
+function runInherited(rt, sub, agent) {
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(rt.pluginConfig.command, rt.args(sub, [agent]), { env: rt.env(), stdio: "inherit" });
+    } catch (err) {
+      process.stderr.write(`openclaw memoria: ${err instanceof Error ? err.message : String(err)}\n`);
+      resolve(127);
+      return;
+    }
+    child.once("error", (err) => {
+      const code = /** @type {any} */ (err).code;
+      process.stderr.write(
+        code === "ENOENT"
+          ? `openclaw memoria: memoria command not found: ${JSON.stringify(rt.pluginConfig.command)} (install memoria on PATH, or set plugins.entries.memoria.config.command)\n`
+          : `openclaw memoria: ${err.message}\n`,
+      );
+      resolve(127);
+    });
+    child.once("exit", (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+}
+
+/**
+ * @param {any} program commander Command (the root `openclaw` program)
+ * @param {() => import("./runtime.js").MemoriaRuntime} getRuntime
+ */
+export function registerMemoriaCli(program, getRuntime) {
+  const root = program
+    .command("memoria")
+    .description("memoria memory engine: status, index and search (the active memory plugin)");
+
+  const agentOf = (opts) => normalizeAgentId(opts.agent ?? getRuntime().servedAgents()[0]);
+  const finish = (code) => {
+    process.exitCode = code;
+  };
+
+  root
+    .command("status")
+    .description("Show memoria's index, mode, provider and live sync for an agent")
+    .option("--agent <id>", "agent id (default: the default agent)")
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      finish(await runInherited(getRuntime(), ["status", ...(opts.json ? ["--json"] : [])], agentOf(opts)));
+    });
+
+  root
+    .command("index")
+    .description("Bring memoria's index up to date with the workspace")
+    .option("--agent <id>", "agent id (default: the default agent)")
+    .option("--force", "rebuild everything into a new generation")
+    .action(async (opts) => {
+      finish(await runInherited(getRuntime(), ["index", ...(opts.force ? ["--force"] : [])], agentOf(opts)));
+    });
+
+  root
+    .command("search")
+    .description("Search memory with memoria (the memory_search payload with --json)")
+    .argument("<query...>", "the query")
+    .option("--agent <id>", "agent id (default: the default agent)")
+    .option("-n, --max-results <n>", "results to return")
+    .option("--min-score <x>", "lowest score returned, 0 to 1")
+    .option("--corpus <corpus>", "memory, sessions or all")
+    .option("--json", "print the memory_search payload")
+    .action(async (queryWords, opts) => {
+      const query = Array.isArray(queryWords) ? queryWords.join(" ") : String(queryWords);
+      const sub = ["search"];
+      if (opts.maxResults) sub.push("--max-results", String(opts.maxResults));
+      if (opts.minScore) sub.push("--min-score", String(opts.minScore));
+      if (opts.corpus) sub.push("--corpus", String(opts.corpus));
+      if (opts.json) sub.push("--json");
+      sub.push("--", query);
+      finish(await runInherited(getRuntime(), sub, agentOf(opts)));
+    });
+}
