@@ -194,11 +194,7 @@ pub fn live_line(event: &LiveEvent) -> String {
 
 /// The time of day in UTC, `HH:MM:SSZ` (no time-zone database is read).
 fn clock() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let day = secs % 86_400;
-    format!("{:02}:{:02}:{:02}Z", day / 3600, day % 3600 / 60, day % 60)
+    jiff::Timestamp::now().strftime("%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]

@@ -634,9 +634,7 @@ fn excerpt(text: &str) -> String {
 
 /// `delay` ± 25 %, varied by attempt and clock so that clients do not retry in lockstep.
 fn jitter(delay: Duration, attempt: u32) -> Duration {
-    let clock = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    let clock = crate::clock::now().subsec_nanos();
     let nanos = clock ^ attempt.wrapping_mul(2_654_435_761);
     let unit = f64::from(nanos % 1000) / 1000.0; // 0..1
     delay.mul_f64(0.75 + unit * 0.5)

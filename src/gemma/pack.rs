@@ -61,11 +61,8 @@ pub fn source_files(dir: &Path, files: &[String]) -> std::io::Result<Vec<SourceF
         .iter()
         .map(|rel| {
             let meta = std::fs::metadata(dir.join(rel))?;
-            let modified_ns = meta
-                .modified()?
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
+            let modified_ns =
+                crate::clock::since_epoch(meta.modified()?).map_or(0, |d| d.as_nanos() as u64);
             Ok(SourceFile {
                 path: rel.clone(),
                 len: meta.len(),
