@@ -574,6 +574,7 @@ async function main() {
       );
       check("model: memory_search turns hybrid with the local model (the child's live sync embeds the workspace)", warm.status === 200 && warm.details?.mode === "hybrid" && warm.details?.provider === "local", short(warm.details ?? warm.body, 600));
       await parity("hybrid", ["--model", MODEL_DIR], (p) => (p.mode === "hybrid" ? null : `mode ${p.mode}, expected hybrid (${short(p.fallback ?? p.warning)})`));
+      if (BENCH > 0) await bench("hybrid", ["--model", MODEL_DIR]);
       await stopGateway();
     }
     cfg = readConfig();
@@ -637,7 +638,7 @@ function alive(pid) {
   }
 }
 
-async function bench() {
+async function bench(label = "fts-only", memoriaArgs = ["--provider", "none"]) {
   const gw = [];
   for (let i = 0; i < BENCH; i++) {
     const t0 = performance.now();
@@ -647,7 +648,7 @@ async function bench() {
   }
   const client = new McpClient({
     command: MEMORIA_BIN,
-    args: ["--config", configPath, "--state-dir", stateDir, "--agent", "main", "--provider", "none", "mcp"],
+    args: ["--config", configPath, "--state-dir", stateDir, "--agent", "main", ...memoriaArgs, "mcp"],
     env: { ...env },
     logger: {},
   });
@@ -663,8 +664,8 @@ async function bench() {
     const s = [...xs].sort((a, b) => a - b);
     return `p50 ${percentile(s, 50).toFixed(2)} ms, p95 ${percentile(s, 95).toFixed(2)} ms, mean ${(s.reduce((a, b) => a + b, 0) / s.length).toFixed(2)} ms`;
   };
-  log(`BENCH gateway /tools/invoke memory_search x${BENCH}: ${fmt(gw)}`);
-  log(`BENCH direct memoria mcp memory_search x${BENCH}: ${fmt(direct)}`);
+  log(`BENCH ${label} gateway /tools/invoke memory_search x${BENCH}: ${fmt(gw)}`);
+  log(`BENCH ${label} direct memoria mcp memory_search x${BENCH}: ${fmt(direct)}`);
   check("bench ran", true);
 }
 
