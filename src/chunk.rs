@@ -56,6 +56,69 @@ pub struct Chunk {
     pub hash: String,
 }
 
+/// One entry of a curated memory file (`MEMORY.md`, `USER.md`): a list item starting at
+/// column 0 (`- `) or a heading (`#` to `######`) with the lines up to the next one; the
+/// text before the first is an entry too. Lines are 1-based and inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The entry's first line.
+    pub start_line: usize,
+    /// Its last line (the line before the next entry, or the file's last).
+    pub end_line: usize,
+    /// A list item (`- `), as opposed to a heading's section or the lead text.
+    pub bullet: bool,
+}
+
+/// Whether `line` starts an entry, and if so whether it is a list item.
+fn entry_start(line: &str) -> Option<bool> {
+    if line.starts_with("- ") {
+        return Some(true);
+    }
+    let hashes = line.bytes().take_while(|&b| b == b'#').count();
+    let rest = &line[hashes..];
+    ((1..=6).contains(&hashes) && (rest.is_empty() || rest.starts_with(char::is_whitespace)))
+        .then_some(false)
+}
+
+/// The entries of a curated memory file, in order, covering every line.
+pub fn entries(content: &str) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    for (index, line) in content.split('\n').enumerate() {
+        let line_no = index + 1;
+        match (entry_start(line), out.last_mut()) {
+            (Some(bullet), _) => out.push(Entry {
+                start_line: line_no,
+                end_line: line_no,
+                bullet,
+            }),
+            (None, Some(entry)) => entry.end_line = line_no,
+            (None, None) => out.push(Entry {
+                start_line: line_no,
+                end_line: line_no,
+                bullet: false,
+            }),
+        }
+    }
+    out
+}
+
+/// Chunks a curated memory file per entry (OpenClaw 2026.9): each [`Entry`] is chunked on
+/// its own, as [`chunk_markdown`] chunks a file, so no chunk spans two entries and no
+/// overlap crosses from one to the next.
+pub fn chunk_entries(content: &str, params: ChunkParams) -> Vec<Chunk> {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let mut out = Vec::new();
+    for entry in entries(content) {
+        let text = lines[entry.start_line - 1..entry.end_line].join("\n");
+        for mut chunk in chunk_markdown(&text, params) {
+            chunk.start_line += entry.start_line - 1;
+            chunk.end_line += entry.start_line - 1;
+            out.push(chunk);
+        }
+    }
+    out
+}
+
 /// A piece of one line: the whole line, or a `max_chars` slice of an over-long one.
 #[derive(Clone, Copy)]
 struct Segment<'a> {
@@ -159,6 +222,55 @@ fn push_chunk(segments: &[Segment], out: &mut Vec<Chunk>) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn curated_files_chunk_per_entry() {
+        let text = "# Prefs\nlead\n- a\n  - nested\n\n- b\n* star\n1. one\n-x\n## H\n#nope\n####### seven\n- c";
+        let spans: Vec<(usize, usize, bool)> = entries(text)
+            .iter()
+            .map(|e| (e.start_line, e.end_line, e.bullet))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (1, 2, false),
+                (3, 5, true),
+                (6, 9, true),
+                (10, 12, false),
+                (13, 13, true)
+            ]
+        );
+        let ranges: Vec<(usize, usize)> = chunk_entries(text, ChunkParams::default())
+            .iter()
+            .map(|c| (c.start_line, c.end_line))
+            .collect();
+        assert_eq!(ranges, [(1, 2), (3, 5), (6, 9), (10, 12), (13, 13)]);
+        // lead text before the first entry, a trailing newline, blank entries dropped
+        assert_eq!(
+            entries("intro\n- a\n")[0],
+            Entry {
+                start_line: 1,
+                end_line: 1,
+                bullet: false
+            }
+        );
+        let ranges: Vec<(usize, usize)> = chunk_entries("\n\n- a\n", ChunkParams::default())
+            .iter()
+            .map(|c| (c.start_line, c.end_line))
+            .collect();
+        assert_eq!(ranges, [(3, 4)]);
+        // a long entry is windowed inside itself
+        let long = format!("- {}\n{}\n- b", "x".repeat(30), "y".repeat(30));
+        let small = ChunkParams {
+            tokens: 8,
+            overlap: 0,
+        };
+        let ranges: Vec<(usize, usize)> = chunk_entries(&long, small)
+            .iter()
+            .map(|c| (c.start_line, c.end_line))
+            .collect();
+        assert_eq!(ranges, [(1, 1), (2, 2), (3, 3)]);
+    }
 
     fn ranges(content: &str, tokens: usize, overlap: usize) -> Vec<(usize, usize)> {
         chunk_markdown(content, ChunkParams { tokens, overlap })

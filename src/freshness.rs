@@ -63,6 +63,7 @@ fn keyword_only_over(current: &Identity, built: &Identity) -> bool {
         && current.chunk_tokens == built.chunk_tokens
         && current.chunk_overlap == built.chunk_overlap
         && current.sources == built.sources
+        && current.chunking == built.chunking
 }
 
 /// One agent's engine: configuration, workspace, agent directory, embedder and the state
@@ -154,13 +155,23 @@ impl Agent {
                 .as_ref()
                 .map(|e| e.fingerprint().to_string()),
             dims: resolved.embedder.as_ref().map(|e| e.dims()),
+            chunking: self
+                .settings
+                .semantics
+                .is_2026_9()
+                .then(|| "openclaw-2026.9".to_string()),
         }
     }
 
     /// The memory files as they are now.
     pub(crate) fn discover(&self) -> Discovery {
+        let root_files = match self.settings.semantics.is_2026_9() {
+            true => workspace::ROOT_FILES_2026_9,
+            false => workspace::ROOT_FILES_DOCUMENTED,
+        };
         workspace::discover(
             &self.settings.workspace,
+            root_files,
             &self.settings.extra_paths,
             &self.collections,
             self.settings.sessions_dir().as_deref(),
@@ -218,6 +229,7 @@ impl Agent {
                 tokens: self.settings.chunking.tokens,
                 overlap: self.settings.chunking.overlap,
             },
+            semantics: self.settings.semantics,
             force,
             embed: plan.as_ref(),
             session_deltas: background.then_some(self.settings.sync.sessions),

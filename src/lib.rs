@@ -37,6 +37,7 @@
 
 #![deny(missing_docs)]
 
+mod annotation;
 pub mod append;
 mod atomic;
 mod chunk;
@@ -53,6 +54,7 @@ pub mod gemma;
 mod index;
 mod live;
 mod payload;
+pub mod project;
 mod qmd;
 mod recall;
 mod search;
@@ -77,7 +79,7 @@ pub use index::{Identity, FORMAT_VERSION};
 pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
 pub use payload::{GetPayload, SearchPayload, SearchResult};
 pub use qmd::QmdStatus;
-pub use search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, Served};
+pub use search::{Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served};
 pub use status::{EmbeddingStatus, Status};
 pub use sync::{SyncProgress, SyncReport};
 pub use workspace::read_text;

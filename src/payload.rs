@@ -26,6 +26,37 @@ pub struct SearchResult {
     /// `path#Ls-Le`, when citations are shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citation: Option<String>,
+    /// Cosine similarity (hybrid answers under 2026.9's semantics; 0 for a keyword-only
+    /// hit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_score: Option<f64>,
+    /// The keyword score `s/(1+s)` (2026.9's semantics; 0 for a vector-only hit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_score: Option<f64>,
+    /// The entry's `importance` annotation (1–10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub importance: Option<u8>,
+    /// The entry's `trigger` phrases, joined by `; `.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triggers: Option<String>,
+    /// The entry's `project` keys, joined by `; `.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_key: Option<String>,
+    /// Where a memory file's text came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<ProvenancePayload>,
+}
+
+/// `provenance` as OpenClaw 2026.9 writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvenancePayload {
+    /// `agent`, `system` or `untrusted`.
+    pub origin_class: String,
+    /// `unknown` for memory files.
+    pub session_kind: String,
+    /// The file's modification time, ms since the Unix epoch.
+    pub observed_at: u64,
 }
 
 /// The `memory_search` payload: results with the mode that served them, or an error payload
@@ -104,7 +135,9 @@ pub fn search_payload(
         warning,
         snippet_chars,
         injected_chars,
+        recall_fields,
     } = response;
+    let hybrid = served.mode == crate::search::Mode::Hybrid;
     let cite = citations.shown(group_context);
     let mut budget = injected_chars.unwrap_or(usize::MAX);
     let results = hits
@@ -128,6 +161,16 @@ pub fn search_payload(
                 snippet,
                 source: hit.source.clone(),
                 citation: cite.then_some(citation),
+                vector_score: (*recall_fields && hybrid).then(|| hit.vector_score.unwrap_or(0.0)),
+                text_score: recall_fields.then_some(hit.text_score),
+                importance: hit.recall.importance,
+                triggers: (!hit.recall.triggers.is_empty()).then(|| hit.recall.triggers.join("; ")),
+                project_key: hit.recall.project_key.clone(),
+                provenance: hit.recall.provenance.as_ref().map(|p| ProvenancePayload {
+                    origin_class: p.origin_class.to_string(),
+                    session_kind: p.session_kind.to_string(),
+                    observed_at: p.observed_at,
+                }),
             })
         })
         .collect();
@@ -293,6 +336,7 @@ mod tests {
             score: 0.71,
             text_score: 0.71,
             vector_score: None,
+            recall: Default::default(),
         };
         let served = Served {
             provider: "none".into(),

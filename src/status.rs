@@ -41,6 +41,11 @@ pub struct Status {
     pub vectors: Option<u64>,
     /// `memory.backend`: `builtin`, or `qmd` (see [`qmd`](Self::qmd) for which engine answers).
     pub backend: String,
+    /// Which OpenClaw behaviour serves, by the config's layout:
+    /// `documented (memorySearch layout)` or `openclaw-2026.9 (memory.search layout)`.
+    pub semantics: String,
+    /// The temporal decay searches apply: `off`, or its half-life (`30-day half-life`).
+    pub decay: String,
     /// The QMD sidecar, with the QMD backend.
     pub qmd: Option<QmdStatus>,
     /// The mode searches are served in (`hybrid`, `fts-only`).
@@ -179,6 +184,11 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         bytes: stats.bytes,
         vectors: stats.embedding.as_ref().map(|e| e.vectors),
         backend: agent.settings().backend.as_str().into(),
+        semantics: agent.settings().semantics.as_str().into(),
+        decay: match &agent.settings().query.hybrid.temporal_decay {
+            d if d.enabled => format!("{}-day half-life", d.half_life_days),
+            _ => "off".into(),
+        },
         qmd,
         mode: served.mode.as_str().to_string(),
         provider: served.provider,

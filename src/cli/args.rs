@@ -131,6 +131,13 @@ pub enum Command {
     Mcp,
     /// Show the chunks memoria makes of one Markdown file.
     Chunks(Chunks),
+    /// Print the project key of the repository at or above DIR (default: the current
+    /// directory), as OpenClaw names it: its origin remote's host/path, else path:<root>.
+    /// Pass it to `search --project` (or MCP's activeProjectKeys).
+    ProjectKey {
+        /// A directory inside the repository.
+        dir: Option<std::path::PathBuf>,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {
         /// The shell.
@@ -198,6 +205,11 @@ pub struct Search {
     /// Keyword (BM25) scoring only, without embedding the query.
     #[arg(long)]
     pub lexical_only: bool,
+    /// An active project key (repeatable, most recent first; `memoria project-key` prints
+    /// a repository's): under OpenClaw 2026.9's semantics, entries tagged
+    /// `<!-- project: … -->` with all their keys active rank ×1.15, other tagged ones ×0.90.
+    #[arg(long = "project", value_name = "KEY")]
+    pub projects: Vec<String>,
     /// Print the memory_search tool payload verbatim.
     #[arg(long)]
     pub json: bool,

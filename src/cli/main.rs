@@ -68,6 +68,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Search(args) => search::search(&open_memory(cli, settings()?)?, args),
         Command::Get(args) => search::get(&open_memory(cli, settings()?)?, args),
         Command::Chunks(args) => chunks::chunks(&settings()?, args),
+        Command::ProjectKey { dir } => chunks::project_key(dir.as_deref()),
         Command::Append(args) => notes::append(settings()?, args),
         Command::Context(args) => notes::context(settings()?, args),
         Command::FlushPlan(args) => notes::flush_plan(settings()?, args),

@@ -51,6 +51,10 @@ pub fn status(status: &Status) -> String {
             status.identity.sources.join(",")
         ),
     );
+    line(
+        "semantics",
+        &format!("{}; temporal decay {}", status.semantics, status.decay),
+    );
     if let Some(qmd) = &status.qmd {
         line(
             "backend",

@@ -94,6 +94,21 @@ pub(super) struct Layer {
     pub(super) session_memory: Option<bool>,
 }
 
+impl Layer {
+    /// Whether any `query.hybrid.*` key is set at this level.
+    pub(super) fn sets_hybrid(&self) -> bool {
+        self.hybrid_enabled.is_some()
+            || self.vector_weight.is_some()
+            || self.text_weight.is_some()
+            || self.candidate_multiplier.is_some()
+            || self.fusion.is_some()
+            || self.mmr_enabled.is_some()
+            || self.mmr_lambda.is_some()
+            || self.decay_enabled.is_some()
+            || self.decay_half_life_days.is_some()
+    }
+}
+
 /// Everything read from the config before defaults and clamps are applied.
 #[derive(Debug, Default)]
 pub(super) struct Parsed {
@@ -111,6 +126,13 @@ pub(super) struct Parsed {
     pub(super) flush_soft_threshold_tokens: Option<i64>,
     pub(super) flush_system_prompt: Option<String>,
     pub(super) flush_prompt: Option<String>,
+    /// The config uses the newer layout for this agent (`memory.search` or
+    /// `agents.entries.<id>.memory.search`): OpenClaw 2026.9's behaviour applies.
+    pub(super) newer_layout: bool,
+    /// memoria's own temporal decay under the newer layout, where OpenClaw fixes it:
+    /// `plugins.entries.memoria.config.temporalDecay` (`enabled`, `halfLifeDays`).
+    pub(super) memoria_decay_enabled: Option<bool>,
+    pub(super) memoria_decay_half_life_days: Option<i64>,
     /// Unknown keys, ignored.
     pub(super) warnings: Vec<String>,
 }
@@ -171,9 +193,29 @@ fn parse_with(
         }
     }
 
+    // memoria's own keys live in its plugin's config, the one place OpenClaw's strict
+    // schema leaves to a plugin (`memory.search` refuses unknown keys).
+    let memoria = match root.object("plugins")? {
+        Some(plugins) => match plugins.object("entries")? {
+            Some(entries) => match entries.object("memoria")? {
+                Some(entry) => entry.object("config")?,
+                None => None,
+            },
+            None => None,
+        },
+        None => None,
+    };
+    if let Some(config) = memoria {
+        if let Some(decay) = config.section("temporalDecay", &["enabled", "halfLifeDays"])? {
+            parsed.memoria_decay_enabled = decay.get_bool("enabled")?;
+            parsed.memoria_decay_half_life_days = decay.get_int("halfLifeDays")?;
+        }
+    }
+
     let Some(agents) = root.object("agents")? else {
         if let Some((layer, _)) = newer_defaults {
             parsed.defaults = layer;
+            parsed.newer_layout = true;
         }
         return Ok(parsed);
     };
@@ -244,6 +286,7 @@ fn parse_with(
             }
         }
     }
+    parsed.newer_layout = newer_defaults.is_some() || newer_agent.is_some();
     // Where both layouts set a level, the newer one wins as a whole (it is what current
     // OpenClaw releases read) and `status` names the block that is ignored.
     parsed.defaults = pick_layout(newer_defaults, older_defaults, warnings);

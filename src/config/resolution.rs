@@ -97,15 +97,11 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 
     let tokens = int_at_least(pick(p, |l| &l.chunk_tokens), 400, 1);
     let overlap = int_at_least(pick(p, |l| &l.chunk_overlap), 80, 0).min(tokens - 1);
-
-    let vector_weight = clamp01(pick(p, |l| &l.vector_weight).unwrap_or(0.7));
-    let text_weight = clamp01(pick(p, |l| &l.text_weight).unwrap_or(0.3));
-    let sum = vector_weight + text_weight;
-    let (vector_weight, text_weight) = if sum > 0.0 {
-        (vector_weight / sum, text_weight / sum)
-    } else {
-        (0.7, 0.3)
+    let semantics = match p.newer_layout {
+        true => Semantics::OpenClaw2026_9,
+        false => Semantics::Documented,
     };
+    let query = query_settings(p, semantics, &mut warnings);
 
     let (workspace, workspace_origin) = match &p.workspace {
         Some((ws, origin)) => (expand_home(ws, env), origin.clone()),
@@ -116,6 +112,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
     };
 
     Settings {
+        semantics,
         agent_id: agent_id.to_string(),
         warnings,
         workspace,
@@ -173,28 +170,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
                 delta_messages: int_at_least(pick(p, |l| &l.sync_delta_messages), 50, 0),
             },
         },
-        query: QuerySettings {
-            max_results: to_usize(int_at_least(pick(p, |l| &l.max_results), 6, 1)),
-            min_score: clamp01(pick(p, |l| &l.min_score).unwrap_or(0.35)),
-            hybrid: HybridSettings {
-                enabled: pick(p, |l| &l.hybrid_enabled).unwrap_or(true),
-                vector_weight,
-                text_weight,
-                candidate_multiplier: to_usize(
-                    int_at_least(pick(p, |l| &l.candidate_multiplier), 4, 1).min(20),
-                ),
-                fusion: pick(p, |l| &l.fusion).unwrap_or(Fusion::Weighted),
-                mmr: MmrSettings {
-                    enabled: pick(p, |l| &l.mmr_enabled).unwrap_or(false),
-                    lambda: clamp01(pick(p, |l| &l.mmr_lambda).unwrap_or(0.7)),
-                },
-                temporal_decay: TemporalDecaySettings {
-                    enabled: pick(p, |l| &l.decay_enabled).unwrap_or(false),
-                    half_life_days: int_at_least(pick(p, |l| &l.decay_half_life_days), 30, 1)
-                        as f64,
-                },
-            },
-        },
+        query,
         cache: CacheSettings {
             enabled: pick(p, |l| &l.cache_enabled).unwrap_or(true),
             max_entries: to_usize(int_at_least(pick(p, |l| &l.cache_max_entries), 50_000, 1)),
@@ -214,6 +190,79 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
             },
         },
         state_dir,
+    }
+}
+
+/// `query.*`: as configured under the older layout; under the newer one, OpenClaw 2026.9's
+/// fixed hybrid behaviour (weights 0.7 / 0.3, MMR at λ 0.7, a 30-day temporal decay),
+/// whose decay memoria's `plugins.entries.memoria.config.temporalDecay` may change.
+fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) -> QuerySettings {
+    let max_results = to_usize(int_at_least(pick(p, |l| &l.max_results), 6, 1));
+    let min_score = clamp01(pick(p, |l| &l.min_score).unwrap_or(0.35));
+    if semantics.is_2026_9() {
+        if [&p.defaults, &p.agent].iter().any(|l| l.sets_hybrid()) {
+            warnings.push(
+                "memory.search.query.hybrid is retired in OpenClaw 2026.9 (its weights, MMR \
+                 and temporal decay are fixed there): ignored; memoria's decay is set by \
+                 plugins.entries.memoria.config.temporalDecay"
+                    .into(),
+            );
+        }
+        return QuerySettings {
+            max_results,
+            min_score,
+            hybrid: HybridSettings {
+                enabled: true,
+                vector_weight: 0.7,
+                text_weight: 0.3,
+                candidate_multiplier: 4,
+                fusion: Fusion::Weighted,
+                mmr: MmrSettings {
+                    enabled: true,
+                    lambda: 0.7,
+                },
+                temporal_decay: TemporalDecaySettings {
+                    enabled: p.memoria_decay_enabled.unwrap_or(true),
+                    half_life_days: int_at_least(p.memoria_decay_half_life_days, 30, 1) as f64,
+                },
+            },
+        };
+    }
+    if p.memoria_decay_enabled.is_some() || p.memoria_decay_half_life_days.is_some() {
+        warnings.push(
+            "plugins.entries.memoria.config.temporalDecay applies to the memory.search layout \
+             only: under agents.defaults.memorySearch, set query.hybrid.temporalDecay"
+                .into(),
+        );
+    }
+    let vector_weight = clamp01(pick(p, |l| &l.vector_weight).unwrap_or(0.7));
+    let text_weight = clamp01(pick(p, |l| &l.text_weight).unwrap_or(0.3));
+    let sum = vector_weight + text_weight;
+    let (vector_weight, text_weight) = if sum > 0.0 {
+        (vector_weight / sum, text_weight / sum)
+    } else {
+        (0.7, 0.3)
+    };
+    QuerySettings {
+        max_results,
+        min_score,
+        hybrid: HybridSettings {
+            enabled: pick(p, |l| &l.hybrid_enabled).unwrap_or(true),
+            vector_weight,
+            text_weight,
+            candidate_multiplier: to_usize(
+                int_at_least(pick(p, |l| &l.candidate_multiplier), 4, 1).min(20),
+            ),
+            fusion: pick(p, |l| &l.fusion).unwrap_or(Fusion::Weighted),
+            mmr: MmrSettings {
+                enabled: pick(p, |l| &l.mmr_enabled).unwrap_or(false),
+                lambda: clamp01(pick(p, |l| &l.mmr_lambda).unwrap_or(0.7)),
+            },
+            temporal_decay: TemporalDecaySettings {
+                enabled: pick(p, |l| &l.decay_enabled).unwrap_or(false),
+                half_life_days: int_at_least(pick(p, |l| &l.decay_half_life_days), 30, 1) as f64,
+            },
+        },
     }
 }
 

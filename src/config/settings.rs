@@ -90,6 +90,36 @@ pub enum Fusion {
     MinMax,
 }
 
+/// Which OpenClaw's memory behaviour an agent gets, chosen by the config's layout.
+///
+/// The older layout (`agents.defaults.memorySearch`, `agents.list[].memorySearch`, or no
+/// config) keeps the documented behaviour, every knob configurable. The newer layout
+/// (`memory.search`, `agents.entries.<id>.memory.search`), which OpenClaw 2026.8+ reads,
+/// gets 2026.9's: fixed hybrid weights, MMR and temporal decay, `USER.md`, entries of
+/// `MEMORY.md` / `USER.md` as chunks, importance and project annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Semantics {
+    /// The documented behaviour of the older `memorySearch` layout.
+    Documented,
+    /// OpenClaw 2026.9's behaviour, for the newer `memory.search` layout.
+    OpenClaw2026_9,
+}
+
+impl Semantics {
+    /// How `status` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Semantics::Documented => "documented (memorySearch layout)",
+            Semantics::OpenClaw2026_9 => "openclaw-2026.9 (memory.search layout)",
+        }
+    }
+
+    /// Whether this is 2026.9's behaviour.
+    pub fn is_2026_9(self) -> bool {
+        self == Semantics::OpenClaw2026_9
+    }
+}
+
 /// Which engine serves memory search (`memory.backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
@@ -145,6 +175,8 @@ impl Citations {
 pub struct Settings {
     /// The agent these settings are for.
     pub agent_id: String,
+    /// Which OpenClaw behaviour applies (by the config's layout).
+    pub semantics: Semantics,
     /// What the config holds that memoria ignores (unknown keys), shown by `status`.
     pub warnings: Vec<String>,
     /// The OpenClaw state directory ([`state_dir`](super::state_dir)).

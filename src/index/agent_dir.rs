@@ -245,6 +245,7 @@ mod tests {
                 model: None,
                 embedder: None,
                 dims: None,
+                chunking: None,
             },
             stats: SyncStats::default(),
         }

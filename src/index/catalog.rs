@@ -15,6 +15,8 @@ use redb::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::annotation::Annotations;
+
 use super::cache::{decode_vector, encode_vector};
 use crate::error::{Error, Result};
 
@@ -54,6 +56,9 @@ pub struct ChunkRecord {
     pub hash: String,
     /// The chunk's text.
     pub text: String,
+    /// Its entry's annotations (2026.9 semantics; default otherwise).
+    #[serde(default, skip_serializing_if = "Annotations::is_empty")]
+    pub annotations: Annotations,
 }
 
 impl ChunkRecord {

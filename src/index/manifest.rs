@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 /// Bumped when the on-disk layout changes incompatibly (forces a rebuild).
 /// 3: the text index keeps each chunk's ranking key (id, path, start line) in fast fields.
 /// 4: the analyzer brings text to Unicode NFC before tokenizing.
-pub const FORMAT_VERSION: u32 = 4;
+/// 5: the text index stores each chunk's annotations (importance, triggers, project).
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.
@@ -32,6 +33,10 @@ pub struct Identity {
     /// Vector dimensions, when there is an embedder.
     #[serde(default)]
     pub dims: Option<usize>,
+    /// How files become chunks, when not as documented: `openclaw-2026.9` (curated files
+    /// per entry, annotations read and cut from the text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunking: Option<String>,
 }
 
 /// Facts about the last completed sync, shown by `status`.

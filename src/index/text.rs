@@ -44,6 +44,8 @@ struct Fields {
     end_line: Field,
     hash: Field,
     text: Field,
+    /// The entry's annotations as JSON (empty when none).
+    annotations: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -63,6 +65,7 @@ fn schema() -> (Schema, Fields) {
         end_line: builder.add_u64_field("end_line", STORED),
         hash: builder.add_text_field("hash", STORED),
         text: builder.add_text_field("text", text_options),
+        annotations: builder.add_text_field("annotations", STORED),
     };
     (builder.build(), fields)
 }
@@ -383,6 +386,12 @@ impl TextIndex {
             end_line: number_of(self.fields.end_line),
             hash: text_of(self.fields.hash),
             text: text_of(self.fields.text),
+            annotations: match text_of(self.fields.annotations) {
+                json if json.is_empty() => Default::default(),
+                json => serde_json::from_str(&json).map_err(|e| {
+                    Error::corrupt(&self.dir, format!("a chunk's stored annotations: {e}"))
+                })?,
+            },
         };
         Ok((text_of(self.fields.id), chunk))
     }
@@ -407,6 +416,11 @@ impl TextWriter {
                 ),
             )
         })?;
+        let annotations = match chunk.annotations.is_empty() {
+            true => String::new(),
+            false => serde_json::to_string(&chunk.annotations)
+                .map_err(|e| Error::corrupt(&self.dir, e))?,
+        };
         self.writer
             .add_document(doc!(
                 f.id => id,
@@ -418,6 +432,7 @@ impl TextWriter {
                 f.end_line => chunk.end_line as u64,
                 f.hash => chunk.hash.as_str(),
                 f.text => chunk.text.as_str(),
+                f.annotations => annotations,
             ))
             .map_err(|e| Error::text(&self.dir, e))?;
         Ok(())
@@ -494,6 +509,7 @@ mod tests {
             end_line: start_line + 1,
             hash: format!("h{start_line}"),
             text: text.into(),
+            annotations: Default::default(),
         }
     }
 

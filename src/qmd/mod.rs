@@ -76,6 +76,7 @@ pub(crate) fn response(hits: Vec<QmdHit>, settings: &QmdSettings) -> SearchRespo
             score: hit.score,
             text_score: 0.0,
             vector_score: None,
+            recall: Default::default(),
         })
         .collect();
     SearchResponse {
@@ -90,6 +91,7 @@ pub(crate) fn response(hits: Vec<QmdHit>, settings: &QmdSettings) -> SearchRespo
         warning,
         snippet_chars: settings.limits.max_snippet_chars,
         injected_chars: Some(settings.limits.max_injected_chars),
+        recall_fields: false,
     }
 }
 

@@ -79,6 +79,34 @@ pub struct Hit {
     pub text_score: f64,
     /// Cosine similarity, when the vector side returned the chunk.
     pub vector_score: Option<f64>,
+    /// What its entry's annotations say (OpenClaw 2026.9's semantics; empty otherwise).
+    pub recall: Recall,
+}
+
+/// What a hit's memory entry says of itself under OpenClaw 2026.9's semantics: its
+/// annotations, and where the text came from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recall {
+    /// `<!-- importance: N -->` (1–10) of a `MEMORY.md` / `USER.md` entry.
+    pub importance: Option<u8>,
+    /// `<!-- trigger: … -->` phrases.
+    pub triggers: Vec<String>,
+    /// `<!-- project: … -->` keys, joined by `; `.
+    pub project_key: Option<String>,
+    /// Where the text came from, for memory files.
+    pub provenance: Option<Provenance>,
+}
+
+/// Where a memory file's text came from (OpenClaw 2026.9's `provenance`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    /// `agent` (workspace memory), `system` (dreaming output), `untrusted` (files outside
+    /// the workspace).
+    pub origin_class: &'static str,
+    /// `unknown` for memory files (no session wrote them as far as memoria knows).
+    pub session_kind: &'static str,
+    /// The file's modification time, milliseconds since the Unix epoch.
+    pub observed_at: u64,
 }
 
 /// Per-call search options; unset fields come from the configuration.
@@ -98,6 +126,11 @@ pub struct SearchOptions {
     /// fallback, since it was asked for. With the QMD backend, QMD answers in its
     /// configured `searchMode`.
     pub lexical_only: bool,
+    /// The session's active project keys, most recent first (OpenClaw's
+    /// `activeProjectKeys`; see [`crate::project`]). Under 2026.9's semantics an entry tagged
+    /// `<!-- project: … -->` ranks × 1.15 when all its keys are here, × 0.90 otherwise; at
+    /// most [`crate::project::MAX_ACTIVE`] are used.
+    pub active_project_keys: Vec<String>,
 }
 
 /// The `corpus` argument of `memory_search`: which sources a search covers.
@@ -149,6 +182,9 @@ pub struct SearchResponse {
     pub snippet_chars: usize,
     /// UTF-16 units of all snippets together, when bounded (QMD's `limits.maxInjectedChars`).
     pub injected_chars: Option<usize>,
+    /// The results carry OpenClaw 2026.9's fields (`textScore`, `vectorScore`,
+    /// `importance`, `triggers`, `projectKey`, `provenance`).
+    pub recall_fields: bool,
 }
 
 impl SearchResponse {
@@ -160,6 +196,7 @@ impl SearchResponse {
             warning,
             snippet_chars: SNIPPET_CHARS,
             injected_chars: None,
+            recall_fields: false,
         }
     }
 }

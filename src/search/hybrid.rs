@@ -186,15 +186,130 @@ pub fn decay_factor(
     0.5f64.powf(age_days.max(0.0) / half_life_days.max(f64::MIN_POSITIVE))
 }
 
+/// The date of a dated memory note as OpenClaw 2026.9 reads it, as days since the Unix
+/// epoch: a file under a `memory/` directory at any depth whose name starts with
+/// `YYYY-MM-DD` (then `.md` or `-anything.md`), e.g. `memory/archive/2026-01-02-trip.md`.
+/// `Some(None)` when the name has that shape but the date does not exist (`2026-02-30`).
+pub fn dated_note_day(path: &str) -> Option<Option<i64>> {
+    let path = path.replace('\\', "/");
+    let path = path.strip_prefix("./").unwrap_or(&path);
+    let (dir, name) = path.rsplit_once('/')?;
+    if !(dir == "memory"
+        || dir.starts_with("memory/")
+        || dir.ends_with("/memory")
+        || dir.contains("/memory/"))
+    {
+        return None;
+    }
+    let stem = name.strip_suffix(".md")?;
+    let date = stem.get(..10)?;
+    let rest = &stem[10..];
+    if !(rest.is_empty() || (rest.len() > 1 && rest.starts_with('-'))) {
+        return None;
+    }
+    let b = date.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    if !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10)) {
+        return None;
+    }
+    let (y, m, d): (i64, i64, i64) = (
+        date[..4].parse().ok()?,
+        date[5..7].parse().ok()?,
+        date[8..].parse().ok()?,
+    );
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in_month = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return Some(None),
+    };
+    if !(1..=days_in_month).contains(&d) {
+        return Some(None);
+    }
+    Some(Some(days_from_civil(y, m, d)))
+}
+
+/// Whether OpenClaw 2026.9 never decays this memory file: `MEMORY.md`, `USER.md`, or an
+/// undated file under the workspace's `memory/`.
+fn evergreen_2026_9(path: &str) -> bool {
+    path == "MEMORY.md" || path == "USER.md" || path.starts_with("memory/")
+}
+
+/// Temporal decay as OpenClaw 2026.9 applies it, `0.5^(ageDays / halfLife)` with the age in
+/// fractional days (a future date counts as now): a dated note ages from UTC midnight of
+/// its date; an evergreen memory file never ages; anything else (an impossible date, an
+/// extra path, a session transcript) ages from its modification time (`mtime_secs`; none
+/// known: no decay).
+pub fn decay_factor_2026_9(
+    path: &str,
+    memory: bool,
+    mtime_secs: Option<f64>,
+    now_secs: f64,
+    half_life_days: f64,
+) -> f64 {
+    let since = match (memory, memory.then(|| dated_note_day(path)).flatten()) {
+        (true, Some(Some(day))) => Some(day as f64 * 86_400.0),
+        (true, None) if evergreen_2026_9(path) => return 1.0,
+        _ => mtime_secs,
+    };
+    let Some(since) = since else {
+        return 1.0;
+    };
+    if !(half_life_days.is_finite() && half_life_days > 0.0) {
+        return 1.0;
+    }
+    let age_days = ((now_secs - since) / 86_400.0).max(0.0);
+    (-(std::f64::consts::LN_2 / half_life_days) * age_days).exp()
+}
+
+/// The tokens OpenClaw 2026.9's MMR compares: lower-cased ASCII `[a-z0-9_]` runs, and in
+/// text with CJK characters, each of them and each pair of adjacent ones.
+pub fn mmr_tokens_2026_9(text: &str) -> HashSet<String> {
+    let lower = text.to_lowercase();
+    let mut out: HashSet<String> = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
+    let chars: Vec<char> = lower.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if is_cjk(c) {
+            out.insert(c.to_string());
+            if let Some(&next) = chars.get(i + 1).filter(|n| is_cjk(**n)) {
+                out.insert(format!("{c}{next}"));
+            }
+        }
+    }
+    out
+}
+
+/// Han, Hiragana, Katakana and Hangul.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
+}
+
 /// Maximal Marginal Relevance re-ordering: repeatedly picks the hit maximising
 /// `λ·score − (1−λ)·max similarity to the already picked`, similarity being the Jaccard
 /// overlap of the chunks' term sets (`terms_of`). `hits` must be sorted best first.
+///
+/// With `normalise` (OpenClaw 2026.9), relevance is the score min-max normalised over the
+/// hits (1 for all when they are equal).
 pub fn mmr(
     hits: Vec<Ranked>,
     lambda: f64,
+    normalise: bool,
     terms_of: impl Fn(&Ranked) -> HashSet<String>,
 ) -> Vec<Ranked> {
     let sets: Vec<HashSet<String>> = hits.iter().map(terms_of).collect();
+    let (lo, hi) = range(hits.iter().map(|h| h.score));
+    let relevance = |h: &Ranked| match normalise {
+        false => h.score,
+        true if hi > lo => (h.score - lo) / (hi - lo),
+        true => 1.0,
+    };
     let mut remaining: Vec<usize> = (0..hits.len()).collect();
     let mut order = Vec::with_capacity(hits.len());
     while !remaining.is_empty() {
@@ -204,7 +319,7 @@ pub fn mmr(
                 .iter()
                 .map(|&j: &usize| jaccard(&sets[i], &sets[j]))
                 .fold(0.0, f64::max);
-            let value = lambda * hits[i].score - (1.0 - lambda) * redundancy;
+            let value = lambda * relevance(&hits[i]) - (1.0 - lambda) * redundancy;
             if value > best.1 {
                 best = (slot, value);
             }
@@ -368,12 +483,12 @@ mod tests {
                 .map(String::from)
                 .collect::<HashSet<_>>()
         };
-        let order: Vec<String> = mmr(hits.clone(), 0.5, terms)
+        let order: Vec<String> = mmr(hits.clone(), 0.5, false, terms)
             .into_iter()
             .map(|h| h.key.id)
             .collect();
         assert_eq!(order, vec!["a", "c", "b"]);
-        let order: Vec<String> = mmr(hits, 1.0, terms)
+        let order: Vec<String> = mmr(hits, 1.0, false, terms)
             .into_iter()
             .map(|h| h.key.id)
             .collect();

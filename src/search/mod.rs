@@ -16,4 +16,4 @@ pub(crate) mod hybrid;
 pub(crate) mod pipeline;
 pub(crate) mod rank;
 
-pub use api::{Corpus, Hit, Mode, SearchOptions, SearchResponse, Served};
+pub use api::{Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served};

@@ -15,11 +15,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::api::{source_of, Hit, Mode, SearchOptions, SearchResponse, Served};
+use super::api::{
+    source_of, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, SNIPPET_CHARS,
+};
 use super::hybrid::{self, keyword_hits, FusionParams, KeywordCandidate, VectorCandidate};
 use super::rank::{
-    candidate_pool, filter_keyword_only, filter_ranked, tier_size, tiered_top, Ranked,
+    candidate_pool, filter_keyword_only, filter_ranked, rank_order, select_2026_9, tier_size,
+    tiered_top, Ranked, SelectMode,
 };
+use crate::annotation;
 use crate::clock;
 use crate::config::Settings;
 use crate::embed::{EmbedKind, Embedder, ResolvedEmbedder};
@@ -28,6 +32,7 @@ use crate::fallback::Fallback;
 use crate::index::analyzer::{self, AnalyzerMode};
 use crate::index::catalog::{ChunkKey, ChunkRecord};
 use crate::index::{GenerationView, Manifest};
+use crate::project;
 
 /// How many times the pool the vector side fetches when a search covers one corpus.
 const CORPUS_OVERFETCH: usize = 4;
@@ -51,8 +56,9 @@ fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
 /// a batch embedding job (`remote.batch.wait: false`). Either way some chunks have no
 /// vector, and a hybrid score would bury them (their vector side counts as 0): keyword
 /// search serves until a sync completes the vectors.
-/// The result for `ranked`, whose chunk is `chunk`.
-fn hit(ranked: Ranked, chunk: ChunkRecord) -> Hit {
+/// The result for `ranked`, whose chunk is `chunk`; `recall` says what its entry says of
+/// itself (2026.9's semantics).
+fn hit(ranked: Ranked, chunk: ChunkRecord, recall: Recall) -> Hit {
     Hit {
         id: ranked.key.id,
         path: chunk.path,
@@ -63,6 +69,35 @@ fn hit(ranked: Ranked, chunk: ChunkRecord) -> Hit {
         score: ranked.score,
         text_score: ranked.text_score,
         vector_score: ranked.vector_score,
+        recall,
+    }
+}
+
+/// The first [`SNIPPET_CHARS`] UTF-16 units of `text` (never cutting a character), what
+/// OpenClaw's MMR compares.
+fn snippet_of(text: &str) -> &str {
+    let mut units = 0;
+    for (at, c) in text.char_indices() {
+        units += c.len_utf16();
+        if units > SNIPPET_CHARS {
+            return &text[..at];
+        }
+    }
+    text
+}
+
+/// OpenClaw 2026.9's origin class of a memory file: dreaming output is `system`, the
+/// workspace's memory `agent`, anything else `untrusted`.
+fn origin_class(path: &str) -> &'static str {
+    if path == "DREAMS.md"
+        || path.starts_with("memory/dreaming/")
+        || path.starts_with("memory/.dreams/")
+    {
+        "system"
+    } else if path == "MEMORY.md" || path == "USER.md" || path.starts_with("memory/") {
+        "agent"
+    } else {
+        "untrusted"
     }
 }
 
@@ -193,10 +228,11 @@ impl Searcher<'_> {
             text_weight: q.hybrid.text_weight,
             fusion: q.hybrid.fusion,
         };
-        // MMR compares candidates' texts, so it reads every candidate's chunk; otherwise only
-        // the returned chunks are read.
+        // MMR compares candidates' texts and 2026.9's ranking reads their annotations, so
+        // both read every candidate's chunk; otherwise only the returned chunks are read.
+        let current = self.settings.semantics.is_2026_9();
         let mut chunks: HashMap<String, ChunkRecord> = HashMap::new();
-        if q.hybrid.mmr.enabled {
+        if q.hybrid.mmr.enabled || current {
             let ids: Vec<String> = keyword
                 .iter()
                 .flatten()
@@ -205,6 +241,7 @@ impl Searcher<'_> {
                 .collect();
             chunks.extend(view.chunks_by_ids(&ids)?);
         }
+        let active = project::active_set(&options.active_project_keys);
         let decay = self.decay_factors(
             keyword
                 .iter()
@@ -230,10 +267,32 @@ impl Searcher<'_> {
                     hit.score *= factor;
                 }
             }
+            if current {
+                // × importance, × project affinity; a malformed project tag drops the entry.
+                hits.retain_mut(|hit| {
+                    let Some(a) = chunks.get(&hit.key.id).map(|c| &c.annotations) else {
+                        return true;
+                    };
+                    match annotation::project_multiplier(&a.project, &active) {
+                        None => false,
+                        Some(affinity) => {
+                            hit.score *= annotation::importance_multiplier(a.importance) * affinity;
+                            true
+                        }
+                    }
+                });
+            }
             hits
         };
-        let keyword_only = vector.is_none();
-        let rank = |pool: usize| self.filter(scored(pool), min_score, keyword_only, &chunks);
+        let mode = match (&keyword, &vector) {
+            (Some(_), Some(_)) => SelectMode::Hybrid,
+            (None, Some(_)) => SelectMode::VectorOnly,
+            _ => SelectMode::KeywordOnly,
+        };
+        let rank = |pool: usize| match current {
+            true => self.filter_2026_9(scored(pool), min_score, mode, &chunks),
+            false => self.filter(scored(pool), min_score, mode, &chunks),
+        };
         let ranked = tiered_top(
             max_results,
             base,
@@ -241,29 +300,35 @@ impl Searcher<'_> {
             rank,
             |hit: &Ranked| hit.key.id.clone(),
         );
-        let missing: Vec<String> = ranked
-            .iter()
-            .filter(|r| !chunks.contains_key(&r.key.id))
-            .map(|r| r.key.id.clone())
-            .collect();
-        chunks.extend(view.chunks_by_ids(&missing)?);
-        // The text index of a view never reloads, so every ranked id is found. Only in the
-        // catalog fallback can a sync remove a chunk in between; its file no longer has it,
-        // so it is dropped.
         // An empty answer says why when candidates were there but none reached minScore
         // (the ranking and the result set stay OpenClaw's).
         let warning = match ranked.is_empty() {
             true => below_min_score(scored(pool), min_score),
             false => None,
         };
+        let missing: Vec<String> = ranked
+            .iter()
+            .filter(|r| !chunks.contains_key(&r.key.id))
+            .map(|r| r.key.id.clone())
+            .collect();
+        // The text index of a view never reloads, so every ranked id is found. Only in the
+        // catalog fallback can a sync remove a chunk in between; its file no longer has it,
+        // so it is dropped.
+        chunks.extend(view.chunks_by_ids(&missing)?);
         let hits = ranked
             .into_iter()
             .filter_map(|r| {
                 let chunk = chunks.remove(&r.key.id)?;
-                Some(hit(r, chunk))
+                let recall = match current {
+                    true => self.recall(&chunk),
+                    false => Recall::default(),
+                };
+                Some(hit(r, chunk, recall))
             })
             .collect();
-        Ok(SearchResponse::new(hits, served, warning))
+        let mut response = SearchResponse::new(hits, served, warning);
+        response.recall_fields = current;
+        Ok(response)
     }
 
     /// Vector candidates, `Ok(None)` when the index has no vectors to search, or the reason
@@ -328,20 +393,60 @@ impl Searcher<'_> {
         if !decay.enabled {
             return factors;
         }
-        let now = clock::now().as_secs() as i64;
+        let now = clock::now();
         for key in keys {
             if factors.contains_key(&key.path) {
                 continue;
             }
-            let mtime = std::fs::metadata(self.settings.workspace.join(&key.path))
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(clock::since_epoch)
-                .map(|d| d.as_secs() as i64);
-            let factor = hybrid::decay_factor(&key.path, mtime, now, decay.half_life_days);
+            let factor = match self.settings.semantics.is_2026_9() {
+                true => hybrid::decay_factor_2026_9(
+                    &key.path,
+                    source_of(&key.path) == "memory",
+                    self.mtime(&key.path).map(|d| d.as_secs_f64()),
+                    now.as_secs_f64(),
+                    decay.half_life_days,
+                ),
+                false => hybrid::decay_factor(
+                    &key.path,
+                    self.mtime(&key.path).map(|d| d.as_secs() as i64),
+                    now.as_secs() as i64,
+                    decay.half_life_days,
+                ),
+            };
             factors.insert(key.path.clone(), factor);
         }
         factors
+    }
+
+    /// The modification time of a cited file, since the Unix epoch: a workspace path, or a
+    /// transcript (`sessions/<file>`) in the agent's sessions directory.
+    fn mtime(&self, path: &str) -> Option<std::time::Duration> {
+        let file = match (path.strip_prefix("sessions/"), source_of(path)) {
+            (Some(name), "sessions") => self.settings.sessions_dir()?.join(name),
+            _ => self.settings.workspace.join(path),
+        };
+        std::fs::metadata(file)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(clock::since_epoch)
+    }
+
+    /// What a chunk's entry says of itself, and (for a memory file) where it came from.
+    fn recall(&self, chunk: &ChunkRecord) -> Recall {
+        let a = &chunk.annotations;
+        Recall {
+            importance: a.importance,
+            triggers: a.triggers.clone(),
+            project_key: match &a.project {
+                annotation::ProjectTag::Keys(keys) => Some(keys.join("; ")),
+                _ => None,
+            },
+            provenance: (chunk.source == "memory").then(|| Provenance {
+                origin_class: origin_class(&chunk.path),
+                session_kind: "unknown",
+                observed_at: self.mtime(&chunk.path).map_or(0, |d| d.as_millis() as u64),
+            }),
+        }
     }
 
     /// Temporal decay (`decay`, by path), minScore (with the relaxation of the mode:
@@ -351,11 +456,11 @@ impl Searcher<'_> {
         &self,
         hits: Vec<Ranked>,
         min_score: f64,
-        keyword_only: bool,
+        mode: SelectMode,
         chunks: &HashMap<String, ChunkRecord>,
     ) -> Vec<Ranked> {
         let hybrid = &self.settings.query.hybrid;
-        let mut hits = if keyword_only {
+        let mut hits = if mode == SelectMode::KeywordOnly {
             filter_keyword_only(hits, min_score, usize::MAX)
         } else {
             filter_ranked(hits, min_score, hybrid.text_weight, usize::MAX)
@@ -367,8 +472,30 @@ impl Searcher<'_> {
                     .into_iter()
                     .collect()
             };
-            hits = hybrid::mmr(hits, hybrid.mmr.lambda, terms);
+            hits = hybrid::mmr(hits, hybrid.mmr.lambda, false, terms);
         }
         hits
+    }
+
+    /// OpenClaw 2026.9's order and `minScore`: in hybrid mode MMR (relevance normalised,
+    /// over the tokens of each candidate's snippet) reorders every candidate, then
+    /// [`select_2026_9`] applies `minScore` with its keyword rescue.
+    fn filter_2026_9(
+        &self,
+        mut hits: Vec<Ranked>,
+        min_score: f64,
+        mode: SelectMode,
+        chunks: &HashMap<String, ChunkRecord>,
+    ) -> Vec<Ranked> {
+        hits.sort_by(rank_order);
+        let mmr = &self.settings.query.hybrid.mmr;
+        if mode == SelectMode::Hybrid && mmr.enabled {
+            let terms = |hit: &Ranked| -> HashSet<String> {
+                let text = chunks.get(&hit.key.id).map_or("", |c| c.text.as_str());
+                hybrid::mmr_tokens_2026_9(snippet_of(text))
+            };
+            hits = hybrid::mmr(hits, mmr.lambda, true, terms);
+        }
+        select_2026_9(hits, min_score, mode, usize::MAX)
     }
 }

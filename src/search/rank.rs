@@ -107,6 +107,53 @@ pub(crate) fn filter_keyword_only(
     kept
 }
 
+/// `minScore` as OpenClaw 2026.9 applies it to `hits` (already in their final order; MMR
+/// has run in hybrid mode), keeping at most `max_results`:
+/// - keyword-only: the hits reaching `min_score`, or, when none does, all of them;
+/// - vector-only: the hits reaching `min_score`;
+/// - hybrid: the hits reaching `min_score`; when none does, every hit the keyword side
+///   found; when some do but fewer than `max_results`, the rest filled (in order) with
+///   keyword-only hits below it. So a word found only in one note is never lost to the
+///   weights (0.3 × a keyword score stays under the default 0.35).
+pub fn select_2026_9(
+    hits: Vec<Ranked>,
+    min_score: f64,
+    mode: SelectMode,
+    max_results: usize,
+) -> Vec<Ranked> {
+    let keyword_found = |h: &Ranked| h.text_score > 0.0;
+    let (strict, below): (Vec<Ranked>, Vec<Ranked>) =
+        hits.into_iter().partition(|h| h.score >= min_score);
+    let mut out = match mode {
+        SelectMode::KeywordOnly if strict.is_empty() => below,
+        SelectMode::KeywordOnly | SelectMode::VectorOnly => strict,
+        SelectMode::Hybrid if strict.is_empty() => {
+            below.into_iter().filter(|h| keyword_found(h)).collect()
+        }
+        SelectMode::Hybrid => {
+            let room = max_results.saturating_sub(strict.len());
+            let rescued = below
+                .into_iter()
+                .filter(|h| keyword_found(h) && h.vector_score.is_none_or(|v| v == 0.0))
+                .take(room);
+            strict.into_iter().chain(rescued).collect()
+        }
+    };
+    out.truncate(max_results);
+    out
+}
+
+/// Which sides served a search, for [`select_2026_9`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectMode {
+    /// BM25 alone.
+    KeywordOnly,
+    /// Vectors alone.
+    VectorOnly,
+    /// Both, fused.
+    Hybrid,
+}
+
 /// The page size whose candidate pool serves a request for `n` results: the configured
 /// `maxResults` (`base`) doubled until it covers `n`.
 pub fn tier_size(n: usize, base: usize) -> usize {
@@ -321,6 +368,49 @@ mod tests {
             );
         }
     }
+    #[test]
+    fn selection_2026_9_keeps_keyword_hits_below_min_score() {
+        let h = |id: &str, score: f64, text: f64, vector: Option<f64>| Ranked {
+            vector_score: vector,
+            ..hit(id, 1, score, text)
+        };
+        let ids = |v: Vec<Ranked>| v.into_iter().map(|r| r.key.path).collect::<Vec<_>>();
+        // none reaches 0.35: every keyword hit comes back (a one-word match scores ≤ 0.3)
+        let only_keyword = vec![h("a", 0.27, 0.9, Some(0.0)), h("v", 0.2, 0.0, Some(0.3))];
+        assert_eq!(
+            ids(select_2026_9(only_keyword, 0.35, SelectMode::Hybrid, 6)),
+            ["a"]
+        );
+        // some pass: the rest is filled with keyword-only hits, never with semantic ones
+        let mixed = vec![
+            h("p", 0.6, 0.5, Some(0.7)),
+            h("v", 0.3, 0.0, Some(0.43)),
+            h("k", 0.2, 0.6, Some(0.0)),
+            h("kv", 0.25, 0.2, Some(0.3)),
+        ];
+        assert_eq!(
+            ids(select_2026_9(mixed.clone(), 0.35, SelectMode::Hybrid, 6)),
+            ["p", "k"]
+        );
+        assert_eq!(
+            ids(select_2026_9(mixed, 0.35, SelectMode::Hybrid, 1)),
+            ["p"]
+        );
+        // keyword-only: all when none passes, else those that pass
+        let kw = vec![h("a", 0.3, 0.3, None), h("b", 0.1, 0.1, None)];
+        assert_eq!(
+            ids(select_2026_9(kw.clone(), 0.35, SelectMode::KeywordOnly, 6)),
+            ["a", "b"]
+        );
+        assert_eq!(
+            ids(select_2026_9(kw, 0.2, SelectMode::KeywordOnly, 6)),
+            ["a"]
+        );
+        // vector-only: strict
+        let v = vec![h("a", 0.3, 0.0, Some(0.3))];
+        assert!(select_2026_9(v, 0.35, SelectMode::VectorOnly, 6).is_empty());
+    }
+
     #[test]
     fn tier_sizes_double_from_the_configured_page() {
         for &(n, base, want) in &[

@@ -3,9 +3,10 @@
 //! `User:` / `Assistant:` lines), and the `sync.sessions` deltas below which a growing
 //! transcript waits.
 
-use crate::chunk::{chunk_markdown, Chunk, ChunkParams};
+use crate::annotation::{self, Annotations};
+use crate::chunk::{chunk_entries, chunk_markdown, entries, Chunk, ChunkParams, Entry};
 use crate::clock;
-use crate::config::SessionSyncSettings;
+use crate::config::{Semantics, SessionSyncSettings};
 use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
 use crate::index::catalog::{ChunkRecord, FileRecord, Upsert};
@@ -102,13 +103,27 @@ pub(super) enum Outcome {
 
 /// A file's text as chunks with the file's own line ranges: Markdown as it is, and a
 /// transcript as its `User:` / `Assistant:` lines, cited by JSONL line.
+///
+/// Under OpenClaw 2026.9's semantics a memory file's annotations are read per entry (the
+/// curated root files chunked per entry, see `chunk::chunk_entries`) and cut from the
+/// indexed text (`annotation::strip`); otherwise every chunk's [`Annotations`] are empty.
 pub(super) fn chunk_file(
     file: &MemoryFile,
     text: &str,
     params: ChunkParams,
-) -> (Vec<Chunk>, Vec<String>) {
+    semantics: Semantics,
+) -> (Vec<(Chunk, Annotations)>, Vec<String>) {
+    let plain = |chunks: Vec<Chunk>| -> Vec<(Chunk, Annotations)> {
+        chunks
+            .into_iter()
+            .map(|c| (c, Annotations::default()))
+            .collect()
+    };
     match file.source {
-        SourceKind::Memory => (chunk_markdown(text, params), Vec::new()),
+        SourceKind::Memory if semantics.is_2026_9() => {
+            (annotated_chunks(&file.rel_path, text, params), Vec::new())
+        }
+        SourceKind::Memory => (plain(chunk_markdown(text, params)), Vec::new()),
         SourceKind::Sessions => {
             let transcript = transcript::transcript(text, &file.rel_path);
             let mut chunks = chunk_markdown(&transcript.text, params);
@@ -116,9 +131,45 @@ pub(super) fn chunk_file(
                 (chunk.start_line, chunk.end_line) =
                     transcript.source_range(chunk.start_line, chunk.end_line);
             }
-            (chunks, transcript.warnings)
+            (plain(chunks), transcript.warnings)
         }
     }
+}
+
+/// A memory file's chunks under 2026.9's semantics, annotations read from the original
+/// lines of each chunk's entry (a list item of a curated file) or of the chunk itself.
+fn annotated_chunks(path: &str, text: &str, params: ChunkParams) -> Vec<(Chunk, Annotations)> {
+    let stripped = annotation::strip(text);
+    let curated = annotation::is_curated(path);
+    let chunks = match curated {
+        true => chunk_entries(&stripped, params),
+        false => chunk_markdown(&stripped, params),
+    };
+    let entries: Vec<Entry> = match curated {
+        true => entries(&stripped)
+            .into_iter()
+            .filter(|e| e.bullet)
+            .collect(),
+        false => Vec::new(),
+    };
+    let lines: Vec<&str> = text.split('\n').collect();
+    chunks
+        .into_iter()
+        .map(|chunk| {
+            let (start, end) = entries
+                .iter()
+                .find(|e| (e.start_line..=e.end_line).contains(&chunk.start_line))
+                .map_or((chunk.start_line, chunk.end_line), |e| {
+                    (e.start_line, e.end_line)
+                });
+            let span = lines
+                .get(start - 1..end.min(lines.len()))
+                .unwrap_or_default()
+                .join("\n");
+            let annotations = annotation::read(path, &span);
+            (chunk, annotations)
+        })
+        .collect()
 }
 
 pub(super) fn process_file(
@@ -126,6 +177,7 @@ pub(super) fn process_file(
     stat: &FileStat,
     known: Option<&FileRecord>,
     params: ChunkParams,
+    semantics: Semantics,
 ) -> Result<Outcome> {
     let bytes = fs::read(&file.abs_path).map_err(|e| Error::io(&file.abs_path, e))?;
     let hash = sha256_hex(&bytes);
@@ -142,11 +194,11 @@ pub(super) fn process_file(
         });
     }
     let (text, lossy) = decode_text(bytes);
-    let (chunks, warnings) = chunk_file(file, &text, params);
+    let (chunks, warnings) = chunk_file(file, &text, params, semantics);
     let chunks: Vec<(String, ChunkRecord)> = chunks
         .into_iter()
         .enumerate()
-        .map(|(ordinal, chunk)| {
+        .map(|(ordinal, (chunk, annotations))| {
             let id = chunk_id(
                 source,
                 &file.rel_path,
@@ -162,6 +214,7 @@ pub(super) fn process_file(
                 end_line: chunk.end_line,
                 hash: chunk.hash,
                 text: chunk.text,
+                annotations,
             };
             (id, record)
         })

@@ -10,7 +10,7 @@ use super::embedding::{embed_missing, same_embedder, update_vector_index, EmbedP
 use super::files::{below_session_delta, digest_of, process_file, stat, Outcome};
 use super::report::{SyncProgress, SyncReport};
 use crate::chunk::ChunkParams;
-use crate::config::SessionSyncSettings;
+use crate::config::{Semantics, SessionSyncSettings};
 use crate::error::{Error, Result};
 use crate::index::catalog::{Batch, Catalog, FileRecord};
 use crate::index::text::TextIndex;
@@ -39,6 +39,8 @@ pub struct SyncRequest<'a> {
     pub discovery: &'a Discovery,
     pub identity: &'a Identity,
     pub params: ChunkParams,
+    /// Which OpenClaw behaviour shapes the chunks (2026.9: entries and annotations).
+    pub semantics: Semantics,
     /// Rebuild into a new generation even if the identity is unchanged.
     pub force: bool,
     /// How to embed chunks; `None` for a keyword-only index.
@@ -71,6 +73,7 @@ pub fn sync(
         discovery,
         identity,
         params,
+        semantics,
         force,
         embed,
         session_deltas,
@@ -200,7 +203,9 @@ pub fn sync(
         }
         let outcomes: Vec<Result<Outcome>> = to_read[start..end]
             .par_iter()
-            .map(|(file, stat)| process_file(file, stat, known.get(&file.rel_path), params))
+            .map(|(file, stat)| {
+                process_file(file, stat, known.get(&file.rel_path), params, semantics)
+            })
             .collect();
         let mut batch = Batch {
             removals: std::mem::take(&mut pending_removals),

@@ -79,13 +79,17 @@ impl Discovery {
 
 /// Lists the memory files of `workspace` and the files of the QMD `collections`, plus the
 /// transcripts in `sessions` when session memory is on (sorted by `rel_path`).
+///
+/// `root_files` are the memory files at the workspace's root: [`ROOT_FILES_DOCUMENTED`] or
+/// [`ROOT_FILES_2026_9`].
 pub fn discover(
     workspace: &Path,
+    root_files: &[&str],
     extra_paths: &[String],
     collections: &[Collection],
     sessions: Option<&Path>,
 ) -> Discovery {
-    let mut discovery = discover_memory(workspace, extra_paths, collections);
+    let mut discovery = discover_memory(workspace, root_files, extra_paths, collections);
     if let Some(dir) = sessions {
         discover_sessions(dir, &mut discovery);
         discovery.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
@@ -139,8 +143,16 @@ fn discover_sessions(dir: &Path, discovery: &mut Discovery) {
     }
 }
 
+/// The root memory files of the documented behaviour (SPEC §1).
+pub const ROOT_FILES_DOCUMENTED: &[&str] = &["MEMORY.md", "memory.md"];
+
+/// The root memory files of OpenClaw 2026.9: `USER.md` joins, the lower-case `memory.md`
+/// leaves (its `doctor --fix` merges it into `MEMORY.md`).
+pub const ROOT_FILES_2026_9: &[&str] = &["MEMORY.md", "USER.md"];
+
 fn discover_memory(
     workspace: &Path,
+    root_files: &[&str],
     extra_paths: &[String],
     collections: &[Collection],
 ) -> Discovery {
@@ -161,7 +173,14 @@ fn discover_memory(
             "{name}: is a symlink; memoria does not follow symlinks in the workspace, skipped"
         ))
     };
-    for name in ["MEMORY.md", "memory.md"] {
+    if !root_files.contains(&"memory.md") && is_regular_file(&workspace.join("memory.md")) {
+        found.discovery.warnings.push(
+            "memory.md: not indexed: OpenClaw 2026.9 reads MEMORY.md and USER.md only \
+             (`openclaw doctor --fix` merges memory.md into MEMORY.md)"
+                .into(),
+        );
+    }
+    for &name in root_files {
         let path = workspace.join(name);
         if is_regular_file(&path) {
             found.add_file(path);

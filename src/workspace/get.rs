@@ -24,7 +24,7 @@ pub(crate) struct GetTarget {
 
 /// The `memory_get` path policy (SPEC §6). Returns the file to read, or why not.
 ///
-/// Allowed: `MEMORY.md`, `memory.md`, `memory/**` inside the workspace and files inside the
+/// Allowed: `MEMORY.md`, `memory.md`, `USER.md`, `memory/**` inside the workspace and files inside the
 /// configured extra paths; the path must end in `.md`, must not escape its root with `..`,
 /// and no component below the root may be a symlink. The file itself need not exist
 /// (a missing allowed file reads as empty).
@@ -63,7 +63,7 @@ pub(crate) fn resolve_get_path(
     let roots = allowed_roots(&workspace, extra_paths);
     let Some(root) = roots.iter().find(|root| root.contains(&target)) else {
         return Err(PathDenied(format!(
-            "{requested}: not a memory file (allowed: MEMORY.md, memory.md, memory/**/*.md, extraPaths)"
+            "{requested}: not a memory file (allowed: MEMORY.md, memory.md, USER.md, memory/**/*.md, extraPaths)"
         )));
     };
     check_no_symlinks(&root.base, &target).map_err(|component| {
@@ -239,6 +239,7 @@ fn allowed_roots(workspace: &Path, extra_paths: &[String]) -> Vec<AllowedRoot> {
     let mut roots = vec![
         in_workspace(Scope::File(workspace.join("MEMORY.md"))),
         in_workspace(Scope::File(workspace.join("memory.md"))),
+        in_workspace(Scope::File(workspace.join("USER.md"))),
         in_workspace(Scope::Under(workspace.join("memory"))),
     ];
     for extra in extra_paths {

@@ -23,7 +23,9 @@ mod paths;
 mod tests;
 mod text;
 
-pub(crate) use discover::{discover, Discovery, MemoryFile, SourceKind};
+pub(crate) use discover::{
+    discover, Discovery, MemoryFile, SourceKind, ROOT_FILES_2026_9, ROOT_FILES_DOCUMENTED,
+};
 pub(crate) use get::{read_allowed, resolve_get_path};
 pub(crate) use paths::{absolute, absolute_in};
 pub use text::{decode_text, read_text};

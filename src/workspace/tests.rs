@@ -39,7 +39,7 @@ fn discovers_memory_files_and_skips_the_rest() {
         "memory/projects".to_string(), // duplicates memory/** → de-duplicated
         "../alias/projects".to_string(), // the same, through a symlinked ancestor
     ];
-    let found = discover(&ws, &extras, &[], None);
+    let found = discover(&ws, ROOT_FILES_DOCUMENTED, &extras, &[], None);
     let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
     assert_eq!(
         paths,
@@ -78,7 +78,7 @@ fn non_utf8_names_are_skipped_with_a_warning() {
             write(&path.join("inner.md"), "y");
         }
     }
-    let found = discover(&ws, &[], &[], None);
+    let found = discover(&ws, ROOT_FILES_DOCUMENTED, &[], &[], None);
     let paths: Vec<_> = found.files.iter().map(|f| f.rel_path.as_str()).collect();
     assert_eq!(paths, vec!["memory/ok.md"]);
     assert_eq!(found.warnings.len(), 3, "{:?}", found.warnings);
@@ -96,13 +96,19 @@ fn skipped_roots_are_warnings() {
     std::os::unix::fs::symlink(tmp.path().join("elsewhere/memory"), ws.join("memory")).unwrap();
     std::os::unix::fs::symlink(tmp.path().join("elsewhere/MEMORY.md"), ws.join("MEMORY.md"))
         .unwrap();
-    let found = discover(&ws, &[], &[], None);
+    let found = discover(&ws, ROOT_FILES_DOCUMENTED, &[], &[], None);
     assert!(found.files.is_empty());
     assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
     assert!(found.warnings[0].starts_with("MEMORY.md: is a symlink"));
     assert!(found.warnings[1].starts_with("memory/: is a symlink"));
 
-    let missing = discover(&tmp.path().join("no-such-ws"), &[], &[], None);
+    let missing = discover(
+        &tmp.path().join("no-such-ws"),
+        ROOT_FILES_DOCUMENTED,
+        &[],
+        &[],
+        None,
+    );
     assert!(missing.files.is_empty());
     assert!(missing.warnings[0].contains("no-such-ws: not a directory"));
 }

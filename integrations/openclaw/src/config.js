@@ -21,6 +21,12 @@ export const CONFIG_JSON_SCHEMA = {
     args: { type: "array", items: { type: "string" } },
     env: { type: "object", additionalProperties: { type: "string" } },
     callTimeoutMs: { type: "integer", minimum: 1000 },
+    // Read by memoria itself from OpenClaw's config file (the plugin only declares it).
+    temporalDecay: {
+      type: "object",
+      additionalProperties: false,
+      properties: { enabled: { type: "boolean" }, halfLifeDays: { type: "integer", minimum: 1 } },
+    },
   },
 };
 

@@ -129,8 +129,11 @@ export class MemoriaSearchManager {
     }
     // OpenClaw's fast recall paths: keyword scoring, the query not embedded.
     if (opts.lexicalOnly) args.lexicalOnly = true;
-    // activeProjectKeys: memoria has no project affinity yet (see NOTES.md); the results are
-    // not ranked by project, and the debug record says so.
+    // The session's active projects: memoria ranks <!-- project: … --> entries by them
+    // (OpenClaw 2026.9's semantics, i.e. a memory.search config).
+    if (Array.isArray(opts.activeProjectKeys) && opts.activeProjectKeys.length > 0) {
+      args.activeProjectKeys = opts.activeProjectKeys.map(String);
+    }
     const out = await this.rt.call("memory_search", args, opts.signal);
     if (!out.ok) throw new Error(out.error);
     const { payload, isError } = payloadOf(out.result);
@@ -140,7 +143,6 @@ export class MemoriaSearchManager {
       configuredMode: payload?.mode,
       effectiveMode: payload?.mode,
       ...(payload?.fallback ? { fallback: payload.fallback.reason ?? String(payload.fallback.from) } : {}),
-      ...(opts.activeProjectKeys?.length ? { note: "memoria does not rank by activeProjectKeys yet" } : {}),
     });
     return Array.isArray(payload?.results) ? payload.results.map(mapHit) : [];
   }

@@ -150,6 +150,10 @@ export function searchArgs(params, ctx, servedAgents) {
   }
   const channel = ctx?.messageChannel ?? ctx?.deliveryContext?.channel;
   if (typeof channel === "string" && channel) args.channel = channel;
+  // The session's active projects (OpenClaw puts them in the tool context).
+  if (Array.isArray(ctx?.activeProjectKeys) && ctx.activeProjectKeys.length > 0) {
+    args.activeProjectKeys = ctx.activeProjectKeys.map(String);
+  }
   const agent = agentForContext(ctx);
   if (agent && servedAgents && servedAgents.includes(agent)) args.agent = agent;
   return args;

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { McpClient } from "../src/mcp-client.js";
-import { createMemoryTools, mapGetPayload } from "../src/tools.js";
+import { createMemoryTools, mapGetPayload, searchArgs } from "../src/tools.js";
 import { MemoriaRuntime } from "../src/runtime.js";
 import { mapStatus } from "../src/manager.js";
 import { chatTypeFromSessionKey } from "../src/config.js";
@@ -161,4 +161,21 @@ test("workspace memory paths are classified like memory-core's unrecorded files"
   const viaSources = await classifyWorkspaceMemoryPaths({ workspaceDir: ws, relativePaths: ["MEMORY.md", "USER.md"], readSources: [{ relativePath: "MEMORY.md", canonicalRelativePath: "MEMORY.md" }, { relativePath: "USER.md", canonicalRelativePath: "../USER.md" }] });
   assert.deepEqual(viaSources.map((o) => o.originClass), ["agent", "untrusted"]);
   fs.rmSync(ws, { recursive: true, force: true });
+});
+
+test("searchArgs: the tool context's session, chat and active projects reach memoria", () => {
+  const args = searchArgs(
+    { query: "deploy", maxResults: 3, corpus: "wiki" },
+    { sessionKey: "agent:main:telegram:group:42", activeProjectKeys: ["github.com/acme/api", 7] },
+    ["main"],
+  );
+  assert.deepEqual(args, {
+    query: "deploy",
+    maxResults: 3,
+    sessionKey: "agent:main:telegram:group:42",
+    chatType: "group",
+    activeProjectKeys: ["github.com/acme/api", "7"],
+    agent: "main",
+  });
+  assert.equal(searchArgs({ query: "x" }, { activeProjectKeys: [] }, null).activeProjectKeys, undefined);
 });

@@ -1,4 +1,5 @@
-//! `memoria chunks`: the chunks memoria makes of one Markdown file.
+//! `memoria chunks`: the chunks memoria makes of one Markdown file; `memoria project-key`:
+//! the key `search --project` takes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -65,4 +66,19 @@ pub fn chunks(settings: &Settings, args: &Chunks) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `memoria project-key [DIR]`: the project key of the repository at or above `dir`.
+pub fn project_key(dir: Option<&std::path::Path>) -> Result<ExitCode> {
+    let dir = dir.unwrap_or(std::path::Path::new("."));
+    match memoria::project::key_of_directory(dir) {
+        Some(key) => {
+            println!("{key}");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => anyhow::bail!(
+            "{}: not inside a git repository (no .git here or above), so it has no project key",
+            dir.display()
+        ),
+    }
 }

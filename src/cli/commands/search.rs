@@ -15,7 +15,7 @@ use crate::EXIT_NOT_FOUND;
 
 /// `memoria search`.
 pub fn search(memory: &Memory, args: &Search) -> Result<ExitCode> {
-    let options = search_options(
+    let mut options = search_options(
         args.max_results,
         args.min_score,
         Some(args.corpus),
@@ -24,6 +24,7 @@ pub fn search(memory: &Memory, args: &Search) -> Result<ExitCode> {
         args.session_key.clone(),
         args.lexical_only,
     );
+    options.active_project_keys = args.projects.clone();
     match (&args.query, &args.queries) {
         (_, Some(file)) => search_batch(memory, file, &options),
         (Some(query), None) => search_one(memory, query, &options, args.json),

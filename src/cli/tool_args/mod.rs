@@ -53,6 +53,10 @@ pub struct SearchArgs {
     pub session_key: Option<String>,
     /// Keyword (BM25) scoring only, without embedding the query (default: false).
     pub lexical_only: Option<Flag>,
+    /// The session's active project keys, most recent first (at most 4 are used): under
+    /// OpenClaw 2026.9's semantics, entries tagged <!-- project: … --> with all their keys
+    /// here rank x1.15, other tagged entries x0.90.
+    pub active_project_keys: Option<Vec<String>>,
     /// Which agent's memory: offered by the server only when it serves several.
     #[schemars(skip)]
     pub agent: Option<String>,
@@ -61,7 +65,7 @@ pub struct SearchArgs {
 impl SearchArgs {
     /// The query and the search's options.
     pub fn into_search(self) -> (String, SearchOptions) {
-        let options = search_options(
+        let mut options = search_options(
             self.max_results,
             self.min_score,
             self.corpus.map(|c| c.0),
@@ -70,6 +74,7 @@ impl SearchArgs {
             self.session_key,
             self.lexical_only.is_some_and(|f| f.0),
         );
+        options.active_project_keys = self.active_project_keys.unwrap_or_default();
         (self.query, options)
     }
 }
@@ -95,6 +100,7 @@ pub fn search_options(
             session_key,
         },
         lexical_only,
+        active_project_keys: Vec::new(),
     }
 }
 

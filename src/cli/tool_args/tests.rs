@@ -78,12 +78,12 @@ fn argument_table() {
         (
             json!({"query": "x", "limit": 3}),
             "unknown argument `limit` (expected query, maxResults, minScore, corpus, \
-             chatType, channel, sessionKey, lexicalOnly, agent)",
+             chatType, channel, sessionKey, lexicalOnly, activeProjectKeys, agent)",
         ),
         (
             json!({"query": "x", "limit": null}),
             "unknown argument `limit` (expected query, maxResults, minScore, corpus, \
-             chatType, channel, sessionKey, lexicalOnly, agent)",
+             chatType, channel, sessionKey, lexicalOnly, activeProjectKeys, agent)",
         ),
         (
             json!({"query": "x", "agent": 1}),
@@ -93,7 +93,7 @@ fn argument_table() {
         (
             json!({"query": "x", "maxResults": 0, "zzz": 1}),
             "unknown argument `zzz` (expected query, maxResults, minScore, corpus, \
-             chatType, channel, sessionKey, lexicalOnly, agent)",
+             chatType, channel, sessionKey, lexicalOnly, activeProjectKeys, agent)",
         ),
         (json!({"maxResults": 0}), "`query` is required"),
         (
@@ -109,7 +109,8 @@ fn argument_table() {
         );
     }
     let (query, options) = search(json!({"query": "q", "maxResults": 2, "corpus": "memory",
-        "chatType": "group", "channel": "discord", "sessionKey": null, "lexicalOnly": true}))
+        "chatType": "group", "channel": "discord", "sessionKey": null, "lexicalOnly": true,
+        "activeProjectKeys": ["github.com/acme/api"]}))
     .unwrap()
     .into_search();
     assert_eq!(query, "q");
@@ -125,6 +126,7 @@ fn argument_table() {
                 session_key: None,
             },
             lexical_only: true,
+            active_project_keys: vec!["github.com/acme/api".into()],
         }
     );
 }
@@ -182,6 +184,7 @@ fn schemas() {
             "channel": {"type": "string", "description": "The chat's channel (telegram, discord, …), for memory.qmd.scope."},
             "sessionKey": {"type": "string", "description": "The session key, for memory.qmd.scope's keyPrefix rules."},
             "lexicalOnly": {"type": "boolean", "description": "Keyword (BM25) scoring only, without embedding the query (default: false)."},
+            "activeProjectKeys": {"type": "array", "items": {"type": "string"}, "description": "The session's active project keys, most recent first (at most 4 are used): under\nOpenClaw 2026.9's semantics, entries tagged <!-- project: … --> with all their keys\nhere rank x1.15, other tagged entries x0.90."},
         },
         "required": ["query"],
         "additionalProperties": false,

@@ -1,0 +1,219 @@
+//! OpenClaw 2026.9's semantics, chosen by the config's layout, through the `memoria`
+//! binary: entries of `MEMORY.md` / `USER.md` as chunks, importance and project
+//! annotations in the score, malformed tags dropping their entry, the payload's fields, and
+//! the older layout left as documented.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// `memoria --config <config> --state-dir <state> <args>`, keyword-only.
+fn search(config: &Path, state: &Path, args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+        .arg("--config")
+        .arg(config)
+        .arg("--state-dir")
+        .arg(state)
+        .arg("--provider")
+        .arg("none")
+        .arg("search")
+        .args(args)
+        .arg("--json")
+        .env_remove("OPENCLAW_CONFIG_PATH")
+        .env_remove("OPENCLAW_STATE_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memoria search {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A workspace and a config naming it, in the newer (`memory.search`) or older layout.
+fn setup(files: &[(&str, &str)], newer: bool) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    for (path, text) in files {
+        let file = ws.join(path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
+    }
+    let search = r#"{"query": {"maxResults": 6}}"#;
+    let config = match newer {
+        true => format!(
+            r#"{{"agents": {{"defaults": {{"workspace": {ws:?}}}}}, "memory": {{"search": {search}}}}}"#
+        ),
+        false => format!(
+            r#"{{"agents": {{"defaults": {{"workspace": {ws:?}, "memorySearch": {search}}}}}}}"#
+        ),
+    };
+    let path = tmp.path().join("openclaw.json");
+    fs::write(&path, config).unwrap();
+    (tmp, path)
+}
+
+fn results(payload: &Value) -> &Vec<Value> {
+    payload["results"].as_array().unwrap()
+}
+
+fn lines(hit: &Value) -> (u64, u64) {
+    (
+        hit["startLine"].as_u64().unwrap(),
+        hit["endLine"].as_u64().unwrap(),
+    )
+}
+
+const CURATED: &str = "# Long-term\n\
+    - zephyr deploy checklist lives in the wiki <!-- importance: 10 --> <!-- trigger: deploy; release -->\n\
+    - zephyr deploy checklist lives in the wiki <!-- importance: 1 -->\n\
+    - zephyr deploy checklist lives in the wiki\n";
+
+#[test]
+fn importance_ranks_entries_of_memory_md_each_its_own_chunk() {
+    let (tmp, config) = setup(&[("MEMORY.md", CURATED)], true);
+    // minScore 0: keyword-only selection keeps only hits reaching minScore when some do,
+    // and importance 1 pulls its entry under the default 0.35 here.
+    let state = tmp.path().join("state");
+    let payload = search(&config, &state, &["zephyr checklist", "--min-score", "0"]);
+    let hits = results(&payload);
+    assert_eq!(hits.len(), 3, "{payload:#}");
+    let ranges: Vec<(u64, u64)> = hits.iter().map(lines).collect();
+    // the last entry runs to the end of the file, its trailing empty line included
+    assert_eq!(
+        ranges,
+        [(2, 2), (4, 5), (3, 3)],
+        "importance 10, none (5), 1"
+    );
+    assert_eq!(hits[0]["importance"], 10);
+    assert_eq!(hits[0]["triggers"], "deploy; release");
+    assert!(hits[1].get("importance").is_none());
+    assert_eq!(hits[2]["importance"], 1);
+    // identical texts: the scores stand as the multipliers 1.25 : 1 : 0.80
+    let score = |i: usize| hits[i]["score"].as_f64().unwrap();
+    assert!((score(0) / score(1) - 1.25).abs() < 1e-9, "{payload:#}");
+    assert!((score(2) / score(1) - 0.80).abs() < 1e-9, "{payload:#}");
+    // annotations are not indexed text, and the payload has 2026.9's fields
+    let snippet = hits[0]["snippet"].as_str().unwrap();
+    assert!(!snippet.contains("<!--"), "{snippet}");
+    assert!(hits[0]["textScore"].as_f64().unwrap() > 0.0);
+    assert_eq!(hits[0]["provenance"]["originClass"], "agent");
+    assert_eq!(hits[0]["provenance"]["sessionKind"], "unknown");
+    assert!(hits[0]["provenance"]["observedAt"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn project_affinity_and_malformed_tags() {
+    let text = "- quasar rollout plan uses blue green <!-- project: github.com/acme/api -->\n\
+        - quasar rollout plan uses blue green <!-- project: github.com/acme/web -->\n\
+        - quasar rollout plan uses blue green\n\
+        - quasar rollout plan uses blue green <!-- project: ; -->\n";
+    let (tmp, config) = setup(&[("memory/topics.md", text)], true);
+    let state = tmp.path().join("state");
+    // Outside the curated files a chunk is the unit: one malformed tag in it drops it.
+    let payload = search(&config, &state, &["quasar rollout"]);
+    assert!(results(&payload).is_empty(), "{payload:#}");
+    // In MEMORY.md each entry is its own chunk: only the malformed one goes.
+    let (tmp2, config2) = setup(&[("MEMORY.md", &text.replace("quasar", "pulsar"))], true);
+    let state2 = tmp2.path().join("state");
+    let plain = search(&config2, &state2, &["pulsar rollout"]);
+    let ranges: Vec<(u64, u64)> = results(&plain).iter().map(lines).collect();
+    assert_eq!(ranges.len(), 3, "the malformed entry is dropped: {plain:#}");
+    assert!(!ranges.contains(&(4, 4)));
+    let active = search(
+        &config2,
+        &state2,
+        &["pulsar rollout", "--project", "github.com/acme/api"],
+    );
+    let hits = results(&active);
+    let ranges: Vec<(u64, u64)> = hits.iter().map(lines).collect();
+    assert_eq!(ranges, [(1, 1), (3, 3), (2, 2)], "{active:#}");
+    assert_eq!(hits[0]["projectKey"], "github.com/acme/api");
+    let score = |i: usize| hits[i]["score"].as_f64().unwrap();
+    assert!((score(0) / score(1) - 1.15).abs() < 1e-9, "{active:#}");
+    assert!((score(2) / score(1) - 0.90).abs() < 1e-9, "{active:#}");
+}
+
+#[test]
+fn user_md_is_memory_and_memory_md_is_not_under_the_newer_layout() {
+    let files = [
+        ("USER.md", "- prefers oolong tea in the afternoon\n"),
+        ("memory.md", "- oolong stock is in the pantry\n"),
+    ];
+    let (tmp, config) = setup(&files, true);
+    let payload = search(&config, &tmp.path().join("state"), &["oolong"]);
+    let paths: Vec<&str> = results(&payload)
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["USER.md"], "{payload:#}");
+
+    // The older layout: as documented (memory.md indexed, USER.md not, no 2026.9 fields).
+    let (tmp, config) = setup(&files, false);
+    let payload = search(&config, &tmp.path().join("state"), &["oolong"]);
+    let hits = results(&payload);
+    let paths: Vec<&str> = hits.iter().map(|h| h["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["memory.md"], "{payload:#}");
+    assert!(hits[0].get("textScore").is_none());
+    assert!(hits[0].get("provenance").is_none());
+}
+
+#[test]
+fn the_older_layout_keeps_annotations_as_text() {
+    let (tmp, config) = setup(&[("MEMORY.md", CURATED)], false);
+    let payload = search(&config, &tmp.path().join("state"), &["zephyr checklist"]);
+    let hits = results(&payload);
+    assert_eq!(hits.len(), 1, "one chunk for the file: {payload:#}");
+    assert!(hits[0]["snippet"]
+        .as_str()
+        .unwrap()
+        .contains("<!-- importance: 10 -->"));
+    assert!(hits[0].get("importance").is_none());
+}
+
+#[test]
+fn project_key_of_a_repository() {
+    let has_git = Command::new("git").arg("--version").output().is_ok();
+    if !has_git {
+        eprintln!("note: git is not installed; project-key's remote lookup is not exercised");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    fs::create_dir_all(repo.join("sub")).unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    let key = |dir: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+            .arg("project-key")
+            .arg(dir)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    let root = std::path::absolute(&repo).unwrap();
+    assert_eq!(
+        key(&repo.join("sub")),
+        (true, format!("path:{}", root.display()))
+    );
+    git(&["remote", "add", "origin", "git@GitHub.com:Acme/Api.git"]);
+    assert_eq!(key(&repo.join("sub")), (true, "github.com/Acme/Api".into()));
+    let (ok, _) = key(tmp.path());
+    assert!(!ok, "outside a repository is an error");
+}
