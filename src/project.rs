@@ -5,12 +5,13 @@
 //! lower-cased and the path kept as written (`git@github.com:Acme/Api.git` →
 //! `github.com/Acme/Api`); without a remote that parses, `path:<repository root>`. `;`, `<`,
 //! `>`, `%` and line breaks are percent-encoded, since they separate or close annotations.
-//! A session keeps its [`MAX_ACTIVE`] most recent keys.
+//! An OpenClaw session keeps its [`MAX_ACTIVE`] most recent keys and hands them to every
+//! search; a search uses all it is given.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// How many project keys a session keeps active (the most recent first).
+/// How many project keys an OpenClaw session keeps active (the most recent first).
 pub const MAX_ACTIVE: usize = 4;
 
 /// The key of the repository whose remote URL is `origin` (when it parses) rooted at
@@ -104,16 +105,13 @@ fn escape(key: &str) -> String {
     out
 }
 
-/// `keys` as a session's active set: trimmed, empty ones dropped, de-duplicated (first
-/// wins), at most [`MAX_ACTIVE`] (the first given are the most recent).
+/// `keys` as a search's active set: trimmed, empty ones dropped, de-duplicated (first
+/// wins). Keys compare exactly, as OpenClaw compares them.
 pub fn active_set<S: AsRef<str>>(keys: &[S]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for key in keys.iter().map(|k| k.as_ref().trim()) {
         if !key.is_empty() && !out.iter().any(|k| k == key) {
             out.push(key.to_string());
-        }
-        if out.len() == MAX_ACTIVE {
-            break;
         }
     }
     out
@@ -171,10 +169,10 @@ mod tests {
     }
 
     #[test]
-    fn active_sets_keep_four() {
+    fn active_sets_are_trimmed_and_deduplicated() {
         assert_eq!(
             active_set(&["a", " a ", "", "b", "c", "d", "e"]),
-            ["a", "b", "c", "d"]
+            ["a", "b", "c", "d", "e"]
         );
         assert!(active_set::<&str>(&[]).is_empty());
     }

@@ -128,8 +128,8 @@ pub struct SearchOptions {
     pub lexical_only: bool,
     /// The session's active project keys, most recent first (OpenClaw's
     /// `activeProjectKeys`; see [`crate::project`]). Under 2026.9's semantics an entry tagged
-    /// `<!-- project: … -->` ranks × 1.15 when all its keys are here, × 0.90 otherwise; at
-    /// most [`crate::project::MAX_ACTIVE`] are used.
+    /// `<!-- project: … -->` ranks × 1.15 when all its keys are here, × 0.90 otherwise.
+    /// OpenClaw's sessions pass their [`crate::project::MAX_ACTIVE`] most recent.
     pub active_project_keys: Vec<String>,
 }
 

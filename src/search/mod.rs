@@ -7,12 +7,14 @@
 //!   of the page it returns.
 //! - The ranking itself is pure functions over candidate lists: score mapping, order,
 //!   minScore relaxation, pools and tiers in `rank`; fusion, temporal decay and MMR in
-//!   `hybrid`.
+//!   `hybrid`; OpenClaw 2026.9's keyword score (bonuses over BM25, keyword candidates) in
+//!   `lexical`.
 //!
 //! The files import each other, never this one: it only declares and re-exports.
 
 pub(crate) mod api;
 pub(crate) mod hybrid;
+pub(crate) mod lexical;
 pub(crate) mod pipeline;
 pub(crate) mod rank;
 

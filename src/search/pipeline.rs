@@ -19,9 +19,10 @@ use super::api::{
     source_of, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, SNIPPET_CHARS,
 };
 use super::hybrid::{self, keyword_hits, FusionParams, KeywordCandidate, VectorCandidate};
+use super::lexical::{self, KeywordQuery};
 use super::rank::{
-    candidate_pool, filter_keyword_only, filter_ranked, rank_order, select_2026_9, tier_size,
-    tiered_top, Ranked, SelectMode,
+    candidate_pool, filter_keyword_only, filter_ranked, rank_order, select_2026_9, text_score,
+    tier_size, tiered_top, Ranked, SelectMode,
 };
 use crate::annotation;
 use crate::clock;
@@ -201,7 +202,7 @@ impl Searcher<'_> {
                 })
                 .collect::<Vec<_>>()
         });
-        let (keyword, vector) = match (keyword, vector) {
+        let (mut keyword, vector) = match (keyword, vector) {
             (Ok(keyword), Some(vector)) if hybrid => {
                 served.mode = Mode::Hybrid;
                 (Some(keyword), Some(vector))
@@ -241,6 +242,26 @@ impl Searcher<'_> {
                 .collect();
             chunks.extend(view.chunks_by_ids(&ids)?);
         }
+        // 2026.9's keyword side: only chunks holding every query word or a keyword are
+        // keyword hits, scored with its bonuses (`lexical`); the raw mapping stays textScore.
+        let mut keyword_scores: HashMap<String, f64> = HashMap::new();
+        if let (true, Some(candidates)) = (current, keyword.as_mut()) {
+            let lexical = KeywordQuery::new(query);
+            candidates.retain(|k| {
+                let Some(chunk) = chunks.get(&k.key.id) else {
+                    return true;
+                };
+                let words: HashSet<String> = lexical::words(&chunk.text).into_iter().collect();
+                if !lexical.is_candidate(&words) {
+                    return false;
+                }
+                let score =
+                    lexical.score_words(text_score(k.bm25), &words, &chunk.text, &k.key.path);
+                keyword_scores.insert(k.key.id.clone(), score);
+                true
+            });
+        }
+        let keyword_side = keyword.is_some();
         let active = project::active_set(&options.active_project_keys);
         let decay = self.decay_factors(
             keyword
@@ -262,6 +283,20 @@ impl Searcher<'_> {
                 (Some(k), None) => keyword_hits(k[..head(k.len())].to_vec()),
                 (None, None) => Vec::new(),
             };
+            if current {
+                // The keyword side's part is its boosted score (0.7 · cosine + 0.3 · it).
+                for hit in &mut hits {
+                    let keyword = keyword_scores.get(&hit.key.id).copied();
+                    hit.score = match (keyword, hit.vector_score) {
+                        (Some(k), None) if vector.is_none() => k,
+                        (k, Some(cosine)) if keyword_side => {
+                            params.vector_weight * cosine + params.text_weight * k.unwrap_or(0.0)
+                        }
+                        (Some(k), None) => params.text_weight * k,
+                        _ => hit.score,
+                    };
+                }
+            }
             for hit in &mut hits {
                 if let Some(factor) = decay.get(&hit.key.path) {
                     hit.score *= factor;
@@ -304,6 +339,7 @@ impl Searcher<'_> {
         // (the ranking and the result set stay OpenClaw's).
         let warning = match ranked.is_empty() {
             true => below_min_score(scored(pool), min_score),
+            false if current => self.buried_by_decay(&ranked, scored(pool), &decay),
             false => None,
         };
         let missing: Vec<String> = ranked
@@ -416,6 +452,36 @@ impl Searcher<'_> {
             factors.insert(key.path.clone(), factor);
         }
         factors
+    }
+
+    /// When temporal decay has put every dated note below the undated ones returned, and a
+    /// dated note would have come first without it, says so (OpenClaw 2026.9 does this
+    /// silently; over years of daily logs it hides all of them).
+    fn buried_by_decay(
+        &self,
+        ranked: &[Ranked],
+        candidates: Vec<Ranked>,
+        decay: &HashMap<String, f64>,
+    ) -> Option<String> {
+        let factor = |path: &str| decay.get(path).copied().unwrap_or(1.0);
+        let top = ranked.first()?;
+        if ranked.iter().any(|r| factor(&r.key.path) < 1.0) {
+            return None;
+        }
+        let (buried, before) = candidates
+            .iter()
+            .filter(|c| factor(&c.key.path) < 1.0)
+            .map(|c| (c, c.score / factor(&c.key.path)))
+            .filter(|(_, before)| *before > top.score)
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let half_life = self.settings.query.hybrid.temporal_decay.half_life_days;
+        Some(format!(
+            "temporal decay ({half_life}-day half-life) ranked every dated note below undated \
+             ones: {} would rank first without it ({before:.3}, × {:.1e} for its age); \
+             plugins.entries.memoria.config.temporalDecay lengthens or turns it off",
+            buried.key.path,
+            factor(&buried.key.path)
+        ))
     }
 
     /// The modification time of a cited file, since the Unix epoch: a workspace path, or a

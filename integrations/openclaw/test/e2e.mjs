@@ -322,6 +322,8 @@ function memoriaSearch(globalArgs, searchArgs) {
 /** The first place two JSON values differ, as `path: gateway … vs cli …`, or null. */
 function firstDiff(a, b, at = "") {
   if (Object.is(a, b)) return null;
+  // A decayed score ages with the clock (fractional days): equal to 1e-6, relatively.
+  if (at.endsWith(".score") && typeof a === "number" && typeof b === "number" && Math.abs(a - b) <= 1e-6 * Math.max(Math.abs(a), Math.abs(b))) return null;
   const kind = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
   if (kind(a) !== kind(b) || (kind(a) !== "array" && kind(a) !== "object")) {
     return `${at || "."}: gateway ${short(a, 240)} vs cli ${short(b, 240)}`;
@@ -353,8 +355,10 @@ function firstDiff(a, b, at = "") {
  * The channel only matters to the QMD backend's scope rules (not used here), so the CLI
  * gets none. The whole payload is compared: `results` element by element and field by
  * field (path, startLine, endLine, score, snippet, source, citation), then the other keys
- * (mode, provider, model, citations, …). Scores must be bit-identical: both sides print
- * the same serde_json number.
+ * (mode, provider, model, citations, …). Scores agree to 1e-6 (relative): this config is
+ * in OpenClaw's newer layout, so memoria applies 2026.9's temporal decay, which ages a
+ * dated note by fractional days and moves its score by ~1e-8 between two calls a second
+ * apart; everything else must be identical.
  * @param {string} label
  * @param {string[]} globalArgs  the plugin's config.args (the CLI gets the same)
  * @param {(payload: any) => string | null} [extra]  a further per-payload check (null: ok)

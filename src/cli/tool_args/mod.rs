@@ -53,7 +53,7 @@ pub struct SearchArgs {
     pub session_key: Option<String>,
     /// Keyword (BM25) scoring only, without embedding the query (default: false).
     pub lexical_only: Option<Flag>,
-    /// The session's active project keys, most recent first (at most 4 are used): under
+    /// The session's active project keys, most recent first (OpenClaw keeps 4): under
     /// OpenClaw 2026.9's semantics, entries tagged <!-- project: … --> with all their keys
     /// here rank x1.15, other tagged entries x0.90.
     pub active_project_keys: Option<Vec<String>>,

@@ -184,7 +184,7 @@ fn schemas() {
             "channel": {"type": "string", "description": "The chat's channel (telegram, discord, …), for memory.qmd.scope."},
             "sessionKey": {"type": "string", "description": "The session key, for memory.qmd.scope's keyPrefix rules."},
             "lexicalOnly": {"type": "boolean", "description": "Keyword (BM25) scoring only, without embedding the query (default: false)."},
-            "activeProjectKeys": {"type": "array", "items": {"type": "string"}, "description": "The session's active project keys, most recent first (at most 4 are used): under\nOpenClaw 2026.9's semantics, entries tagged <!-- project: … --> with all their keys\nhere rank x1.15, other tagged entries x0.90."},
+            "activeProjectKeys": {"type": "array", "items": {"type": "string"}, "description": "The session's active project keys, most recent first (OpenClaw keeps 4): under\nOpenClaw 2026.9's semantics, entries tagged <!-- project: … --> with all their keys\nhere rank x1.15, other tagged entries x0.90."},
         },
         "required": ["query"],
         "additionalProperties": false,
