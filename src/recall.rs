@@ -7,14 +7,14 @@
 //! current generation, and notes when the results come from an index the last sync could
 //! not update.
 
-use crate::config::ChatType;
+use crate::config::{ChatType, ProviderKind};
 use crate::error::Result;
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
 use crate::payload::{self, SearchPayload};
 use crate::qmd;
 use crate::search::pipeline::{configured, Searcher};
-use crate::search::{Corpus, SearchOptions, SearchResponse};
+use crate::search::{Corpus, Mode, SearchOptions, SearchResponse};
 
 /// Searches memory: the ranked hits and what served them (SPEC §5).
 pub(crate) fn search(
@@ -107,9 +107,49 @@ fn search_builtin(agent: &Agent, query: &str, options: &SearchOptions) -> Result
 pub(crate) fn memory_search(agent: &Agent, query: &str, options: &SearchOptions) -> SearchPayload {
     match search(agent, query, options) {
         Ok(response) => {
+            if let Some(reason) = fails_closed(agent, &response, options) {
+                let mut payload = SearchPayload::unavailable(reason);
+                payload.warning = Some(
+                    "memory search is unavailable: the embedding provider the config names \
+                     explicitly cannot serve, and OpenClaw 2026.9 does not fall back to \
+                     keywords then (set provider to auto, local or none to allow it)"
+                        .into(),
+                );
+                return payload;
+            }
             let group = options.chat.chat_type != ChatType::Direct;
             payload::search_payload(&response, agent.settings().citations, group)
         }
         Err(err) => SearchPayload::unavailable(err.to_string()),
     }
+}
+
+/// Under OpenClaw 2026.9's semantics an explicitly named remote provider fails closed: when
+/// it (and the configured `fallback`) cannot serve, the search is unavailable, with the
+/// reason, rather than keyword-only. `none`, `auto` and `local` still fall back to
+/// keywords, as there.
+fn fails_closed(
+    agent: &Agent,
+    response: &SearchResponse,
+    options: &SearchOptions,
+) -> Option<String> {
+    let settings = agent.settings();
+    let explicit_remote = !matches!(
+        settings.provider,
+        ProviderKind::None | ProviderKind::Auto | ProviderKind::Local
+    );
+    let served = &response.served;
+    let keyword_only = served.mode == Mode::FtsOnly && agent.resolved().embedder.is_none();
+    if !settings.semantics.is_2026_9() || !explicit_remote || !keyword_only || options.lexical_only
+    {
+        return None;
+    }
+    let reason = served.fallback.as_ref().map_or_else(
+        || "it could not be set up".to_string(),
+        |f| f.reason.clone(),
+    );
+    Some(format!(
+        "the {} embedding provider cannot serve: {reason}",
+        settings.provider.as_str()
+    ))
 }

@@ -787,3 +787,111 @@ fn a_provider_answering_500_gives_way_to_the_fallback() {
         .count();
     assert!(gemini >= 3, "retried before giving way: {gemini} requests");
 }
+
+#[test]
+fn openai_compatible_sends_the_configured_input_types_and_dimensions() {
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path(), &server.url, Some(KEY));
+    s.provider = ProviderKind::OpenAiCompatible;
+    s.model = Some("embeddinggemma-300m".into());
+    s.remote.query_input_type = Some("query".into());
+    s.remote.document_input_type = Some("passage".into());
+    s.remote.output_dimensionality = Some(DIMS as u32);
+    let memory = Memory::open(s).unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    assert_eq!(payload.provider.as_deref(), Some("openai-compatible"));
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    let requests = server.requests.lock().unwrap().clone();
+    let types: Vec<&Value> = requests.iter().map(|r| &r.body["input_type"]).collect();
+    assert_eq!(types, [&json!("query"), &json!("passage"), &json!("query")]);
+    assert!(requests.iter().all(|r| r.body["dimensions"] == json!(DIMS)));
+    assert!(requests.iter().all(|r| r.path == "/v1/embeddings"));
+    assert_eq!(requests[0].body["model"], "embeddinggemma-300m");
+
+    // Neither a default endpoint nor a default model: each missing key is named.
+    for (base, model, missing) in [
+        (None, Some("m"), "remote.baseUrl"),
+        (Some(format!("{}/v1", server.url)), None, "model"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = settings(tmp.path(), &server.url, Some(KEY));
+        s.provider = ProviderKind::OpenAiCompatible;
+        s.remote.base_url = base;
+        s.model = model.map(str::to_string);
+        let memory = Memory::open(s).unwrap();
+        let payload = memory.memory_search("penicillin", &SearchOptions::default());
+        let reason = payload.fallback.map(|f| f.reason).unwrap_or_default();
+        assert!(
+            reason.contains(&format!("{missing} is required")),
+            "{missing}: {reason}"
+        );
+    }
+}
+
+#[test]
+fn lmstudio_and_deepinfra_speak_openais_format_with_their_defaults() {
+    let server = serve(ok(DIMS));
+    for (kind, model, auth) in [
+        (
+            ProviderKind::LmStudio,
+            "text-embedding-nomic-embed-text-v1.5",
+            false,
+        ),
+        (ProviderKind::DeepInfra, "BAAI/bge-m3", true),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = settings(tmp.path(), &server.url, auth.then_some(KEY));
+        s.provider = kind;
+        s.model = None;
+        let memory = Memory::open(s).unwrap();
+        let payload = memory.memory_search("penicillin", &SearchOptions::default());
+        assert_eq!(
+            payload.mode.as_deref(),
+            Some("hybrid"),
+            "{kind:?}: {payload:?}"
+        );
+        let last = server.requests.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(last.body["model"], model);
+        assert_eq!(last.headers.contains_key("authorization"), auth, "{kind:?}");
+    }
+}
+
+#[test]
+fn bedrock_and_github_copilot_are_named_as_unsupported() {
+    for kind in [ProviderKind::Bedrock, ProviderKind::GithubCopilot] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = settings(tmp.path(), "http://127.0.0.1:9", None);
+        s.provider = kind;
+        let memory = Memory::open(s).unwrap();
+        let payload = memory.memory_search("penicillin", &SearchOptions::default());
+        let reason = payload.fallback.map(|f| f.reason).unwrap_or_default();
+        assert!(
+            reason.contains("not supported by memoria"),
+            "{kind:?}: {reason}"
+        );
+        assert_eq!(payload.mode.as_deref(), Some("fts-only"));
+    }
+}
+
+#[test]
+fn an_explicit_provider_fails_closed_under_the_newer_layout() {
+    let server = serve(Box::new(|_: &Request, _| {
+        (500, Vec::new(), "{}".to_string())
+    }));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path(), &server.url, Some(KEY));
+    s.semantics = memoria::config::Semantics::OpenClaw2026_9;
+    let memory = Memory::open(s).unwrap();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    assert_eq!(payload.unavailable, Some(true), "{payload:?}");
+    assert!(payload.results.is_empty());
+    let error = payload.error.unwrap();
+    assert!(
+        error.starts_with("the openai embedding provider cannot serve"),
+        "{error}"
+    );
+    assert!(payload.warning.unwrap().contains("does not fall back"));
+    // The older layout keeps keyword-only search with the reason (the test above).
+}

@@ -20,6 +20,11 @@ const PROVIDERS: &[(&str, ProviderKind)] = &[
     ("voyage", ProviderKind::Voyage),
     ("mistral", ProviderKind::Mistral),
     ("ollama", ProviderKind::Ollama),
+    ("openai-compatible", ProviderKind::OpenAiCompatible),
+    ("lmstudio", ProviderKind::LmStudio),
+    ("deepinfra", ProviderKind::DeepInfra),
+    ("bedrock", ProviderKind::Bedrock),
+    ("github-copilot", ProviderKind::GithubCopilot),
 ];
 
 const FALLBACKS: &[(&str, Option<ProviderKind>)] = &[
@@ -30,6 +35,9 @@ const FALLBACKS: &[(&str, Option<ProviderKind>)] = &[
     ("voyage", Some(ProviderKind::Voyage)),
     ("mistral", Some(ProviderKind::Mistral)),
     ("ollama", Some(ProviderKind::Ollama)),
+    ("openai-compatible", Some(ProviderKind::OpenAiCompatible)),
+    ("lmstudio", Some(ProviderKind::LmStudio)),
+    ("deepinfra", Some(ProviderKind::DeepInfra)),
 ];
 
 const SOURCES: &[(&str, Source)] = &[("memory", Source::Memory), ("sessions", Source::Sessions)];
@@ -62,6 +70,10 @@ pub(super) struct Layer {
     pub(super) remote_base_url: Option<String>,
     pub(super) remote_api_key: Option<Secret>,
     pub(super) remote_headers: BTreeMap<String, String>,
+    pub(super) input_type: Option<String>,
+    pub(super) query_input_type: Option<String>,
+    pub(super) document_input_type: Option<String>,
+    pub(super) output_dimensionality: Option<i64>,
     pub(super) batch_enabled: Option<bool>,
     pub(super) batch_wait: Option<bool>,
     pub(super) batch_concurrency: Option<i64>,
@@ -339,11 +351,19 @@ fn parse_layer(ms: &Node) -> Result<Layer, ConfigError> {
         "sync",
         "query",
         "cache",
+        "inputType",
+        "queryInputType",
+        "documentInputType",
+        "outputDimensionality",
     ])?;
     let mut l = Layer {
         enabled: ms.get_bool("enabled")?,
         provider: ms.get_choice("provider", PROVIDERS)?,
         model: ms.get_nonblank("model")?,
+        input_type: ms.get_nonblank("inputType")?,
+        query_input_type: ms.get_nonblank("queryInputType")?,
+        document_input_type: ms.get_nonblank("documentInputType")?,
+        output_dimensionality: ms.get_int("outputDimensionality")?,
         fallback: ms.get_choice("fallback", FALLBACKS)?,
         ..Layer::default()
     };

@@ -138,6 +138,11 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
             base_url: pick(p, |l| &l.remote_base_url),
             api_key: pick(p, |l| &l.remote_api_key),
             headers,
+            input_type: pick(p, |l| &l.input_type),
+            query_input_type: pick(p, |l| &l.query_input_type),
+            document_input_type: pick(p, |l| &l.document_input_type),
+            output_dimensionality: pick(p, |l| &l.output_dimensionality)
+                .map(|d| u32::try_from(d.max(1)).unwrap_or(u32::MAX)),
             batch: BatchSettings {
                 enabled: pick(p, |l| &l.batch_enabled).unwrap_or(true),
                 wait: pick(p, |l| &l.batch_wait).unwrap_or(true),

@@ -27,11 +27,27 @@ pub enum ProviderKind {
     Mistral,
     /// A local Ollama server's OpenAI-compatible API (`http://127.0.0.1:11434/v1`).
     Ollama,
+    /// Any endpoint speaking OpenAI's `/embeddings` (OpenClaw 2026.9's core adapter):
+    /// `model` and `remote.baseUrl` are required.
+    #[cfg_attr(feature = "cli", value(name = "openai-compatible"))]
+    OpenAiCompatible,
+    /// LM Studio's local server (`http://localhost:1234/v1`, OpenAI's wire format).
+    #[cfg_attr(feature = "cli", value(name = "lmstudio"))]
+    LmStudio,
+    /// DeepInfra's OpenAI-compatible API.
+    #[cfg_attr(feature = "cli", value(name = "deepinfra"))]
+    DeepInfra,
+    /// Amazon Bedrock: accepted in the config, not served (`status` says why).
+    #[cfg_attr(feature = "cli", value(skip))]
+    Bedrock,
+    /// GitHub Copilot's embeddings: accepted in the config, not served (`status` says why).
+    #[cfg_attr(feature = "cli", value(skip))]
+    GithubCopilot,
 }
 
 impl ProviderKind {
     /// The config spelling: `auto`, `none`, `local`, `openai`, `gemini`, `voyage`, `mistral`,
-    /// `ollama`.
+    /// `ollama`, `openai-compatible`, `lmstudio`, `deepinfra`, `bedrock`, `github-copilot`.
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::Auto => "auto",
@@ -42,6 +58,11 @@ impl ProviderKind {
             ProviderKind::Voyage => "voyage",
             ProviderKind::Mistral => "mistral",
             ProviderKind::Ollama => "ollama",
+            ProviderKind::OpenAiCompatible => "openai-compatible",
+            ProviderKind::LmStudio => "lmstudio",
+            ProviderKind::DeepInfra => "deepinfra",
+            ProviderKind::Bedrock => "bedrock",
+            ProviderKind::GithubCopilot => "github-copilot",
         }
     }
 }
@@ -56,7 +77,13 @@ pub fn default_model(provider: ProviderKind) -> Option<&'static str> {
         ProviderKind::Voyage => Some("voyage-4-large"),
         ProviderKind::Mistral => Some("mistral-embed"),
         ProviderKind::Ollama => Some("nomic-embed-text"),
-        ProviderKind::Auto | ProviderKind::None => None,
+        ProviderKind::LmStudio => Some("text-embedding-nomic-embed-text-v1.5"),
+        ProviderKind::DeepInfra => Some("BAAI/bge-m3"),
+        ProviderKind::Bedrock => Some("amazon.titan-embed-text-v2:0"),
+        ProviderKind::Auto
+        | ProviderKind::None
+        | ProviderKind::OpenAiCompatible
+        | ProviderKind::GithubCopilot => None,
     }
 }
 
@@ -247,6 +274,15 @@ pub struct RemoteSettings {
     pub api_key: Option<Secret>,
     /// `remote.headers`, defaults merged with the agent's (agent wins).
     pub headers: BTreeMap<String, String>,
+    /// `inputType`: the `input_type` sent with every request, when set (OpenAI's wire
+    /// format; OpenClaw's `openai-compatible` keys, read for every such provider).
+    pub input_type: Option<String>,
+    /// `queryInputType`: the `input_type` of queries (else `inputType`).
+    pub query_input_type: Option<String>,
+    /// `documentInputType`: the `input_type` of documents (else `inputType`).
+    pub document_input_type: Option<String>,
+    /// `outputDimensionality`: sent as `dimensions`.
+    pub output_dimensionality: Option<u32>,
     /// `remote.batch`.
     pub batch: BatchSettings,
 }

@@ -320,11 +320,11 @@ fn error_messages() {
         ),
         (
             "{agents: {defaults: {memorySearch: {provider: 'cohere'}}}}",
-            "agents.defaults.memorySearch.provider: expected one of \"auto\", \"none\", \"local\", \"openai\", \"gemini\", \"voyage\", \"mistral\", \"ollama\", got \"cohere\"",
+            "agents.defaults.memorySearch.provider: expected one of \"auto\", \"none\", \"local\", \"openai\", \"gemini\", \"voyage\", \"mistral\", \"ollama\", \"openai-compatible\", \"lmstudio\", \"deepinfra\", \"bedrock\", \"github-copilot\", got \"cohere\"",
         ),
         (
             "{agents: {defaults: {memorySearch: {fallback: 'auto'}}}}",
-            "agents.defaults.memorySearch.fallback: expected one of \"none\", \"openai\", \"gemini\", \"local\", \"voyage\", \"mistral\", \"ollama\", got \"auto\"",
+            "agents.defaults.memorySearch.fallback: expected one of \"none\", \"openai\", \"gemini\", \"local\", \"voyage\", \"mistral\", \"ollama\", \"openai-compatible\", \"lmstudio\", \"deepinfra\", got \"auto\"",
         ),
         (
             "{agents: {defaults: {memorySearch: {enabled: 'yes'}}}}",
@@ -1178,4 +1178,104 @@ fn qmd_settings() {
     .warnings;
     assert_eq!(unknown.len(), 1, "{unknown:?}");
     assert!(unknown[0].starts_with("memory.qmd.limits.maxTokens: unknown key"));
+}
+
+/// The layout picks the behaviour: `memory.search` (at either level) gets OpenClaw 2026.9's
+/// fixed hybrid settings, the older layout and an empty config the documented ones; the
+/// retired `query.hybrid` and memoria's own decay key are read where they belong.
+#[test]
+fn semantics_follow_the_layout() {
+    let newer = resolve_str("{memory: {search: {query: {minScore: 0.4}}}}", "main").unwrap();
+    assert_eq!(newer.semantics, Semantics::OpenClaw2026_9);
+    let h = &newer.query.hybrid;
+    assert_eq!((h.vector_weight, h.text_weight), (0.7, 0.3));
+    assert!(h.mmr.enabled && h.temporal_decay.enabled);
+    assert_eq!((h.mmr.lambda, h.temporal_decay.half_life_days), (0.7, 30.0));
+    assert_eq!(newer.query.min_score, 0.4);
+
+    let per_agent = resolve_str(
+        "{agents: {entries: {main: {memory: {search: {}}}}}}",
+        "main",
+    )
+    .unwrap();
+    assert_eq!(per_agent.semantics, Semantics::OpenClaw2026_9);
+    let other = resolve_str("{agents: {entries: {x: {memory: {search: {}}}}}}", "main").unwrap();
+    assert_eq!(other.semantics, Semantics::Documented);
+
+    let older = resolve_str(
+        "{agents: {defaults: {memorySearch: {query: {hybrid: {mmr: {enabled: true}}}}}}}",
+        "main",
+    )
+    .unwrap();
+    assert_eq!(older.semantics, Semantics::Documented);
+    assert!(older.query.hybrid.mmr.enabled && !older.query.hybrid.temporal_decay.enabled);
+    assert_eq!(
+        resolve_str("{}", "main").unwrap().semantics,
+        Semantics::Documented
+    );
+
+    // query.hybrid is retired under the newer layout: ignored, and said so.
+    let retired = resolve_str(
+        "{memory: {search: {query: {hybrid: {temporalDecay: {enabled: false}}}}}}",
+        "main",
+    )
+    .unwrap();
+    assert!(retired.query.hybrid.temporal_decay.enabled);
+    assert!(
+        retired.warnings.iter().any(|w| w.contains("retired")),
+        "{:?}",
+        retired.warnings
+    );
+
+    // memoria's decay key, in its plugin's config.
+    let knob = "{memory: {search: {}}, plugins: {entries: {memoria: {config:
+                {temporalDecay: {enabled: true, halfLifeDays: 365}}}}}}";
+    let s = resolve_str(knob, "main").unwrap();
+    assert_eq!(s.query.hybrid.temporal_decay.half_life_days, 365.0);
+    let off = "{memory: {search: {}}, plugins: {entries: {memoria: {config:
+               {temporalDecay: {enabled: false}}}}}}";
+    assert!(
+        !resolve_str(off, "main")
+            .unwrap()
+            .query
+            .hybrid
+            .temporal_decay
+            .enabled
+    );
+    let bad = "{plugins: {entries: {memoria: {config: {temporalDecay: {enabled: 'no'}}}}}}";
+    let err = resolve_str(bad, "main").unwrap_err().to_string();
+    assert!(
+        err.contains("plugins.entries.memoria.config.temporalDecay.enabled"),
+        "{err}"
+    );
+}
+
+/// OpenClaw 2026.9's providers and their keys.
+#[test]
+fn newer_providers_and_their_keys() {
+    let text = "{memory: {search: {provider: 'openai-compatible', model: 'gemma',
+                 remote: {baseUrl: 'http://127.0.0.1:8080/v1'}, inputType: 'x',
+                 queryInputType: 'query', documentInputType: 'passage',
+                 outputDimensionality: 256}}}";
+    let s = resolve_str(text, "main").unwrap();
+    assert_eq!(s.provider, ProviderKind::OpenAiCompatible);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let r = &s.remote;
+    assert_eq!(r.input_type.as_deref(), Some("x"));
+    assert_eq!(r.query_input_type.as_deref(), Some("query"));
+    assert_eq!(r.document_input_type.as_deref(), Some("passage"));
+    assert_eq!(r.output_dimensionality, Some(256));
+    for (name, kind) in [
+        ("lmstudio", ProviderKind::LmStudio),
+        ("deepinfra", ProviderKind::DeepInfra),
+        ("bedrock", ProviderKind::Bedrock),
+        ("github-copilot", ProviderKind::GithubCopilot),
+    ] {
+        let s = resolve_str(
+            &format!("{{memory: {{search: {{provider: '{name}'}}}}}}"),
+            "main",
+        );
+        assert_eq!(s.unwrap().provider, kind);
+        assert_eq!(kind.as_str(), name);
+    }
 }

@@ -154,6 +154,14 @@ fn try_provider(
 ) -> Result<ResolvedEmbedder, String> {
     match kind {
         ProviderKind::None => Err("no provider".into()),
+        ProviderKind::Bedrock => Err("the bedrock provider is not supported by memoria (Amazon \
+             Bedrock's signed AWS requests are not implemented): use local, openai-compatible \
+             or another provider"
+            .into()),
+        ProviderKind::GithubCopilot => Err("the github-copilot provider is not supported by \
+             memoria (it needs GitHub Copilot's sign-in, which only OpenClaw holds): use \
+             local, openai-compatible or another provider"
+            .into()),
         ProviderKind::Local => try_local(settings, model_dir, model),
         // OpenClaw's automatic order: a local model, then OpenAI when a key resolves.
         ProviderKind::Auto => try_local(settings, model_dir, model).or_else(|local| {
@@ -179,12 +187,18 @@ fn try_provider(
         | ProviderKind::Gemini
         | ProviderKind::Mistral
         | ProviderKind::Voyage
-        | ProviderKind::Ollama => {
+        | ProviderKind::Ollama
+        | ProviderKind::OpenAiCompatible
+        | ProviderKind::LmStudio
+        | ProviderKind::DeepInfra => {
             let defaults = match kind {
                 ProviderKind::Gemini => &remote::GEMINI,
                 ProviderKind::Mistral => &remote::MISTRAL,
                 ProviderKind::Voyage => &remote::VOYAGE,
                 ProviderKind::Ollama => &remote::OLLAMA,
+                ProviderKind::OpenAiCompatible => &remote::OPENAI_COMPATIBLE,
+                ProviderKind::LmStudio => &remote::LMSTUDIO,
+                ProviderKind::DeepInfra => &remote::DEEPINFRA,
                 _ => &remote::OPENAI,
             };
             let env = |name: &str| std::env::var(name).ok();

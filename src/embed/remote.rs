@@ -96,6 +96,11 @@ pub(crate) struct OpenAiCompatible {
     batch_off: Mutex<Option<String>>,
     /// [`Defaults::max_input_tokens`].
     max_input_tokens: usize,
+    /// The configured `input_type` of queries and of documents (`queryInputType` /
+    /// `documentInputType`, else `inputType`), sent when set.
+    input_types: (Option<String>, Option<String>),
+    /// `outputDimensionality`, sent as `dimensions`.
+    dimensions: Option<u32>,
     agent: ureq::Agent,
 }
 
@@ -181,6 +186,46 @@ pub(crate) const OPENAI: Defaults = Defaults {
     max_input_tokens: 8_191,
 };
 
+/// Any endpoint speaking OpenAI's `/embeddings` (OpenClaw 2026.9's `openai-compatible`):
+/// no default endpoint or model, both must be configured.
+pub(crate) const OPENAI_COMPATIBLE: Defaults = Defaults {
+    provider: "openai-compatible",
+    base_url: "",
+    model: "",
+    key_var: "OPENAI_COMPATIBLE_API_KEY",
+    config_name: "openai-compatible",
+    key_required: false,
+    wire: Wire::OpenAi { input_type: false },
+    batch: false,
+    max_input_tokens: 8_192,
+};
+
+/// LM Studio's local server (OpenAI's wire format, a key optional).
+pub(crate) const LMSTUDIO: Defaults = Defaults {
+    provider: "lmstudio",
+    base_url: "http://localhost:1234/v1",
+    model: "text-embedding-nomic-embed-text-v1.5",
+    key_var: "LMSTUDIO_API_KEY",
+    config_name: "lmstudio",
+    key_required: false,
+    wire: Wire::OpenAi { input_type: false },
+    batch: false,
+    max_input_tokens: 8_192,
+};
+
+/// DeepInfra's OpenAI-compatible API.
+pub(crate) const DEEPINFRA: Defaults = Defaults {
+    provider: "deepinfra",
+    base_url: "https://api.deepinfra.com/v1/openai",
+    model: "BAAI/bge-m3",
+    key_var: "DEEPINFRA_API_KEY",
+    config_name: "deepinfra",
+    key_required: true,
+    wire: Wire::OpenAi { input_type: false },
+    batch: false,
+    max_input_tokens: 8_192,
+};
+
 /// Google's Generative Language API.
 pub(crate) const GEMINI: Defaults = Defaults {
     provider: "gemini",
@@ -235,6 +280,29 @@ impl OpenAiCompatible {
             .build()
             .into();
         let model = model.unwrap_or(defaults.model).to_string();
+        // openai-compatible has neither default: say which key is missing, before any call.
+        let missing = |what: &str| EmbedError::Remote {
+            provider: defaults.provider.to_string(),
+            message: format!("{what} is required for the {} provider", defaults.provider),
+            status: None,
+        };
+        if base.is_empty() {
+            return Err(missing("remote.baseUrl"));
+        }
+        if model.is_empty() {
+            return Err(missing("model"));
+        }
+        let remote = &settings.remote;
+        let input_types = (
+            remote
+                .query_input_type
+                .clone()
+                .or(remote.input_type.clone()),
+            remote
+                .document_input_type
+                .clone()
+                .or(remote.input_type.clone()),
+        );
         let url = match defaults.wire {
             Wire::OpenAi { .. } => format!("{base}/embeddings"),
             Wire::Gemini => format!(
@@ -268,6 +336,8 @@ impl OpenAiCompatible {
             batch,
             batch_off: Mutex::new(None),
             max_input_tokens: defaults.max_input_tokens,
+            input_types,
+            dimensions: remote.output_dimensionality,
             agent,
         };
         if client.key.is_none() && defaults.key_required && base == defaults.base_url {
@@ -292,11 +362,16 @@ impl OpenAiCompatible {
             client.model,
             &sha256_hex(
                 format!(
-                    "{}\0{}\0{}\0{}",
+                    "{}\0{}\0{}\0{}{}",
                     client.url,
                     client.model,
                     client.dims,
-                    header_names.join(",")
+                    header_names.join(","),
+                    // what changes the vectors; absent, the fingerprint is as before
+                    match (&client.input_types, client.dimensions) {
+                        ((None, None), None) => String::new(),
+                        ((q, d), dims) => format!("\0{q:?}\0{d:?}\0{dims:?}"),
+                    }
                 )
                 .as_bytes()
             )[..16]
@@ -350,11 +425,20 @@ impl OpenAiCompatible {
         let body = match self.wire {
             Wire::OpenAi { input_type } => {
                 let mut body = json!({"model": self.model, "input": inputs});
-                if input_type {
+                let configured = match kind {
+                    EmbedKind::Query => &self.input_types.0,
+                    EmbedKind::Document => &self.input_types.1,
+                };
+                if let Some(value) = configured {
+                    body["input_type"] = json!(value);
+                } else if input_type {
                     body["input_type"] = json!(match kind {
                         EmbedKind::Query => "query",
                         EmbedKind::Document => "document",
                     });
+                }
+                if let Some(dimensions) = self.dimensions {
+                    body["dimensions"] = json!(dimensions);
                 }
                 body
             }

@@ -464,6 +464,100 @@ mod tests {
     }
 
     #[test]
+    fn dated_notes_and_decay_as_openclaw_2026_9() {
+        let days = |p: &str| dated_note_day(p);
+        assert_eq!(days("memory/2026-01-12.md"), Some(Some(20_465)));
+        assert_eq!(
+            days("memory/archive/2026-01-12-trip.md"),
+            Some(Some(20_465))
+        );
+        assert_eq!(days("notes/memory/2026-01-12.md"), Some(Some(20_465)));
+        assert_eq!(days("./memory/2026-01-12.md"), Some(Some(20_465)));
+        assert_eq!(days("memory/2024-02-29.md"), Some(Some(19_782)));
+        // impossible dates have the shape but no day
+        assert_eq!(days("memory/2026-02-30.md"), Some(None));
+        assert_eq!(days("memory/2025-02-29.md"), Some(None));
+        assert_eq!(days("memory/2026-13-01.md"), Some(None));
+        assert_eq!(days("memory/2026-04-31.md"), Some(None));
+        // not dated: the date must start the name and be followed by .md or -slug.md
+        for p in [
+            "memory/notes.md",
+            "memory/notes-2026-01-12.md",
+            "memory/2026-1-2.md",
+            "memory/2026-01-12.MD",
+            "memory/2026-01-12_x.md",
+            "memory/2026-01-12-.md",
+            "notes/2026-01-12.md",
+            "MEMORY.md",
+        ] {
+            assert_eq!(days(p), None, "{p}");
+        }
+        let day = 86_400.0;
+        let now = 20_495.0 * day; // 30 days after 2026-01-12
+        let cases: &[(&str, bool, Option<f64>, f64)] = &[
+            ("memory/2026-01-12.md", true, None, 0.5),
+            ("memory/archive/2026-01-12-trip.md", true, None, 0.5),
+            // fractional days: 12 hours more than a half-life
+            ("memory/2025-12-13.md", true, None, 0.5f64.powf(60.0 / 30.0)),
+            ("memory/2099-01-01.md", true, None, 1.0), // the future counts as now
+            ("MEMORY.md", true, Some(0.0), 1.0),
+            ("USER.md", true, Some(0.0), 1.0),
+            ("memory/projects/x.md", true, Some(0.0), 1.0),
+            // an impossible date and files outside memory/ age from their mtime
+            ("memory/2026-02-30.md", true, Some(now - 30.0 * day), 0.5),
+            ("notes/x.md", true, Some(now - 60.0 * day), 0.25),
+            ("notes/y.md", true, None, 1.0),
+            // a transcript ages from its mtime, never from a date in its name
+            (
+                "sessions/2026-01-12.jsonl",
+                false,
+                Some(now - 30.0 * day),
+                0.5,
+            ),
+            ("sessions/x.jsonl", false, Some(now + day), 1.0),
+        ];
+        for (path, memory, mtime, want) in cases {
+            let got = decay_factor_2026_9(path, *memory, *mtime, now, 30.0);
+            assert!((got - want).abs() < 1e-9, "{path}: {got} (want {want})");
+        }
+        assert_eq!(
+            decay_factor_2026_9("memory/2020-01-01.md", true, None, now, 0.0),
+            1.0
+        );
+    }
+
+    #[test]
+    fn mmr_tokens_2026_9_and_normalised_relevance() {
+        let t = mmr_tokens_2026_9("Café_1 node-22 猫カフェ");
+        for w in [
+            "caf", "_1", "node", "22", "猫", "カ", "猫カ", "カフ", "フェ",
+        ] {
+            assert!(t.contains(w), "{w} in {t:?}");
+        }
+        assert!(!t.contains("café_1"));
+        // λ = 1 with normalised relevance: a plain sort by score
+        let hits = vec![
+            Ranked {
+                key: key("a"),
+                score: 0.9,
+                text_score: 0.0,
+                vector_score: None,
+            },
+            Ranked {
+                key: key("b"),
+                score: 0.5,
+                text_score: 0.0,
+                vector_score: None,
+            },
+        ];
+        let order: Vec<String> = mmr(hits, 1.0, true, |_| HashSet::new())
+            .into_iter()
+            .map(|h| h.key.id)
+            .collect();
+        assert_eq!(order, ["a", "b"]);
+    }
+
+    #[test]
     fn mmr_demotes_near_duplicates() {
         let hit = |id: &str, score: f64| Ranked {
             key: key(id),
