@@ -62,6 +62,7 @@ mod simd;
 mod status;
 mod sync;
 mod transcript;
+mod transcript_search;
 mod workspace;
 
 use std::path::Path;
@@ -82,6 +83,7 @@ pub use qmd::QmdStatus;
 pub use search::{Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served};
 pub use status::{EmbeddingStatus, Status};
 pub use sync::{SyncProgress, SyncReport};
+pub use transcript_search::{SessionHit, SessionsSearchPayload};
 pub use workspace::read_text;
 
 /// Internals that the benches and the integration tests use directly; not part of the
@@ -196,6 +198,13 @@ impl Memory {
     /// The `memory_get` tool (SPEC §6): whole file, or `lines` lines from line `from`.
     pub fn memory_get(&self, path: &str, from: Option<i64>, lines: Option<i64>) -> GetPayload {
         payload::memory_get(self.settings(), self.agent.collections(), path, from, lines)
+    }
+
+    /// The `sessions_search` tool: exact full-text search over the agent's session
+    /// transcripts, message by message, read where OpenClaw writes them (whether or not
+    /// session memory indexes them); `limit` hits, 10 by default, 25 at most.
+    pub fn sessions_search(&self, query: &str, limit: Option<usize>) -> SessionsSearchPayload {
+        transcript_search::search_dir(&self.settings().transcripts_dir(), query, limit)
     }
 
     /// Appends `text` to the daily log `memory/<date>.md` (created with its heading), the

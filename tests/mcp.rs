@@ -262,6 +262,7 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
             "memory_get",
             "memory_append",
             "memory_context",
+            "sessions_search",
             "memory_status"
         ]
     );

@@ -217,3 +217,53 @@ fn project_key_of_a_repository() {
     let (ok, _) = key(tmp.path());
     assert!(!ok, "outside a repository is an error");
 }
+
+#[test]
+fn sessions_search_finds_the_message_in_the_transcripts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let sessions = state.join("agents/main/sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    let message = |role: &str, text: &str| {
+        serde_json::json!({"type": "message", "message": {"role": role, "content": text}})
+            .to_string()
+    };
+    let jsonl = [
+        r#"{"type":"session","id":"e2e"}"#.to_string(),
+        message("user", "Book the Café Kyō for Friday, 京都の紅葉を見に行く"),
+        message("assistant", "Booked: Cafe Kyo, Friday 19:00."),
+    ]
+    .join("\n");
+    fs::write(sessions.join("e2e.jsonl"), jsonl).unwrap();
+    fs::create_dir_all(tmp.path().join("ws")).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--workspace")
+            .arg(tmp.path().join("ws"))
+            .args(["--provider", "none", "sessions-search"])
+            .args(args)
+            .env_remove("OPENCLAW_CONFIG_PATH")
+            .env_remove("OPENCLAW_STATE_DIR")
+            .output()
+            .unwrap();
+        let payload: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), payload)
+    };
+    let (code, payload) = run(&["cafe kyo", "--json"]);
+    assert_eq!(code, Some(0));
+    let hits: Vec<(u64, &str)> = results(&payload)
+        .iter()
+        .map(|h| (h["line"].as_u64().unwrap(), h["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(hits.len(), 2, "{payload:#}");
+    assert!(hits.contains(&(2, "user")) && hits.contains(&(3, "assistant")));
+    let (_, payload) = run(&["紅葉", "--json"]);
+    assert_eq!(results(&payload)[0]["path"], "sessions/e2e.jsonl");
+    let (_, payload) = run(&["kyoto", "--json"]);
+    assert!(results(&payload).is_empty());
+    assert!(payload["warning"].as_str().unwrap().contains("every word"));
+    let (code, _) = run(&[" ", "--json"]);
+    assert_eq!(code, Some(1), "an empty query is refused");
+}

@@ -120,14 +120,18 @@ pub enum Command {
     Search(Search),
     /// Read lines of a memory file (the memory_get tool).
     Get(Get),
+    /// Find the past session messages that hold every word of QUERY (the sessions_search
+    /// tool): exact words, case and accents ignored, CJK anywhere; transcripts are read
+    /// where OpenClaw writes them.
+    SessionsSearch(SessionsSearch),
     /// Show the agent directory, index identity, counts and warnings.
     Status(Status),
     /// Keep the index fresh in the foreground: watch the workspace (and sessions) and print
     /// one line per sync, until Ctrl-C or SIGTERM.
     Watch,
     /// Serve the memory tools over the Model Context Protocol (stdio): memory_search,
-    /// memory_get, memory_append, memory_context and memory_status, with a warm model and a
-    /// live sync per agent (repeat --agent to serve several).
+    /// memory_get, memory_append, memory_context, sessions_search and memory_status, with a
+    /// warm model and a live sync per agent (repeat --agent to serve several).
     Mcp,
     /// Show the chunks memoria makes of one Markdown file.
     Chunks(Chunks),
@@ -211,6 +215,18 @@ pub struct Search {
     #[arg(long = "project", value_name = "KEY")]
     pub projects: Vec<String>,
     /// Print the memory_search tool payload verbatim.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SessionsSearch {
+    /// The words to find.
+    pub query: String,
+    /// Messages to return (at most 25).
+    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=25))]
+    pub limit: u64,
+    /// Print the sessions_search tool payload verbatim.
     #[arg(long)]
     pub json: bool,
 }

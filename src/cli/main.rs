@@ -67,6 +67,9 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Status(args) => index::status(open_memory(cli, settings()?)?, args),
         Command::Search(args) => search::search(&open_memory(cli, settings()?)?, args),
         Command::Get(args) => search::get(&open_memory(cli, settings()?)?, args),
+        Command::SessionsSearch(args) => {
+            search::sessions_search(&open_memory(cli, settings()?)?, args)
+        }
         Command::Chunks(args) => chunks::chunks(&settings()?, args),
         Command::ProjectKey { dir } => chunks::project_key(dir.as_deref()),
         Command::Append(args) => notes::append(settings()?, args),

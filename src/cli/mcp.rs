@@ -30,7 +30,9 @@ use serde_json::{json, Value};
 use memoria::Memory;
 
 use crate::daily::{session_context, today};
-use crate::tool_args::{self, AppendArgs, ContextArgs, GetArgs, SearchArgs, StatusArgs};
+use crate::tool_args::{
+    self, AppendArgs, ContextArgs, GetArgs, SearchArgs, SessionsSearchArgs, StatusArgs,
+};
 
 /// One served agent.
 pub struct Agent {
@@ -49,6 +51,7 @@ const GET: &str = "memory_get";
 const APPEND: &str = "memory_append";
 const CONTEXT: &str = "memory_context";
 const STATUS: &str = "memory_status";
+const SESSIONS: &str = "sessions_search";
 
 impl Server {
     pub fn new(agents: Vec<Agent>) -> Server {
@@ -116,6 +119,15 @@ impl Server {
                 "What a session reads at start: today's and yesterday's daily logs, and MEMORY.md \
                  when `private` is true (a private main session only).",
                 schema(tool_args::schema::<ContextArgs>()),
+            )
+            .annotate(read_only.clone()),
+            Tool::new(
+                SESSIONS,
+                "Search past session transcripts for the user or assistant message that said \
+                 something: exact words (every word must occur, whole words, case and accents \
+                 ignored; CJK anywhere). Returns the session, JSONL line, role and a snippet \
+                 per message, newest session first on ties.",
+                schema(tool_args::schema::<SessionsSearchArgs>()),
             )
             .annotate(read_only.clone()),
             Tool::new(
@@ -188,6 +200,14 @@ impl Server {
                 let files = blocking(move || session_context(&memory, private)).await?;
                 result(&json!({ "files": files }), false)
             }
+            SESSIONS => {
+                let args: SessionsSearchArgs = parse(&arguments)?;
+                let memory = self.memory(args.agent.as_deref())?;
+                let limit = args.limit.map(|n| n.0);
+                let query = args.query;
+                let payload = blocking(move || memory.sessions_search(&query, limit)).await?;
+                result(&payload, payload.error.is_some())
+            }
             STATUS => {
                 let args: StatusArgs = parse(&arguments)?;
                 let memory = self.memory(args.agent.as_deref())?;
@@ -197,8 +217,8 @@ impl Server {
                 }
             }
             other => Err(invalid(format!(
-                "unknown tool {other:?}: this server has {SEARCH}, {GET}, {APPEND}, {CONTEXT} \
-                 and {STATUS}"
+                "unknown tool {other:?}: this server has {SEARCH}, {GET}, {APPEND}, {CONTEXT}, \
+                 {SESSIONS} and {STATUS}"
             ))),
         }
     }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use memoria::{Memory, SearchOptions};
 
-use crate::args::{Get, Search};
+use crate::args::{Get, Search, SessionsSearch};
 use crate::tool_args::search_options;
 use crate::EXIT_NOT_FOUND;
 
@@ -178,6 +178,30 @@ fn citation(text: &str) -> Option<(&str, i64, i64)> {
         }
     };
     (start >= 1 && end >= start).then_some((path, start, end - start + 1))
+}
+
+/// `memoria sessions-search`: one line per message (score, transcript and line, role,
+/// snippet), or the tool's payload with `--json`; exit 1 for a refused query.
+pub fn sessions_search(memory: &Memory, args: &SessionsSearch) -> Result<ExitCode> {
+    let payload = memory.sessions_search(&args.query, Some(args.limit as usize));
+    if args.json {
+        println!("{}", serde_json::to_string(&payload)?);
+    } else {
+        for hit in &payload.results {
+            println!(
+                "{:.3} {}:{} {}: {}",
+                hit.score, hit.path, hit.line, hit.role, hit.snippet
+            );
+        }
+        if let Some(warning) = &payload.warning {
+            eprintln!("{warning}");
+        }
+    }
+    if let Some(error) = &payload.error {
+        eprintln!("error: {error}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! `Option`. `memoria search` checks its options with the same
 //! types ([`Count`], [`Fraction`]) and builds them with the same [`search_options`].
 //!
-//! - this module: the five tools' argument types, the search options, the schema;
+//! - this module: the six tools' argument types, the search options, the schema;
 //! - `kinds`: the kinds of argument, each with its check and its schema ([`Count`],
 //!   [`Fraction`], [`Choice`], [`Flag`]);
 //! - `read`: serde reading a JSON object with errors that name their key.
@@ -149,6 +149,20 @@ impl ContextArgs {
     pub fn private(&self) -> bool {
         self.private.is_some_and(|flag| flag.0)
     }
+}
+
+/// `sessions_search`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsSearchArgs {
+    /// Words to find in past session messages (every word must occur; case and accents do
+    /// not matter).
+    pub query: String,
+    /// Messages to return (default 10, at most 25).
+    pub limit: Option<Count>,
+    /// Which agent's memory: offered by the server only when it serves several.
+    #[schemars(skip)]
+    pub agent: Option<String>,
 }
 
 /// `memory_status`'s arguments.
