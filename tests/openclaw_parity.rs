@@ -24,7 +24,6 @@ const NOT_SHARED: &[&str] = &[
      memoria's tantivy's BM25; the ratio and field checks never compare them",
     "absolute keyword scores: memoria adds 2026.9's bonuses (coverage, density, length, \
      path words) to its own BM25, so scores compare by ratio over identical texts only",
-    "exact-path tiers (a query naming a file ranks it first): not in memoria yet (issue 27)",
     "the word-level query expansion: memoria ORs every term and keeps the chunks holding all \
      words or a keyword, which finds the same chunks but scores them by its BM25",
 ];
@@ -382,6 +381,26 @@ fn cases() -> Vec<Case> {
         vec![Field(m1, "snippet")],
     ));
     cases.push(case(
+        "exact-path-stem-first",
+        "a query equal to a file's stem puts the file's first chunk before content hits",
+        &[
+            ("MEMORY.md", "- alpha beta\n- gamma"),
+            ("memory/notes.md", "- memory notes about memory"),
+        ],
+        "memory",
+        vec![SameHits, Field(m1, "score")],
+    ));
+    cases.push(case(
+        "exact-path-full-first",
+        "a query equal to a file's path, then content hits",
+        &[
+            ("memory/2026-01-02.md", "- standup moved"),
+            ("memory/topics.md", "- 2026 memory plan"),
+        ],
+        "memory/2026-01-02.md",
+        vec![SameHits],
+    ));
+    cases.push(case(
         "provenance",
         "provenance of a memory file: origin agent, session kind unknown, observed at its mtime",
         &[("memory/topics.md", note)],
@@ -452,10 +471,12 @@ fn check(c: &Check, oc: &[Value], mem: &[Value]) -> Result<String, String> {
             let o = hit(oc, *at).ok_or(format!("openclaw: no hit at {}:{}", at.0, at.1))?;
             let m = hit(mem, *at).ok_or(format!("memoria: no hit at {}:{}", at.0, at.1))?;
             // The tool layer adds the citation footer; the manager's results have none.
+            // Numbers compare by value (JavaScript's 1 is serde_json's 1.0).
             let strip = |v: Option<&Value>| match v {
                 Some(Value::String(t)) => Some(Value::String(
                     t.split("\n\nSource: ").next().unwrap_or(t).to_string(),
                 )),
+                Some(Value::Number(n)) => n.as_f64().map(Value::from),
                 other => other.cloned(),
             };
             match strip(o.get(*field)) == strip(m.get(*field)) {

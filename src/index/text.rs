@@ -267,6 +267,43 @@ impl TextIndex {
         Ok(hits)
     }
 
+    /// The first chunk (lowest start line) of every indexed file whose path `named`
+    /// accepts, by path.
+    pub fn first_chunks(&self, named: impl Fn(&str) -> bool) -> Result<Vec<ChunkKey>> {
+        let searcher = self.reader.searcher();
+        let keys = self.segment_keys(&searcher)?;
+        let mut first: std::collections::BTreeMap<String, ChunkKey> = Default::default();
+        for (reader, keys) in searcher.segment_readers().iter().zip(&keys) {
+            let wanted: Vec<u64> = (0..keys.paths.len() as u64)
+                .filter(|&ord| named(&keys.paths[ord as usize]))
+                .collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let alive = reader.alive_bitset();
+            for doc in 0..reader.max_doc() {
+                if alive.is_some_and(|a| !a.is_alive(doc)) {
+                    continue;
+                }
+                if !keys
+                    .path_ords
+                    .first(doc)
+                    .is_some_and(|o| wanted.contains(&o))
+                {
+                    continue;
+                }
+                let Some(key) = keys.key(doc) else { continue };
+                match first.get(&key.path) {
+                    Some(kept) if kept.start_line <= key.start_line => {}
+                    _ => {
+                        first.insert(key.path.clone(), key);
+                    }
+                }
+            }
+        }
+        Ok(first.into_values().collect())
+    }
+
     /// The ranking keys of the chunks with these ids, in order (unknown ids are skipped: a
     /// vector index may briefly know a chunk this commit no longer has).
     pub fn keys_by_ids(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {

@@ -129,6 +129,42 @@ impl KeywordQuery {
     }
 }
 
+/// How exactly `query` names `path`, OpenClaw 2026.9's exact-path tiers: 3 the whole
+/// path, 2 its file name, 1 its name without the extension, 0 not at all (compared
+/// trimmed, lower-cased, `\\` as `/`, without a leading `./`; a query with a `/` must be the
+/// whole path). Such files rank before every content hit.
+pub fn path_specificity(query: &str, path: &str) -> u8 {
+    let norm = |s: &str| {
+        let s = s
+            .trim()
+            .replace('\\', "/")
+            .nfc()
+            .collect::<String>()
+            .to_lowercase();
+        match s.strip_prefix("./") {
+            Some(rest) => rest.to_string(),
+            None => s,
+        }
+    };
+    let (q, p) = (norm(query), norm(path));
+    if q.is_empty() {
+        return 0;
+    }
+    if q == p {
+        return 3;
+    }
+    if q.contains('/') {
+        return 0;
+    }
+    let name = p.rsplit('/').next().unwrap_or(&p);
+    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    match () {
+        _ if q == name => 2,
+        _ if q == stem => 1,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +188,24 @@ mod tests {
         assert!(q.is_candidate(&set("the bug was here")));
         assert!(!q.is_candidate(&set("what was the weather")));
         assert!(q.is_candidate(&set("what was the bug")));
+    }
+
+    #[test]
+    fn queries_naming_a_path() {
+        for (q, p, tier) in [
+            ("memory", "MEMORY.md", 1),
+            ("MEMORY.md", "MEMORY.md", 3),
+            ("2026-01-02", "memory/2026-01-02.md", 1),
+            ("2026-01-02.md", "memory/2026-01-02.md", 2),
+            ("memory/2026-01-02.md", "memory/2026-01-02.md", 3),
+            ("./memory/2026-01-02.md", "memory/2026-01-02.md", 3),
+            (" Memory\\2026-01-02.md ", "memory/2026-01-02.md", 3),
+            ("x/2026-01-02", "memory/2026-01-02.md", 0),
+            ("2026", "memory/2026-01-02.md", 0),
+            ("", "MEMORY.md", 0),
+        ] {
+            assert_eq!(path_specificity(q, p), tier, "{q} {p}");
+        }
     }
 
     #[test]

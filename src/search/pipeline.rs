@@ -342,6 +342,13 @@ impl Searcher<'_> {
             false if current => self.buried_by_decay(&ranked, scored(pool), &decay),
             false => None,
         };
+        // 2026.9: a query naming a file puts its first chunk before every content hit.
+        let ranked = match current {
+            true => {
+                self.exact_paths_first(query, ranked, max_results, source, &active, &mut chunks)?
+            }
+            false => ranked,
+        };
         let missing: Vec<String> = ranked
             .iter()
             .filter(|r| !chunks.contains_key(&r.key.id))
@@ -452,6 +459,64 @@ impl Searcher<'_> {
             factors.insert(key.path.clone(), factor);
         }
         factors
+    }
+
+    /// OpenClaw 2026.9's exact-path tiers: when `query` is a file's path (3), name (2) or
+    /// stem (1), that file's first chunk comes first, most specific first, scored by its
+    /// project multiplier alone (1, 1.15 or 0.90; a malformed tag still drops it); the
+    /// content hits follow, without those chunks, cut to `max_results`.
+    fn exact_paths_first(
+        &self,
+        query: &str,
+        ranked: Vec<Ranked>,
+        max_results: usize,
+        source: Option<&str>,
+        active: &[String],
+        chunks: &mut HashMap<String, ChunkRecord>,
+    ) -> Result<Vec<Ranked>> {
+        let Ok(text) = self.view.text() else {
+            return Ok(ranked);
+        };
+        let mut named: Vec<(u8, ChunkKey)> = text
+            .first_chunks(|path| lexical::path_specificity(query, path) > 0)?
+            .into_iter()
+            .filter(|k| source.is_none_or(|s| source_of(&k.path) == s))
+            .map(|k| (lexical::path_specificity(query, &k.path), k))
+            .collect();
+        if named.is_empty() {
+            return Ok(ranked);
+        }
+        named.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.path.cmp(&b.1.path)));
+        let unread: Vec<String> = named
+            .iter()
+            .filter(|(_, k)| !chunks.contains_key(&k.id))
+            .map(|(_, k)| k.id.clone())
+            .collect();
+        chunks.extend(self.view.chunks_by_ids(&unread)?);
+        let mut out: Vec<Ranked> = Vec::new();
+        for (_, key) in named {
+            let Some(chunk) = chunks.get(&key.id) else {
+                continue;
+            };
+            let Some(affinity) = annotation::project_multiplier(&chunk.annotations.project, active)
+            else {
+                continue;
+            };
+            let text_score = ranked
+                .iter()
+                .find(|r| r.key.id == key.id)
+                .map_or(0.0, |r| r.text_score);
+            out.push(Ranked {
+                key,
+                score: affinity,
+                text_score,
+                vector_score: None,
+            });
+        }
+        let exact: HashSet<String> = out.iter().map(|r| r.key.id.clone()).collect();
+        out.extend(ranked.into_iter().filter(|r| !exact.contains(&r.key.id)));
+        out.truncate(max_results);
+        Ok(out)
     }
 
     /// When temporal decay has put every dated note below the undated ones returned, and a
