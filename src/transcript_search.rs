@@ -45,7 +45,7 @@ pub struct SessionHit {
     pub line: usize,
     /// `user` or `assistant`.
     pub role: String,
-    /// The message, around its first match, at most [`SNIPPET_CHARS`] characters.
+    /// The message, around its first match, at most 300 characters.
     pub snippet: String,
     /// How well it matched (higher is better; comparable within one answer).
     pub score: f64,
@@ -59,7 +59,7 @@ pub struct SessionsSearchPayload {
     /// Why the answer is empty or partial (no transcripts, unreadable files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
-    /// Hits were left out to keep the answer under [`MAX_BYTES`].
+    /// Hits were left out to keep the answer under 32 KB.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
     /// A refused call (an empty query).
