@@ -57,18 +57,58 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Han, Hiragana, Katakana and Hangul: scripts written without spaces between words.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
+}
+
 /// The query's keywords: its words less stop words, ASCII words under three letters and
-/// numbers.
+/// numbers; a word in a CJK script adds each pair of its adjacent CJK characters (such a
+/// "word" is a whole run of text, so its parts are what other texts share).
 pub fn keywords(query: &str) -> HashSet<String> {
-    words(query)
-        .into_iter()
-        .filter(|w| {
-            let stop = STOP_WORDS.contains(&w.as_str());
-            let number = w.chars().all(|c| c.is_ascii_digit());
-            let short = w.is_ascii() && w.chars().count() < 3;
-            !(stop || number || short)
-        })
-        .collect()
+    let mut out = HashSet::new();
+    for w in words(query) {
+        let stop = STOP_WORDS.contains(&w.as_str());
+        let number = w.chars().all(|c| c.is_ascii_digit());
+        let short = w.is_ascii() && w.chars().count() < 3;
+        if stop || number || short {
+            continue;
+        }
+        let chars: Vec<char> = w.chars().collect();
+        for pair in chars.windows(2).filter(|p| is_cjk(p[0]) && is_cjk(p[1])) {
+            out.insert(pair.iter().collect());
+        }
+        out.insert(w);
+    }
+    out
+}
+
+/// A chunk's words and text, prepared once for the keyword rules.
+#[derive(Debug, Clone)]
+pub struct ChunkWords {
+    words: HashSet<String>,
+    /// NFC, lower-cased: where a CJK word is looked for.
+    folded: String,
+}
+
+impl ChunkWords {
+    /// The words of `text`.
+    pub fn new(text: &str) -> ChunkWords {
+        ChunkWords {
+            words: words(text).into_iter().collect(),
+            folded: text.nfc().collect::<String>().to_lowercase(),
+        }
+    }
+
+    /// Whether the chunk holds `word`: as a whole word, or, in a CJK script, anywhere in the
+    /// text (memoria does not leave Japanese or Chinese to whole-run matching).
+    fn holds(&self, word: &str) -> bool {
+        match word.chars().any(is_cjk) {
+            true => self.folded.contains(word),
+            false => self.words.contains(word),
+        }
+    }
 }
 
 /// One query, prepared once for every candidate.
@@ -89,30 +129,19 @@ impl KeywordQuery {
 
     /// Whether a chunk with these words is a keyword hit: it holds every query word, or a
     /// keyword.
-    pub fn is_candidate(&self, chunk_words: &HashSet<String>) -> bool {
-        self.words.iter().all(|w| chunk_words.contains(w))
-            || self.keywords.iter().any(|w| chunk_words.contains(w))
+    pub fn is_candidate(&self, chunk: &ChunkWords) -> bool {
+        self.words.iter().all(|w| chunk.holds(w)) || self.keywords.iter().any(|w| chunk.holds(w))
     }
 
-    /// The keyword score of a chunk (`text`, at `path`, its words `chunk_words`) whose BM25
+    /// The keyword score of a chunk (`text`, at `path`, its words `chunk`) whose BM25
     /// mapping is `text_score`.
-    pub fn score_words(
-        &self,
-        text_score: f64,
-        chunk_words: &HashSet<String>,
-        text: &str,
-        path: &str,
-    ) -> f64 {
+    pub fn score_words(&self, text_score: f64, chunk: &ChunkWords, text: &str, path: &str) -> f64 {
         if self.words.is_empty() {
             return text_score;
         }
-        let found = self
-            .words
-            .iter()
-            .filter(|w| chunk_words.contains(*w))
-            .count() as f64;
+        let found = self.words.iter().filter(|w| chunk.holds(w)).count() as f64;
         let coverage = found / self.words.len() as f64;
-        let density = found / chunk_words.len().max(1) as f64;
+        let density = found / chunk.words.len().max(1) as f64;
         let path = path.to_lowercase();
         let path_words = self
             .words
@@ -184,10 +213,19 @@ mod tests {
     #[test]
     fn candidates_need_all_words_or_a_keyword() {
         let q = KeywordQuery::new("what was the bug");
-        let set = |t: &str| words(t).into_iter().collect::<HashSet<_>>();
+        let set = ChunkWords::new;
         assert!(q.is_candidate(&set("the bug was here")));
         assert!(!q.is_candidate(&set("what was the weather")));
         assert!(q.is_candidate(&set("what was the bug")));
+        // CJK: a run is one "word"; its character pairs are keywords, found anywhere
+        let q = KeywordQuery::new("京都の紅葉と猫カフェ");
+        assert!(q.is_candidate(&set("十一月に京都の紅葉を見て、猫カフェにも行った")));
+        assert!(!q.is_candidate(&set("大阪の夜景")));
+        let k = keywords("猫カフェ");
+        assert!(
+            k.contains("猫カ") && k.contains("カフ") && k.contains("フェ"),
+            "{k:?}"
+        );
     }
 
     #[test]
@@ -211,9 +249,8 @@ mod tests {
     #[test]
     fn the_score_table() {
         let q = KeywordQuery::new("zephyr checklist");
-        let score = |ts: f64, text: &str, path: &str| {
-            q.score_words(ts, &words(text).into_iter().collect(), text, path)
-        };
+        let score =
+            |ts: f64, text: &str, path: &str| q.score_words(ts, &ChunkWords::new(text), text, path);
         // both words, 3 distinct words, 25 UTF-16 units, no path word
         let s = score(0.0, "- zephyr deploy checklist", "MEMORY.md");
         assert!(

@@ -19,7 +19,7 @@ use super::api::{
     source_of, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, SNIPPET_CHARS,
 };
 use super::hybrid::{self, keyword_hits, FusionParams, KeywordCandidate, VectorCandidate};
-use super::lexical::{self, KeywordQuery};
+use super::lexical::{self, ChunkWords, KeywordQuery};
 use super::rank::{
     candidate_pool, filter_keyword_only, filter_ranked, rank_order, select_2026_9, text_score,
     tier_size, tiered_top, Ranked, SelectMode,
@@ -251,7 +251,7 @@ impl Searcher<'_> {
                 let Some(chunk) = chunks.get(&k.key.id) else {
                     return true;
                 };
-                let words: HashSet<String> = lexical::words(&chunk.text).into_iter().collect();
+                let words = ChunkWords::new(&chunk.text);
                 if !lexical.is_candidate(&words) {
                     return false;
                 }
