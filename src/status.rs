@@ -6,14 +6,18 @@
 use serde::Serialize;
 
 use crate::append;
+use crate::clock;
+use crate::config::Settings;
 use crate::error::{Error, Result};
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
 use crate::index::{EmbeddingStats, Identity};
 use crate::live::{self, LiveStatus};
 use crate::qmd::QmdStatus;
+use crate::search::hybrid;
 use crate::search::pipeline::configured;
 use crate::sync;
+use crate::workspace::{Discovery, SourceKind};
 
 /// What `status` reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -107,6 +111,39 @@ fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<Emb
     })
 }
 
+/// Under OpenClaw 2026.9's fixed decay, says when dated notes are effectively out of reach:
+/// how many score below 1/16 of an undated note's (four half-lives), and the oldest.
+fn buried_by_decay(settings: &Settings, discovery: &Discovery) -> Option<String> {
+    let decay = &settings.query.hybrid.temporal_decay;
+    if !settings.semantics.is_2026_9() || !decay.enabled {
+        return None;
+    }
+    let now = clock::now().as_secs_f64();
+    let dated: Vec<(&str, f64)> = discovery
+        .files
+        .iter()
+        .filter(|f| f.source == SourceKind::Memory)
+        .filter(|f| matches!(hybrid::dated_note_day(&f.rel_path), Some(Some(_))))
+        .map(|f| {
+            let factor =
+                hybrid::decay_factor_2026_9(&f.rel_path, true, None, now, decay.half_life_days);
+            (f.rel_path.as_str(), factor)
+        })
+        .collect();
+    let buried = dated.iter().filter(|(_, f)| *f < 1.0 / 16.0).count();
+    let (oldest, factor) = dated.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (buried > 0).then(|| {
+        format!(
+            "temporal decay ({}-day half-life): {buried} of {} dated notes score under 1/16 of \
+             an undated note's (the oldest, {oldest}, × {factor:.1e}), so searches rarely \
+             return them; plugins.entries.memoria.config.temporalDecay lengthens or turns it \
+             off",
+            decay.half_life_days,
+            dated.len()
+        )
+    })
+}
+
 /// The agent directory's state, as `status` reports it.
 pub(crate) fn status(agent: &Agent) -> Result<Status> {
     let manifest = agent.dir().manifest()?;
@@ -125,6 +162,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
     if manifest.is_none() {
         warnings.push("no index yet: run `memoria index`".into());
     }
+    warnings.extend(buried_by_decay(agent.settings(), &discovery));
     for day in append::pending(&agent.settings().workspace) {
         warnings.push(format!(
             "{day}: an append was interrupted (a crash?); the next append completes it"

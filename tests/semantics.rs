@@ -267,3 +267,49 @@ fn sessions_search_finds_the_message_in_the_transcripts() {
     let (code, _) = run(&[" ", "--json"]);
     assert_eq!(code, Some(1), "an empty query is refused");
 }
+
+#[test]
+fn status_says_when_decay_buries_the_dated_notes() {
+    let files = [
+        (
+            "memory/2023-05-08.md",
+            "- met Caroline at the support group\n",
+        ),
+        ("MEMORY.md", "- Caroline likes pottery\n"),
+    ];
+    let warnings = |config: &Path, state: &Path| -> Vec<String> {
+        let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+            .arg("--config")
+            .arg(config)
+            .arg("--state-dir")
+            .arg(state)
+            .args(["--provider", "none", "status", "--json"])
+            .env_remove("OPENCLAW_CONFIG_PATH")
+            .env_remove("OPENCLAW_STATE_DIR")
+            .output()
+            .unwrap();
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+        status["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (tmp, config) = setup(&files, true);
+    let w = warnings(&config, &tmp.path().join("state"));
+    assert!(
+        w.iter()
+            .any(|w| w.contains("1 of 1 dated notes") && w.contains("2023-05-08")),
+        "{w:?}"
+    );
+    // memoria's key turns the decay off, and the warning with it
+    let text = fs::read_to_string(&config).unwrap().replacen(
+        "\"memory\":",
+        "\"plugins\": {\"entries\": {\"memoria\": {\"config\": {\"temporalDecay\": {\"enabled\": false}}}}}, \"memory\":",
+        1,
+    );
+    fs::write(&config, text).unwrap();
+    let w = warnings(&config, &tmp.path().join("state"));
+    assert!(!w.iter().any(|w| w.contains("temporal decay")), "{w:?}");
+}
