@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::config::{Citations, Settings};
 use crate::fallback::Fallback;
+use crate::search::api::cut_utf16;
 use crate::search::SearchResponse;
 use crate::workspace::{self, collection::Collection};
 
@@ -196,19 +197,6 @@ pub fn citation(path: &str, start: usize, end: usize) -> String {
     } else {
         format!("{path}#L{start}-L{end}")
     }
-}
-
-/// The first `max` UTF-16 units of `text` (OpenClaw counts JavaScript string length), never
-/// splitting a character.
-fn cut_utf16(text: &str, max: usize) -> &str {
-    let mut units = 0;
-    for (byte, ch) in text.char_indices() {
-        units += ch.len_utf16();
-        if units > max {
-            return &text[..byte];
-        }
-    }
-    text
 }
 
 /// The `memory_get` payload.

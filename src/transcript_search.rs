@@ -22,6 +22,7 @@ use serde::Serialize;
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
+use crate::index::analyzer::is_cjk;
 use crate::transcript;
 
 /// Hits returned when the caller names no limit.
@@ -73,11 +74,6 @@ fn fold(text: &str) -> String {
         .filter(|c| !is_combining_mark(*c))
         .flat_map(char::to_lowercase)
         .collect()
-}
-
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
 }
 
 fn words(folded: &str) -> Vec<&str> {

@@ -200,3 +200,16 @@ impl SearchResponse {
         }
     }
 }
+
+/// The first `max` UTF-16 units of `text` (OpenClaw counts JavaScript string length), never
+/// splitting a character.
+pub(crate) fn cut_utf16(text: &str, max: usize) -> &str {
+    let mut units = 0;
+    for (byte, ch) in text.char_indices() {
+        units += ch.len_utf16();
+        if units > max {
+            return &text[..byte];
+        }
+    }
+    text
+}

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::rank::{text_score, Ranked};
 use crate::config::Fusion;
+use crate::index::analyzer::is_cjk;
 use crate::index::catalog::ChunkKey;
 
 /// The RRF constant (Cormack et al.); 60 is the customary value.
@@ -283,12 +284,6 @@ pub fn mmr_tokens_2026_9(text: &str) -> HashSet<String> {
         }
     }
     out
-}
-
-/// Han, Hiragana, Katakana and Hangul.
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
 }
 
 /// Maximal Marginal Relevance re-ordering: repeatedly picks the hit maximising

@@ -21,6 +21,8 @@ use std::collections::HashSet;
 
 use unicode_normalization::UnicodeNormalization;
 
+use crate::index::analyzer::is_cjk;
+
 /// The bonuses' weights and caps, as OpenClaw 2026.9 fixes them.
 const COVERAGE: f64 = 0.45;
 const DENSITY: f64 = 0.2;
@@ -55,12 +57,6 @@ pub fn words(text: &str) -> Vec<String> {
         .filter(|w| !w.is_empty())
         .map(str::to_string)
         .collect()
-}
-
-/// Han, Hiragana, Katakana and Hangul: scripts written without spaces between words.
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
 }
 
 /// The query's keywords: its words less stop words, ASCII words under three letters and

@@ -16,7 +16,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::api::{
-    source_of, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, SNIPPET_CHARS,
+    cut_utf16, source_of, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served,
+    SNIPPET_CHARS,
 };
 use super::hybrid::{self, keyword_hits, FusionParams, KeywordCandidate, VectorCandidate};
 use super::lexical::{self, ChunkWords, KeywordQuery};
@@ -72,19 +73,6 @@ fn hit(ranked: Ranked, chunk: ChunkRecord, recall: Recall) -> Hit {
         vector_score: ranked.vector_score,
         recall,
     }
-}
-
-/// The first [`SNIPPET_CHARS`] UTF-16 units of `text` (never cutting a character), what
-/// OpenClaw's MMR compares.
-fn snippet_of(text: &str) -> &str {
-    let mut units = 0;
-    for (at, c) in text.char_indices() {
-        units += c.len_utf16();
-        if units > SNIPPET_CHARS {
-            return &text[..at];
-        }
-    }
-    text
 }
 
 /// OpenClaw 2026.9's origin class of a memory file: dreaming output is `system`, the
@@ -623,7 +611,7 @@ impl Searcher<'_> {
         if mode == SelectMode::Hybrid && mmr.enabled {
             let terms = |hit: &Ranked| -> HashSet<String> {
                 let text = chunks.get(&hit.key.id).map_or("", |c| c.text.as_str());
-                hybrid::mmr_tokens_2026_9(snippet_of(text))
+                hybrid::mmr_tokens_2026_9(cut_utf16(text, SNIPPET_CHARS))
             };
             hits = hybrid::mmr(hits, mmr.lambda, true, terms);
         }
