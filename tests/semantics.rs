@@ -113,9 +113,15 @@ fn project_affinity_and_malformed_tags() {
         - quasar rollout plan uses blue green <!-- project: ; -->\n";
     let (tmp, config) = setup(&[("memory/topics.md", text)], true);
     let state = tmp.path().join("state");
-    // Outside the curated files a chunk is the unit: one malformed tag in it drops it.
+    // Outside the curated files a chunk is the unit: one malformed tag in it drops it, and
+    // the empty answer says so.
     let payload = search(&config, &state, &["quasar rollout"]);
     assert!(results(&payload).is_empty(), "{payload:#}");
+    let warning = payload["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("malformed") && warning.contains("memory/topics.md line 1"),
+        "{payload:#}"
+    );
     // In MEMORY.md each entry is its own chunk: only the malformed one goes.
     let (tmp2, config2) = setup(&[("MEMORY.md", &text.replace("quasar", "pulsar"))], true);
     let state2 = tmp2.path().join("state");

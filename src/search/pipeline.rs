@@ -54,10 +54,28 @@ fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
     ))
 }
 
-/// Why the index's vectors cannot serve: its last sync failed to embed, or chunks wait for
-/// a batch embedding job (`remote.batch.wait: false`). Either way some chunks have no
-/// vector, and a hybrid score would bury them (their vector side counts as 0): keyword
-/// search serves until a sync completes the vectors.
+/// Why an answer is empty although candidates were found: each had a malformed
+/// `<!-- project: … -->` tag, which drops its entry (2026.9's semantics).
+fn malformed_tags(candidates: &HashMap<String, ChunkRecord>) -> Option<String> {
+    let mut dropped: Vec<(&str, usize)> = candidates
+        .values()
+        .filter(|c| c.annotations.project == annotation::ProjectTag::Malformed)
+        .map(|c| (c.path.as_str(), c.start_line))
+        .collect();
+    dropped.sort();
+    let (path, line) = dropped.first()?;
+    Some(format!(
+        "{} matching entr{} dropped for a malformed <!-- project: … --> tag (an empty key, \
+         `<`, `>` or an unclosed comment), first at {path} line {line}; fix or remove the tag",
+        dropped.len(),
+        if dropped.len() == 1 {
+            "y was"
+        } else {
+            "ies were"
+        }
+    ))
+}
+
 /// The result for `ranked`, whose chunk is `chunk`; `recall` says what its entry says of
 /// itself (2026.9's semantics).
 fn hit(ranked: Ranked, chunk: ChunkRecord, recall: Recall) -> Hit {
@@ -90,6 +108,10 @@ fn origin_class(path: &str) -> &'static str {
     }
 }
 
+/// Why the index's vectors cannot serve: its last sync failed to embed, or chunks wait for
+/// a batch embedding job (`remote.batch.wait: false`). Either way some chunks have no
+/// vector, and a hybrid score would bury them (their vector side counts as 0): keyword
+/// search serves until a sync completes the vectors.
 pub(crate) fn embedding_failure(manifest: &Manifest) -> Option<String> {
     let embedding = manifest.stats.embedding.as_ref()?;
     if let Some(error) = &embedding.error {
@@ -326,7 +348,7 @@ impl Searcher<'_> {
         // An empty answer says why when candidates were there but none reached minScore
         // (the ranking and the result set stay OpenClaw's).
         let warning = match ranked.is_empty() {
-            true => below_min_score(scored(pool), min_score),
+            true => below_min_score(scored(pool), min_score).or_else(|| malformed_tags(&chunks)),
             false if current => self.buried_by_decay(&ranked, scored(pool), &decay),
             false => None,
         };
