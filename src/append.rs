@@ -54,29 +54,7 @@ pub struct Appended {
 
 /// True for a real calendar date written `YYYY-MM-DD`.
 pub fn is_date(date: &str) -> bool {
-    let bytes = date.as_bytes();
-    if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
-        return false;
-    }
-    let number = |range: std::ops::Range<usize>| -> Option<u32> {
-        let part = &date[range];
-        part.bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| part.parse().ok())
-            .flatten()
-    };
-    let (Some(y), Some(m), Some(d)) = (number(0..4), number(5..7), number(8..10)) else {
-        return false;
-    };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&d)
+    matches!(crate::clock::calendar_day(date), Some(Some(_)))
 }
 
 /// Appends `text` to `<workspace>/memory/<date>.md` (see the module documentation).

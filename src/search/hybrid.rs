@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::rank::{text_score, Ranked};
+use crate::clock;
 use crate::config::Fusion;
 use crate::index::analyzer::is_cjk;
 use crate::index::catalog::ChunkKey;
@@ -151,18 +152,7 @@ pub fn daily_log_day(path: &str) -> Option<i64> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
         return None;
     }
-    Some(days_from_civil(y, m, d))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Some(clock::days_from_civil(y, m, d))
 }
 
 /// Temporal decay factor `0.5^(ageDays / halfLife)` (SPEC §5.7). Daily logs age from the date
@@ -208,28 +198,7 @@ pub fn dated_note_day(path: &str) -> Option<Option<i64>> {
     if !(rest.is_empty() || (rest.len() > 1 && rest.starts_with('-'))) {
         return None;
     }
-    let b = date.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-    if !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10)) {
-        return None;
-    }
-    let (y, m, d): (i64, i64, i64) = (
-        date[..4].parse().ok()?,
-        date[5..7].parse().ok()?,
-        date[8..].parse().ok()?,
-    );
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days_in_month = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return Some(None),
-    };
-    if !(1..=days_in_month).contains(&d) {
-        return Some(None);
-    }
-    Some(Some(days_from_civil(y, m, d)))
+    clock::calendar_day(date)
 }
 
 /// Whether OpenClaw 2026.9 never decays this memory file: `MEMORY.md`, `USER.md`, or an

@@ -349,7 +349,7 @@ impl Searcher<'_> {
         // (the ranking and the result set stay OpenClaw's).
         let warning = match ranked.is_empty() {
             true => below_min_score(scored(pool), min_score).or_else(|| malformed_tags(&chunks)),
-            false if current => self.buried_by_decay(&ranked, scored(pool), &decay),
+            false if current => self.buried_by_decay(&ranked, || scored(pool), &decay),
             false => None,
         };
         // 2026.9: a query naming a file puts its first chunk before every content hit.
@@ -535,7 +535,7 @@ impl Searcher<'_> {
     fn buried_by_decay(
         &self,
         ranked: &[Ranked],
-        candidates: Vec<Ranked>,
+        candidates: impl FnOnce() -> Vec<Ranked>,
         decay: &HashMap<String, f64>,
     ) -> Option<String> {
         let factor = |path: &str| decay.get(path).copied().unwrap_or(1.0);
@@ -543,6 +543,8 @@ impl Searcher<'_> {
         if ranked.iter().any(|r| factor(&r.key.path) < 1.0) {
             return None;
         }
+        // Only now, when every hit returned is undecayed, is the pool scored again.
+        let candidates = candidates();
         let (buried, before) = candidates
             .iter()
             .filter(|c| factor(&c.key.path) < 1.0)
