@@ -52,6 +52,9 @@ pub struct Annotations {
     /// The `project` tag.
     #[serde(default)]
     pub project: ProjectTag,
+    /// Who wrote a transcript chunk's messages, and when (session transcripts only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::transcript::ChunkOrigin>,
 }
 
 impl Annotations {

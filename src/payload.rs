@@ -43,7 +43,7 @@ pub struct SearchResult {
     /// The entry's `project` keys, joined by `; `.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project_key: Option<String>,
-    /// Where a memory file's text came from.
+    /// Where the text came from (a memory file, a transcript chunk).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<ProvenancePayload>,
 }
@@ -52,11 +52,11 @@ pub struct SearchResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProvenancePayload {
-    /// `agent`, `system` or `untrusted`.
+    /// `owner`, `agent`, `system` or `untrusted`.
     pub origin_class: String,
-    /// `unknown` for memory files.
+    /// `unknown` (see [`crate::Provenance::session_kind`]).
     pub session_kind: String,
-    /// The file's modification time, ms since the Unix epoch.
+    /// ms since the Unix epoch (see [`crate::Provenance::observed_at`]).
     pub observed_at: u64,
 }
 

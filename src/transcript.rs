@@ -9,7 +9,8 @@
 //! with a warning naming the file and line.
 //!
 //! The transcript keeps, for each of its lines, the JSONL line it came from, so a chunk of
-//! the transcript cites the JSONL file's own line numbers.
+//! the transcript cites the JSONL file's own line numbers, and where the message came from
+//! ([`Origin`], OpenClaw 2026.9's `provenance`): who wrote it and when.
 //!
 //! Everything here is pure: the sync reads the file and hands over its text.
 
@@ -17,6 +18,7 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A transcript's searchable text and where each of its lines came from.
@@ -26,6 +28,8 @@ pub struct Transcript {
     pub text: String,
     /// For line `i` (0-based) of `text`, the 1-based JSONL line it came from.
     pub source_lines: Vec<usize>,
+    /// For line `i` (0-based) of `text`, who wrote its message and when.
+    pub origins: Vec<LineOrigin>,
     /// Lines that could not be read, naming `file` and the line.
     pub warnings: Vec<String>,
 }
@@ -42,11 +46,77 @@ impl Transcript {
         };
         (line(start), line(end))
     }
+
+    /// Where transcript lines `start..=end` (1-based) came from, as OpenClaw 2026.9 rates a
+    /// chunk of them: the least trusted of their origins and the latest of their times
+    /// (`mtime_ms`, the file's modification time, for a message without a timestamp).
+    pub fn chunk_origin(&self, start: usize, end: usize, mtime_ms: u64) -> Option<ChunkOrigin> {
+        let lines = self
+            .origins
+            .get(start.saturating_sub(1)..end.min(self.origins.len()))?;
+        let class = lines.iter().map(|l| l.class).max()?;
+        let observed_at_ms = lines
+            .iter()
+            .map(|l| l.observed_at_ms.unwrap_or(mtime_ms))
+            .max()
+            .unwrap_or(mtime_ms);
+        Some(ChunkOrigin {
+            class,
+            observed_at_ms,
+        })
+    }
+}
+
+/// Who wrote a message, most trusted first (OpenClaw's `originClass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OriginClass {
+    /// The owner of the agent (a user message OpenClaw marked `senderIsOwner`).
+    Owner,
+    /// The agent, answering its owner.
+    Agent,
+    /// OpenClaw itself (`provenance.kind: "internal_system"`).
+    System,
+    /// Anyone else, or an answer to them.
+    Untrusted,
+}
+
+impl OriginClass {
+    /// The payload's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OriginClass::Owner => "owner",
+            OriginClass::Agent => "agent",
+            OriginClass::System => "system",
+            OriginClass::Untrusted => "untrusted",
+        }
+    }
+}
+
+/// Where one transcript line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineOrigin {
+    /// Who wrote the message.
+    pub class: OriginClass,
+    /// The message's timestamp (`message.timestamp`, else the record's), ms since the Unix
+    /// epoch; `None` when it has none.
+    pub observed_at_ms: Option<u64>,
+}
+
+/// Where a chunk of a transcript came from (stored with the chunk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkOrigin {
+    /// The least trusted origin of its lines.
+    pub class: OriginClass,
+    /// The latest time of its lines, ms since the Unix epoch.
+    pub observed_at_ms: u64,
 }
 
 /// Reads a JSONL transcript; `file` names it in warnings.
 pub fn transcript(jsonl: &str, file: &str) -> Transcript {
     let mut out = Transcript::default();
+    // Who the current turn answers: an assistant message inherits its user message's class.
+    let mut turn = OriginClass::Untrusted;
     for (index, line) in jsonl.lines().enumerate() {
         let line_no = index + 1;
         if line.trim().is_empty() {
@@ -64,6 +134,7 @@ pub fn transcript(jsonl: &str, file: &str) -> Transcript {
         let Some((role, text)) = message_text(&record) else {
             continue;
         };
+        let class = origin_class(&record["message"], &mut turn);
         let text = redact(&collapse_whitespace(&text)).into_owned();
         if text.is_empty() {
             continue;
@@ -73,8 +144,98 @@ pub fn transcript(jsonl: &str, file: &str) -> Transcript {
         out.text.push_str(&text);
         out.text.push('\n');
         out.source_lines.push(line_no);
+        out.origins.push(LineOrigin {
+            class,
+            observed_at_ms: timestamp_ms(&record),
+        });
     }
     out
+}
+
+/// OpenClaw's class of a message: a user message is `system` when OpenClaw wrote it,
+/// `owner` when it marked the sender as the owner, `untrusted` otherwise, and sets the
+/// turn's class; an assistant message is `untrusted` when its turn was tainted, else `agent`
+/// answering the owner, else the turn's class.
+fn origin_class(message: &Value, turn: &mut OriginClass) -> OriginClass {
+    let marked = |key: &str| message["__openclaw"][key].as_bool() == Some(true);
+    if message["role"].as_str() == Some("assistant") {
+        return match *turn {
+            _ if marked("turnTainted") => OriginClass::Untrusted,
+            OriginClass::Owner => OriginClass::Agent,
+            other => other,
+        };
+    }
+    *turn = if message["provenance"]["kind"].as_str() == Some("internal_system") {
+        OriginClass::System
+    } else if marked("senderIsOwner") {
+        OriginClass::Owner
+    } else {
+        OriginClass::Untrusted
+    };
+    *turn
+}
+
+/// A message's time, ms since the Unix epoch: `message.timestamp`, else the record's; a
+/// number (seconds when below 10^11, else milliseconds) or an RFC 3339 text.
+fn timestamp_ms(record: &Value) -> Option<u64> {
+    [&record["message"]["timestamp"], &record["timestamp"]]
+        .into_iter()
+        .find_map(|value| match value {
+            Value::Number(n) => n.as_f64().filter(|v| v.is_finite() && *v > 0.0).map(|v| {
+                let ms = if v < 1e11 { v * 1e3 } else { v };
+                ms as u64
+            }),
+            Value::String(text) => rfc3339_ms(text),
+            _ => None,
+        })
+}
+
+/// `YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|±HH:MM]` as ms since the Unix epoch (UTC when no zone
+/// is given, as `Date.parse` reads a bare date); `None` for anything else or a time before
+/// 1970.
+fn rfc3339_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let day = crate::clock::calendar_day(text.get(..10)?)??;
+    let rest = &text[10..];
+    let (clock, offset_min) = match rest.strip_suffix(['Z', 'z']) {
+        Some(clock) => (clock, 0),
+        None => match rest
+            .len()
+            .checked_sub(6)
+            .filter(|&i| i > 0 && rest.is_char_boundary(i))
+            .map(|i| rest.split_at(i))
+        {
+            Some((clock, zone))
+                if zone.is_ascii() && zone.starts_with(['+', '-']) && &zone[3..4] == ":" =>
+            {
+                let hours: i64 = zone[1..3].parse().ok()?;
+                let minutes: i64 = zone[4..6].parse().ok()?;
+                let sign = if zone.starts_with('-') { -1 } else { 1 };
+                (clock, sign * (hours * 60 + minutes))
+            }
+            _ => (rest, 0),
+        },
+    };
+    let mut ms = 0i64;
+    if !clock.is_empty() {
+        let clock = clock.strip_prefix(['T', 't', ' '])?;
+        let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+        let mut parts = hms.split(':');
+        let mut field = |max: i64| -> Option<i64> {
+            let v: i64 = parts.next().map_or(Some(0), |p| {
+                (p.len() == 2).then(|| p.parse().ok()).flatten()
+            })?;
+            (v <= max).then_some(v)
+        };
+        let (h, m, s) = (field(23)?, field(59)?, field(60)?);
+        if parts.next().is_some() || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let millis: i64 = format!("{fraction:0<3}")[..3].parse().ok()?;
+        ms = ((h * 60 + m) * 60 + s) * 1000 + millis;
+    }
+    let total = day * 86_400_000 + ms - offset_min * 60_000;
+    u64::try_from(total).ok().filter(|&t| t > 0)
 }
 
 /// The speaker label and the text of a user or assistant message record.
@@ -244,6 +405,86 @@ mod tests {
         assert!(t.text.is_empty());
         assert_eq!(t.warnings.len(), 1);
         assert_eq!(t.source_range(1, 1), (1, 1));
+    }
+
+    #[test]
+    fn origins_follow_openclaw_2026_9() {
+        let jsonl = [
+            r#"{"type":"message","timestamp":"2026-03-01T10:00:00Z","message":{"role":"user","content":"hi","__openclaw":{"senderIsOwner":true}}}"#,
+            r#"{"type":"message","message":{"role":"assistant","content":"hello","timestamp":1772359260}}"#,
+            r#"{"type":"message","message":{"role":"user","content":"from a stranger","timestamp":1772359320000}}"#,
+            r#"{"type":"message","message":{"role":"assistant","content":"answer to them"}}"#,
+            r#"{"type":"message","message":{"role":"user","content":"heartbeat","provenance":{"kind":"internal_system"}}}"#,
+            r#"{"type":"message","message":{"role":"assistant","content":"ok"}}"#,
+            r#"{"type":"message","message":{"role":"user","content":"me again","__openclaw":{"senderIsOwner":true}}}"#,
+            r#"{"type":"message","message":{"role":"assistant","content":"tainted","__openclaw":{"turnTainted":true}}}"#,
+        ]
+        .join("\n");
+        let t = transcript(&jsonl, "s.jsonl");
+        let classes: Vec<&str> = t.origins.iter().map(|o| o.class.as_str()).collect();
+        assert_eq!(
+            classes,
+            [
+                "owner",
+                "agent",
+                "untrusted",
+                "untrusted",
+                "system",
+                "system",
+                "owner",
+                "untrusted"
+            ]
+        );
+        let times: Vec<Option<u64>> = t.origins.iter().map(|o| o.observed_at_ms).collect();
+        assert_eq!(
+            &times[..4],
+            [
+                Some(1_772_359_200_000),
+                Some(1_772_359_260_000),
+                Some(1_772_359_320_000),
+                None
+            ]
+        );
+        // A chunk: the least trusted class, the latest time (the file's for a line without).
+        let origin = |s, e, mtime| {
+            t.chunk_origin(s, e, mtime)
+                .map(|o| (o.class.as_str(), o.observed_at_ms))
+        };
+        assert_eq!(origin(1, 2, 5), Some(("agent", 1_772_359_260_000)));
+        assert_eq!(
+            origin(1, 4, 9_000_000_000_000),
+            Some(("untrusted", 9_000_000_000_000))
+        );
+        assert_eq!(origin(5, 7, 7), Some(("system", 7)));
+        assert_eq!(origin(9, 9, 7), None);
+    }
+
+    #[test]
+    fn timestamps_as_javascript_reads_them() {
+        let cases = [
+            ("2026-03-01", Some(1_772_323_200_000)),
+            ("2026-03-01T10:00:00Z", Some(1_772_359_200_000)),
+            ("2026-03-01T10:00:00.5Z", Some(1_772_359_200_500)),
+            ("2026-03-01T12:00:00+02:00", Some(1_772_359_200_000)),
+            ("2026-03-01T05:30:00-04:30", Some(1_772_359_200_000)),
+            ("2026-03-01 10:00", Some(1_772_359_200_000)),
+            ("2026-02-30T10:00:00Z", None),
+            ("2026-03-01T25:00:00Z", None),
+            ("yesterday", None),
+            ("2026-03-01T10:00:00Zé", None),
+            ("2026-03-01Té", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(rfc3339_ms(text), want, "{text}");
+        }
+        let record = |ts: &str| -> Value { serde_json::from_str(ts).unwrap() };
+        assert_eq!(timestamp_ms(&record(r#"{"timestamp":1.5}"#)), Some(1500));
+        assert_eq!(timestamp_ms(&record(r#"{"timestamp":-4}"#)), None);
+        assert_eq!(timestamp_ms(&record(r#"{"timestamp":true}"#)), None);
+        assert_eq!(
+            timestamp_ms(&record(r#"{"timestamp":1,"message":{"timestamp":2}}"#)),
+            Some(2000)
+        );
     }
 
     #[test]

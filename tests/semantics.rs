@@ -319,3 +319,36 @@ fn status_says_when_decay_buries_the_dated_notes() {
     let w = warnings(&config, &tmp.path().join("state"));
     assert!(!w.iter().any(|w| w.contains("temporal decay")), "{w:?}");
 }
+
+#[test]
+fn a_transcript_hit_says_who_wrote_it_and_when() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    let state = tmp.path().join("state");
+    let sessions = state.join("agents/main/sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    fs::create_dir_all(&ws).unwrap();
+    let jsonl = [
+        r#"{"type":"message","timestamp":"2026-03-01T10:00:00Z","message":{"role":"user","content":"Remind me: the quokka vet is on Tuesday","__openclaw":{"senderIsOwner":true}}}"#,
+        r#"{"type":"message","timestamp":"2026-03-01T10:01:00Z","message":{"role":"assistant","content":"Noted, quokka vet Tuesday."}}"#,
+    ]
+    .join("\n");
+    fs::write(sessions.join("s1.jsonl"), jsonl).unwrap();
+    let config = tmp.path().join("openclaw.json");
+    let layer = r#"{"sources": ["memory", "sessions"], "experimental": {"sessionMemory": true}}"#;
+    fs::write(
+        &config,
+        format!(r#"{{"agents": {{"defaults": {{"workspace": {ws:?}}}}}, "memory": {{"search": {layer}}}}}"#),
+    )
+    .unwrap();
+    let payload = search(&config, &state, &["quokka vet", "--corpus", "sessions"]);
+    let hit = &results(&payload)[0];
+    assert_eq!(hit["path"], "sessions/s1.jsonl", "{payload:#}");
+    // The owner's message and the agent's answer: the chunk is as trusted as its least
+    // trusted line (`agent`), observed at its latest message.
+    assert_eq!(
+        hit["provenance"],
+        serde_json::json!({"originClass": "agent", "sessionKind": "unknown", "observedAt": 1_772_359_260_000u64}),
+        "{payload:#}"
+    );
+}

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 /// 3: the text index keeps each chunk's ranking key (id, path, start line) in fast fields.
 /// 4: the analyzer brings text to Unicode NFC before tokenizing.
 /// 5: the text index stores each chunk's annotations (importance, triggers, project).
-pub const FORMAT_VERSION: u32 = 5;
+/// 6: a transcript chunk's annotations say who wrote its messages and when.
+pub const FORMAT_VERSION: u32 = 6;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.

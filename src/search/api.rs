@@ -93,19 +93,23 @@ pub struct Recall {
     pub triggers: Vec<String>,
     /// `<!-- project: … -->` keys, joined by `; `.
     pub project_key: Option<String>,
-    /// Where the text came from, for memory files.
+    /// Where the text came from (memory files and session transcripts).
     pub provenance: Option<Provenance>,
 }
 
-/// Where a memory file's text came from (OpenClaw 2026.9's `provenance`).
+/// Where a hit's text came from (OpenClaw 2026.9's `provenance`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Provenance {
-    /// `agent` (workspace memory), `system` (dreaming output), `untrusted` (files outside
-    /// the workspace).
+    /// A memory file: `agent` (workspace memory), `system` (dreaming output), `untrusted`
+    /// (files outside the workspace). A transcript chunk: the least trusted of its
+    /// messages' `owner`, `agent`, `system`, `untrusted`.
     pub origin_class: &'static str,
-    /// `unknown` for memory files (no session wrote them as far as memoria knows).
+    /// `unknown`: memoria reads transcripts from their JSONL files, which do not say
+    /// (OpenClaw knows it from its session store).
     pub session_kind: &'static str,
-    /// The file's modification time, milliseconds since the Unix epoch.
+    /// Milliseconds since the Unix epoch: a memory file's modification time; the latest
+    /// message time of a transcript chunk (the file's modification time for a message
+    /// without one).
     pub observed_at: u64,
 }
 

@@ -574,7 +574,8 @@ impl Searcher<'_> {
             .and_then(clock::since_epoch)
     }
 
-    /// What a chunk's entry says of itself, and (for a memory file) where it came from.
+    /// What a chunk's entry says of itself, and where its text came from (a memory file's
+    /// path and time, a transcript chunk's messages).
     fn recall(&self, chunk: &ChunkRecord) -> Recall {
         let a = &chunk.annotations;
         Recall {
@@ -584,11 +585,19 @@ impl Searcher<'_> {
                 annotation::ProjectTag::Keys(keys) => Some(keys.join("; ")),
                 _ => None,
             },
-            provenance: (chunk.source == "memory").then(|| Provenance {
-                origin_class: origin_class(&chunk.path),
-                session_kind: "unknown",
-                observed_at: self.mtime(&chunk.path).map_or(0, |d| d.as_millis() as u64),
-            }),
+            provenance: match (&a.origin, chunk.source.as_str()) {
+                (Some(origin), _) => Some(Provenance {
+                    origin_class: origin.class.as_str(),
+                    session_kind: "unknown",
+                    observed_at: origin.observed_at_ms,
+                }),
+                (None, "memory") => Some(Provenance {
+                    origin_class: origin_class(&chunk.path),
+                    session_kind: "unknown",
+                    observed_at: self.mtime(&chunk.path).map_or(0, |d| d.as_millis() as u64),
+                }),
+                (None, _) => None,
+            },
         }
     }
 

@@ -112,6 +112,7 @@ pub(super) fn chunk_file(
     text: &str,
     params: ChunkParams,
     semantics: Semantics,
+    mtime_ms: u64,
 ) -> (Vec<(Chunk, Annotations)>, Vec<String>) {
     let plain = |chunks: Vec<Chunk>| -> Vec<(Chunk, Annotations)> {
         chunks
@@ -126,12 +127,19 @@ pub(super) fn chunk_file(
         SourceKind::Memory => (plain(chunk_markdown(text, params)), Vec::new()),
         SourceKind::Sessions => {
             let transcript = transcript::transcript(text, &file.rel_path);
-            let mut chunks = chunk_markdown(&transcript.text, params);
-            for chunk in &mut chunks {
-                (chunk.start_line, chunk.end_line) =
-                    transcript.source_range(chunk.start_line, chunk.end_line);
-            }
-            (plain(chunks), transcript.warnings)
+            let chunks = chunk_markdown(&transcript.text, params)
+                .into_iter()
+                .map(|mut chunk| {
+                    let annotations = Annotations {
+                        origin: transcript.chunk_origin(chunk.start_line, chunk.end_line, mtime_ms),
+                        ..Annotations::default()
+                    };
+                    (chunk.start_line, chunk.end_line) =
+                        transcript.source_range(chunk.start_line, chunk.end_line);
+                    (chunk, annotations)
+                })
+                .collect();
+            (chunks, transcript.warnings)
         }
     }
 }
@@ -194,7 +202,13 @@ pub(super) fn process_file(
         });
     }
     let (text, lossy) = decode_text(bytes);
-    let (chunks, warnings) = chunk_file(file, &text, params, semantics);
+    let (chunks, warnings) = chunk_file(
+        file,
+        &text,
+        params,
+        semantics,
+        u64::try_from(stat.mtime_ns / 1_000_000).unwrap_or(0),
+    );
     let chunks: Vec<(String, ChunkRecord)> = chunks
         .into_iter()
         .enumerate()
