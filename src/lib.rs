@@ -63,6 +63,7 @@ mod status;
 mod sync;
 mod transcript;
 mod transcript_search;
+mod wiki;
 mod workspace;
 
 use std::path::Path;
@@ -80,7 +81,9 @@ pub use index::{Identity, FORMAT_VERSION};
 pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
 pub use payload::{GetPayload, SearchPayload, SearchResult};
 pub use qmd::QmdStatus;
-pub use search::{Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served};
+pub use search::{
+    Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, WikiPage,
+};
 pub use status::{EmbeddingStatus, Status};
 pub use sync::{SyncProgress, SyncReport};
 pub use transcript_search::{SessionHit, SessionsSearchPayload};
@@ -198,6 +201,27 @@ impl Memory {
     /// The `memory_get` tool (SPEC §6): whole file, or `lines` lines from line `from`.
     pub fn memory_get(&self, path: &str, from: Option<i64>, lines: Option<i64>) -> GetPayload {
         payload::memory_get(self.settings(), self.agent.collections(), path, from, lines)
+    }
+
+    /// `memory_get` with its `corpus`: `wiki` reads a memory-wiki page (by vault path, file
+    /// name or `id`; 200 lines of its body by default), `all` a memory file when there is
+    /// one by that path and the wiki page otherwise, `memory` (and `sessions`) as
+    /// [`memory_get`](Self::memory_get).
+    pub fn memory_get_in(
+        &self,
+        corpus: Corpus,
+        path: &str,
+        from: Option<i64>,
+        lines: Option<i64>,
+    ) -> GetPayload {
+        payload::memory_get_in(
+            self.settings(),
+            self.agent.collections(),
+            corpus,
+            path,
+            from,
+            lines,
+        )
     }
 
     /// The `sessions_search` tool: exact full-text search over the agent's session

@@ -5,7 +5,8 @@ use serde::Serialize;
 use crate::config::{Citations, Settings};
 use crate::fallback::Fallback;
 use crate::search::api::cut_utf16;
-use crate::search::SearchResponse;
+use crate::search::{Corpus, SearchResponse};
+use crate::wiki;
 use crate::workspace::{self, collection::Collection};
 
 /// One result of `memory_search`.
@@ -46,6 +47,33 @@ pub struct SearchResult {
     /// Where the text came from (a memory file, a transcript chunk).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<ProvenancePayload>,
+    /// A memory-wiki page's fields (`corpus: "wiki"`, `title`, `kind`, …).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub wiki: Option<WikiFields>,
+}
+
+/// What a `wiki` result says of its page, as memory-wiki's corpus supplement writes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WikiFields {
+    /// `wiki`.
+    pub corpus: &'static str,
+    /// The page's title.
+    pub title: String,
+    /// `entity`, `concept`, `source`, `synthesis` or `report`.
+    pub kind: &'static str,
+    /// `auto` (memory-wiki's balanced mode, the one `memory_search` uses).
+    pub search_mode: &'static str,
+    /// The page's `id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The page's `aliases`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// `sourceType`, `provenanceMode`, `sourcePath`, `updatedAt`, `entityType`,
+    /// `canonicalId`, `privacyTier`: those the page has.
+    #[serde(flatten)]
+    pub fields: std::collections::BTreeMap<&'static str, String>,
 }
 
 /// `provenance` as OpenClaw 2026.9 writes it.
@@ -150,6 +178,8 @@ pub fn search_payload(
             }
             let mut snippet = cut_utf16(&hit.text, (*snippet_chars).min(budget)).to_string();
             budget -= snippet.encode_utf16().count();
+            // memory-wiki's results carry no citation.
+            let cite = cite && hit.wiki.is_none();
             if cite {
                 snippet.push_str("\n\nSource: ");
                 snippet.push_str(&citation);
@@ -162,8 +192,9 @@ pub fn search_payload(
                 snippet,
                 source: hit.source.clone(),
                 citation: cite.then_some(citation),
-                vector_score: (*recall_fields && hybrid).then(|| hit.vector_score.unwrap_or(0.0)),
-                text_score: recall_fields.then_some(hit.text_score),
+                vector_score: (*recall_fields && hybrid && hit.wiki.is_none())
+                    .then(|| hit.vector_score.unwrap_or(0.0)),
+                text_score: (*recall_fields && hit.wiki.is_none()).then_some(hit.text_score),
                 importance: hit.recall.importance,
                 triggers: (!hit.recall.triggers.is_empty()).then(|| hit.recall.triggers.join("; ")),
                 project_key: hit.recall.project_key.clone(),
@@ -171,6 +202,15 @@ pub fn search_payload(
                     origin_class: p.origin_class.to_string(),
                     session_kind: p.session_kind.to_string(),
                     observed_at: p.observed_at,
+                }),
+                wiki: hit.wiki.as_ref().map(|page| WikiFields {
+                    corpus: "wiki",
+                    title: page.title.clone(),
+                    kind: page.kind,
+                    search_mode: "auto",
+                    id: page.id.clone(),
+                    aliases: page.aliases.clone(),
+                    fields: page.fields.iter().cloned().collect(),
                 }),
             })
         })
@@ -212,6 +252,48 @@ pub struct GetPayload {
     /// Why the path is refused or could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A memory-wiki page's read (`corpus: "wiki"` or `"all"`): `ok` or `not_found`, and
+    /// the page's fields.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub wiki: Option<WikiRead>,
+}
+
+/// What `memory_get` says of a memory-wiki page, as memory-wiki's supplement does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WikiRead {
+    /// `ok`, or `not_found` when no page answers the lookup.
+    pub status: &'static str,
+    /// `wiki` when a page was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<&'static str>,
+    /// The page's title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The page's kind (`entity`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// The first body line read (1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_line: Option<usize>,
+    /// Lines asked for (200 by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_count: Option<usize>,
+    /// Lines in the page's body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_lines: Option<usize>,
+    /// More lines follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    /// The page's `id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The page's `aliases`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// The page's reported front-matter fields (as in a search hit).
+    #[serde(flatten)]
+    pub fields: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl GetPayload {
@@ -222,6 +304,7 @@ impl GetPayload {
             text: String::new(),
             disabled: Some(true),
             error: Some(error.into()),
+            wiki: None,
         }
     }
 }
@@ -266,8 +349,125 @@ pub(crate) fn memory_get(
             }),
             disabled: None,
             error: None,
+            wiki: None,
         },
         Err(denied) => GetPayload::denied(path, denied.0),
+    }
+}
+
+/// `memory_get` with its `corpus` (see `Memory::memory_get_in`).
+pub(crate) fn memory_get_in(
+    settings: &Settings,
+    collections: &[Collection],
+    corpus: Corpus,
+    path: &str,
+    from: Option<i64>,
+    lines: Option<i64>,
+) -> GetPayload {
+    let memory = || memory_get(settings, collections, path, from, lines);
+    match corpus {
+        Corpus::Wiki => wiki_get(settings, path, from, lines),
+        Corpus::Memory | Corpus::Sessions => memory(),
+        Corpus::All => {
+            let memory = memory();
+            if memory.error.is_none() && !memory.text.is_empty() {
+                return memory;
+            }
+            match wiki_get(settings, path, from, lines) {
+                page if page.error.is_none() => page,
+                _ => memory,
+            }
+        }
+    }
+}
+
+/// `memory_get` of the memory-wiki vault (`corpus: "wiki"`): `lines` (200 by default) body
+/// lines from line `from` (1 by default) of the page `lookup` names (its vault path, with
+/// or without `.md`, its file stem or its `id`); `status: "not_found"` with the reason
+/// when none does.
+pub(crate) fn wiki_get(
+    settings: &Settings,
+    lookup: &str,
+    from: Option<i64>,
+    lines: Option<i64>,
+) -> GetPayload {
+    let not_found = |why: String| GetPayload {
+        path: lookup.to_string(),
+        text: String::new(),
+        disabled: None,
+        error: Some(why),
+        wiki: Some(WikiRead {
+            status: "not_found",
+            corpus: None,
+            title: None,
+            kind: None,
+            from_line: None,
+            line_count: None,
+            total_lines: None,
+            truncated: None,
+            id: None,
+            aliases: Vec::new(),
+            fields: Default::default(),
+        }),
+    };
+    let Some(vault) = settings.wiki_vault() else {
+        return not_found(
+            "the wiki corpus is off: plugins.entries.memory-wiki.enabled is false".into(),
+        );
+    };
+    let pages = match wiki::pages(&vault) {
+        Ok(Some(pages)) => pages,
+        Ok(None) => {
+            return not_found(format!(
+                "there is no memory-wiki vault at {}",
+                vault.display()
+            ))
+        }
+        Err(err) => {
+            return not_found(format!(
+                "the memory-wiki vault at {} cannot be read: {err}",
+                vault.display()
+            ))
+        }
+    };
+    let Some(page) = wiki::lookup(&pages, lookup).and_then(|i| pages.into_iter().nth(i)) else {
+        return not_found(format!(
+            "no page of the memory-wiki vault at {} is named {lookup:?} (by path, file name \
+             or id)",
+            vault.display()
+        ));
+    };
+    let from = from.unwrap_or(1).max(1) as usize;
+    let count = lines.unwrap_or(200).max(1) as usize;
+    let body: Vec<&str> = page
+        .body
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r'))
+        .collect();
+    GetPayload {
+        path: page.path,
+        text: body
+            .iter()
+            .skip(from - 1)
+            .take(count)
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n"),
+        disabled: None,
+        error: None,
+        wiki: Some(WikiRead {
+            status: "ok",
+            corpus: Some("wiki"),
+            title: Some(page.title),
+            kind: Some(page.kind),
+            from_line: Some(from),
+            line_count: Some(count),
+            total_lines: Some(body.len()),
+            truncated: Some(from - 1 + count < body.len()),
+            id: page.id,
+            aliases: page.aliases,
+            fields: page.fields.into_iter().collect(),
+        }),
     }
 }
 
@@ -325,6 +525,7 @@ mod tests {
             text_score: 0.71,
             vector_score: None,
             recall: Default::default(),
+            wiki: None,
         };
         let served = Served {
             provider: "none".into(),

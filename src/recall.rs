@@ -14,7 +14,9 @@ use crate::freshness::Agent;
 use crate::payload::{self, SearchPayload};
 use crate::qmd;
 use crate::search::pipeline::{configured, Searcher};
-use crate::search::{Corpus, Mode, SearchOptions, SearchResponse};
+use crate::search::rank;
+use crate::search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, WikiPage};
+use crate::wiki;
 
 /// Searches memory: the ranked hits and what served them (SPEC §5).
 pub(crate) fn search(
@@ -22,17 +24,116 @@ pub(crate) fn search(
     query: &str,
     options: &SearchOptions,
 ) -> Result<SearchResponse> {
+    if options.corpus == Corpus::Wiki {
+        let mut response = empty(agent, None);
+        if !query.trim().is_empty() {
+            merge_wiki(agent, query, options, &mut response);
+        } else {
+            response.warning = Some("the query is empty".into());
+        }
+        return Ok(response);
+    }
+    let mut response = search_memory(agent, query, options)?;
+    if options.corpus == Corpus::All && !query.trim().is_empty() {
+        merge_wiki(agent, query, options, &mut response);
+    }
+    Ok(response)
+}
+
+/// A response with no hits, served as configured, with `warning`.
+fn empty(agent: &Agent, warning: Option<&str>) -> SearchResponse {
+    let mut served = configured(agent.resolved(), None);
+    served.backend = agent.qmd().map(|_| "builtin".to_string());
+    SearchResponse::new(Vec::new(), served, warning.map(str::to_string))
+}
+
+/// The memory-wiki vault's pages for `query`, merged into `response` as OpenClaw 2026.9
+/// merges its corpora (balanced under `corpus: "all"`), `maxResults` (10 by default) in
+/// all. With `corpus: "wiki"`, the warning says why nothing was found; under `all`, a
+/// missing vault is no news.
+fn merge_wiki(agent: &Agent, query: &str, options: &SearchOptions, response: &mut SearchResponse) {
+    let only = options.corpus == Corpus::Wiki;
+    let say = |response: &mut SearchResponse, why: String| {
+        if only {
+            response.warning = Some(why);
+        }
+    };
+    let Some(vault) = agent.settings().wiki_vault() else {
+        return say(
+            response,
+            "the wiki corpus is off: plugins.entries.memory-wiki.enabled is false".into(),
+        );
+    };
+    let pages = match wiki::pages(&vault) {
+        Ok(Some(pages)) => pages,
+        Ok(None) => {
+            return say(
+                response,
+                format!(
+                    "the wiki corpus is empty: there is no memory-wiki vault at {} (the                      memory-wiki plugin creates it; plugins.entries.memory-wiki.config.vault                      sets where)",
+                    vault.display()
+                ),
+            )
+        }
+        Err(err) => {
+            return say(
+                response,
+                format!("the memory-wiki vault at {} cannot be read: {err}", vault.display()),
+            )
+        }
+    };
+    let count = pages.len();
+    let hits: Vec<Hit> = wiki::search(pages, query)
+        .into_iter()
+        .map(wiki_hit)
+        .collect();
+    if hits.is_empty() {
+        return say(
+            response,
+            format!(
+                "no wiki page matches: none of the {count} pages of the vault at {} holds                  the query or every word of it",
+                vault.display()
+            ),
+        );
+    }
+    let memory = std::mem::take(&mut response.hits);
+    if memory.is_empty() {
+        // Why memory found nothing is no longer why the answer is empty.
+        response.warning = None;
+    }
+    let max = options.max_results.unwrap_or(10);
+    response.hits = rank::merge_corpora(memory, hits, max, !only, |h: &Hit| h.score);
+}
+
+/// A wiki page found by a query, as a hit.
+fn wiki_hit(hit: wiki::WikiHit) -> Hit {
+    let page = hit.page;
+    Hit {
+        id: format!("wiki:{}", page.path),
+        path: page.path,
+        source: "wiki".into(),
+        start_line: hit.line,
+        end_line: hit.line,
+        text: hit.snippet,
+        score: hit.score,
+        text_score: 0.0,
+        vector_score: None,
+        recall: Default::default(),
+        wiki: Some(WikiPage {
+            title: page.title,
+            kind: page.kind,
+            id: page.id,
+            aliases: page.aliases,
+            fields: page.fields,
+        }),
+    }
+}
+
+/// memoria's own index, or QMD (memory files and transcripts).
+fn search_memory(agent: &Agent, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
     let query = query.trim();
     let settings = agent.settings();
-    let empty = |warning: &str| {
-        let mut served = configured(agent.resolved(), None);
-        served.backend = agent.qmd().map(|_| "builtin".to_string());
-        Ok(SearchResponse::new(
-            Vec::new(),
-            served,
-            Some(warning.into()),
-        ))
-    };
+    let empty = |warning: &str| Ok(empty(agent, Some(warning)));
     if query.is_empty() {
         return empty("the query is empty");
     }

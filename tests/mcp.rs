@@ -188,6 +188,15 @@ fn mcp_tools_match_the_cli_byte_for_byte_and_refuse_bad_requests() {
             &["memory/none-such.md"],
             json!({"path": "memory/none-such.md"}),
         ),
+        // The citation memory_search returns reads as its range (both forms).
+        (
+            &["memory/2026-11-14.md#L2-L3"],
+            json!({"path": "memory/2026-11-14.md#L2-L3"}),
+        ),
+        (
+            &["memory/2026-11-14.md:2-3"],
+            json!({"path": "memory/2026-11-14.md:2-3"}),
+        ),
     ];
     let mut calls: Vec<Value> = Vec::new();
     for (_, arguments) in searches {

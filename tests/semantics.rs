@@ -352,3 +352,123 @@ fn a_transcript_hit_says_who_wrote_it_and_when() {
         "{payload:#}"
     );
 }
+
+#[test]
+fn the_wiki_corpus_reads_the_memory_wiki_vault() {
+    let (tmp, config) = setup(
+        &[(
+            "memory/2026-03-01.md",
+            "# Notes\nThe quokka vet moved to Elm Street.\n",
+        )],
+        true,
+    );
+    let state = tmp.path().join("state");
+    let vault = state.join("wiki/main");
+    // Nothing there yet: an empty answer that says why.
+    let payload = search(&config, &state, &["quokka", "--corpus", "wiki"]);
+    assert!(results(&payload).is_empty());
+    let warning = payload["warning"].as_str().unwrap();
+    assert!(
+        warning.contains("no memory-wiki vault at") && warning.contains("wiki/main"),
+        "{warning}"
+    );
+    // Under `all`, a missing vault is no news: memory answers alone.
+    let payload = search(&config, &state, &["quokka"]);
+    assert_eq!(results(&payload).len(), 1);
+    assert!(payload.get("warning").is_none(), "{payload:#}");
+
+    for (path, text) in [
+        (
+            "entities/quokka-vet.md",
+            "---\ntitle: Quokka Vet\nid: entity.quokka-vet\nentityType: business\n---\n# Quokka Vet\n\nOpen Tuesdays.\nThe quokka vet is on Elm Street.\n",
+        ),
+        ("concepts/pets.md", "# Pets\nWe keep a quokka.\n"),
+        ("entities/index.md", "quokka listing, not a page\n"),
+    ] {
+        let file = vault.join(path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
+    }
+    let payload = search(&config, &state, &["quokka vet", "--corpus", "wiki"]);
+    let hits = results(&payload);
+    assert_eq!(hits.len(), 1, "{payload:#}");
+    let hit = &hits[0];
+    // memory-wiki's score: 1 + title (+20) + path (+10) + id (+20) + two body hits (the
+    // heading is body), and per word title +8, path/id +6, meta +4, body +1.
+    assert_eq!(
+        hit["score"],
+        1.0 + 20.0 + 10.0 + 20.0 + 2.0 + 2.0 * 19.0,
+        "{hit:#}"
+    );
+    for (key, want) in [
+        ("path", "entities/quokka-vet.md"),
+        ("corpus", "wiki"),
+        ("title", "Quokka Vet"),
+        ("kind", "entity"),
+        ("searchMode", "auto"),
+        ("id", "entity.quokka-vet"),
+        ("entityType", "business"),
+        ("snippet", "# Quokka Vet"),
+    ] {
+        assert_eq!(hit[key], want, "{key}: {hit:#}");
+    }
+    assert_eq!(lines(hit), (1, 1), "the snippet's line in the page's body");
+    let payload = search(&config, &state, &["elm street", "--corpus", "wiki"]);
+    assert_eq!(
+        results(&payload)[0]["snippet"],
+        "The quokka vet is on Elm Street."
+    );
+    assert_eq!(lines(&results(&payload)[0]), (4, 4));
+    assert!(hit.get("citation").is_none() && hit.get("textScore").is_none());
+
+    // `all`: memory and wiki, half each while both have hits; wiki's whole-number scores
+    // come first.
+    let payload = search(&config, &state, &["quokka", "-n", "2"]);
+    let paths: Vec<&str> = results(&payload)
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["entities/quokka-vet.md", "memory/2026-03-01.md"],
+        "{payload:#}"
+    );
+
+    // memory_get reads a page's body by path, name or id.
+    let get = |args: &[&str]| -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["--provider", "none", "get", "--json"])
+            .args(args)
+            .env_remove("OPENCLAW_CONFIG_PATH")
+            .env_remove("OPENCLAW_STATE_DIR")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for lookup in [
+        "entities/quokka-vet.md",
+        "entities/quokka-vet",
+        "quokka-vet",
+        "entity.quokka-vet",
+    ] {
+        let page = get(&["--corpus", "wiki", lookup, "--from", "3", "--lines", "1"]);
+        assert_eq!(page["text"], "Open Tuesdays.", "{lookup}: {page:#}");
+        assert_eq!(page["status"], "ok");
+        assert_eq!(page["totalLines"], 5);
+        assert_eq!(page["truncated"], true);
+    }
+    let page = get(&["--corpus", "all", "concepts/pets.md"]);
+    assert_eq!(page["text"], "# Pets\nWe keep a quokka.\n");
+    let page = get(&["--corpus", "all", "memory/2026-03-01.md#L2"]);
+    assert_eq!(page["text"], "The quokka vet moved to Elm Street.");
+    let page = get(&["--corpus", "wiki", "nobody"]);
+    assert_eq!(page["status"], "not_found");
+    assert!(
+        page["error"].as_str().unwrap().contains("\"nobody\""),
+        "{page:#}"
+    );
+}

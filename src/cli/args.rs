@@ -193,7 +193,8 @@ pub struct Search {
     /// Lowest score returned, 0 to 1 (default: the config's query.minScore, 0.35).
     #[arg(long, value_name = "X")]
     pub min_score: Option<Fraction>,
-    /// Which sources to search: memory, sessions or all (default: every enabled one).
+    /// Which sources to search: memory, sessions, wiki (the memory-wiki vault) or all
+    /// (default: every enabled one).
     #[arg(long, value_parser = plain::<Corpus>(), default_value = "all")]
     pub corpus: Corpus,
     /// The chat the search serves: citations are hidden in group and channel chats, and
@@ -242,6 +243,10 @@ pub struct Get {
     /// Number of lines.
     #[arg(long, value_name = "N")]
     pub lines: Option<i64>,
+    /// Which corpus to read: memory, wiki (a memory-wiki page by vault path, file name or
+    /// id) or all (a memory file, else the wiki page).
+    #[arg(long, value_parser = plain::<Corpus>(), default_value = "memory")]
+    pub corpus: Corpus,
     /// Print the memory_get tool payload verbatim.
     #[arg(long)]
     pub json: bool,

@@ -176,11 +176,14 @@ impl Server {
             GET => {
                 let args: GetArgs = parse(&arguments)?;
                 let memory = self.memory(args.agent.as_deref())?;
-                let from = args.from.map(|n| n.0 as i64);
-                let lines = args.lines.map(|n| n.0 as i64);
-                let path = args.path;
-                let payload = blocking(move || memory.memory_get(&path, from, lines)).await?;
-                result(&payload, payload.error.is_some())
+                let get = args.into_get().map_err(invalid)?;
+                let payload = blocking(move || {
+                    memory.memory_get_in(get.corpus, &get.path, get.from, get.lines)
+                })
+                .await?;
+                // A wiki page not found is an answer (`status: "not_found"`), not a failure.
+                let failed = payload.error.is_some() && payload.wiki.is_none();
+                result(&payload, failed)
             }
             APPEND => {
                 let args: AppendArgs = parse(&arguments)?;

@@ -145,6 +145,12 @@ pub(super) struct Parsed {
     /// `plugins.entries.memoria.config.temporalDecay` (`enabled`, `halfLifeDays`).
     pub(super) memoria_decay_enabled: Option<bool>,
     pub(super) memoria_decay_half_life_days: Option<i64>,
+    /// `plugins.entries.memory-wiki.enabled`.
+    pub(super) wiki_enabled: Option<bool>,
+    /// `plugins.entries.memory-wiki.config.vault.path`.
+    pub(super) wiki_vault_path: Option<String>,
+    /// `plugins.entries.memory-wiki.config.vault.scope` is `agent`.
+    pub(super) wiki_agent_scope: Option<bool>,
     /// Unknown keys, ignored.
     pub(super) warnings: Vec<String>,
 }
@@ -207,17 +213,36 @@ fn parse_with(
 
     // memoria's own keys live in its plugin's config, the one place OpenClaw's strict
     // schema leaves to a plugin (`memory.search` refuses unknown keys).
-    let memoria = match root.object("plugins")? {
-        Some(plugins) => match plugins.object("entries")? {
-            Some(entries) => match entries.object("memoria")? {
-                Some(entry) => entry.object("config")?,
-                None => None,
-            },
-            None => None,
-        },
+    let entries = match root.object("plugins")? {
+        Some(plugins) => plugins.object("entries")?,
         None => None,
     };
-    if let Some(config) = memoria {
+    let entry_config = |name: &str| -> Result<Option<Node<'_>>, ConfigError> {
+        match &entries {
+            Some(entries) => match entries.object(name)? {
+                Some(entry) => entry.object("config"),
+                None => Ok(None),
+            },
+            None => Ok(None),
+        }
+    };
+    // The memory-wiki plugin's vault (read for `corpus: "wiki"`); the rest of its config
+    // is its own.
+    if let Some(entry) = match &entries {
+        Some(entries) => entries.object("memory-wiki")?,
+        None => None,
+    } {
+        parsed.wiki_enabled = entry.get_bool("enabled")?;
+    }
+    if let Some(vault) = match entry_config("memory-wiki")? {
+        Some(config) => config.object("vault")?,
+        None => None,
+    } {
+        parsed.wiki_vault_path = vault.get_nonblank("path")?;
+        parsed.wiki_agent_scope =
+            vault.get_choice("scope", &[("global", false), ("agent", true)])?;
+    }
+    if let Some(config) = entry_config("memoria")? {
         if let Some(decay) = config.section("temporalDecay", &["enabled", "halfLifeDays"])? {
             parsed.memoria_decay_enabled = decay.get_bool("enabled")?;
             parsed.memoria_decay_half_life_days = decay.get_int("halfLifeDays")?;

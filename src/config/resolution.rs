@@ -194,6 +194,17 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
                 prompt: p.flush_prompt.clone(),
             },
         },
+        wiki: WikiSettings {
+            enabled: p.wiki_enabled.unwrap_or(true),
+            vault_path: p.wiki_vault_path.as_deref().map(|path| {
+                let path = expand_home(path, env);
+                match path.is_relative() {
+                    true => state_dir.join(path),
+                    false => path,
+                }
+            }),
+            agent_scope: p.wiki_agent_scope.unwrap_or(false),
+        },
         state_dir,
     }
 }

@@ -253,6 +253,30 @@ pub struct Settings {
     pub citations: Citations,
     /// `agents.defaults.compaction.*`.
     pub compaction: CompactionSettings,
+    /// The memory-wiki plugin's vault (`plugins.entries.memory-wiki`), read for
+    /// `corpus: "wiki"`; see [`Settings::wiki_vault`].
+    pub wiki: WikiSettings,
+}
+
+/// Where the memory-wiki plugin keeps its vault (`plugins.entries.memory-wiki`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WikiSettings {
+    /// `enabled` (`false` turns the `wiki` corpus off).
+    pub enabled: bool,
+    /// `config.vault.path` (`~` expanded; relative to the state directory).
+    pub vault_path: Option<PathBuf>,
+    /// `config.vault.scope` is `agent`: one vault per agent under the path.
+    pub agent_scope: bool,
+}
+
+impl Default for WikiSettings {
+    fn default() -> WikiSettings {
+        WikiSettings {
+            enabled: true,
+            vault_path: None,
+            agent_scope: false,
+        }
+    }
 }
 
 /// `memorySearch.local`.
@@ -479,6 +503,20 @@ impl Settings {
         self.sources
             .contains(&Source::Sessions)
             .then(|| self.transcripts_dir())
+    }
+
+    /// This agent's memory-wiki vault, where the plugin keeps it: `vault.path` (default
+    /// `<stateDir>/wiki/main`), or with `vault.scope: "agent"` the agent's folder under it
+    /// (default `<stateDir>/wiki/<agentId>`); `None` when the plugin is disabled.
+    pub fn wiki_vault(&self) -> Option<PathBuf> {
+        let wiki = &self.wiki;
+        wiki.enabled
+            .then(|| match (&wiki.vault_path, wiki.agent_scope) {
+                (Some(path), false) => path.clone(),
+                (None, false) => self.state_dir.join("wiki").join("main"),
+                (Some(parent), true) => parent.join(&self.agent_id),
+                (None, true) => self.state_dir.join("wiki").join(&self.agent_id),
+            })
     }
 
     /// Where OpenClaw writes this agent's session transcripts,

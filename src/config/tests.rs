@@ -1279,3 +1279,39 @@ fn newer_providers_and_their_keys() {
         assert_eq!(kind.as_str(), name);
     }
 }
+
+/// The memory-wiki plugin's vault, where it puts it.
+#[test]
+fn the_wiki_vault_is_where_memory_wiki_keeps_it() {
+    let vault = |text: &str, agent: &str| {
+        let s = resolve_str(text, agent).unwrap();
+        let state = s.state_dir.clone();
+        (s.wiki_vault(), state, s.warnings)
+    };
+    let (v, state, warnings) = vault("{}", "ops");
+    assert_eq!(v, Some(state.join("wiki/main")));
+    assert!(warnings.is_empty());
+    let cases = [
+        ("{vault: {scope: 'agent'}}", "wiki/ops"),
+        ("{vault: {path: 'vaults/shared'}}", "vaults/shared"),
+        ("{vault: {path: '/abs/v', scope: 'agent'}}", "/abs/v/ops"),
+        (
+            "{vault: {path: '/abs/v', scope: 'global'}, search: {corpus: 'all'}}",
+            "/abs/v",
+        ),
+    ];
+    for (config, want) in cases {
+        let text = format!("{{plugins: {{entries: {{'memory-wiki': {{config: {config}}}}}}}}}");
+        let (v, state, warnings) = vault(&text, "ops");
+        assert_eq!(v, Some(state.join(want)), "{config}");
+        assert!(warnings.is_empty(), "{config}: {warnings:?}");
+    }
+    let off = "{plugins: {entries: {'memory-wiki': {enabled: false}}}}";
+    assert_eq!(vault(off, "ops").0, None);
+    let bad = "{plugins: {entries: {'memory-wiki': {config: {vault: {scope: 'team'}}}}}}";
+    let err = resolve_str(bad, "ops").unwrap_err().to_string();
+    assert!(
+        err.contains("plugins.entries.memory-wiki.config.vault.scope"),
+        "{err}"
+    );
+}

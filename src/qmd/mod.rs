@@ -77,6 +77,7 @@ pub(crate) fn response(hits: Vec<QmdHit>, settings: &QmdSettings) -> SearchRespo
             text_score: 0.0,
             vector_score: None,
             recall: Default::default(),
+            wiki: None,
         })
         .collect();
     SearchResponse {

@@ -81,6 +81,26 @@ pub struct Hit {
     pub vector_score: Option<f64>,
     /// What its entry's annotations say (OpenClaw 2026.9's semantics; empty otherwise).
     pub recall: Recall,
+    /// The memory-wiki page of a `wiki` hit (whose `source` is `wiki`, `path` is
+    /// vault-relative, lines are the snippet's line of the page's body, and `score` is
+    /// memory-wiki's whole-number score).
+    pub wiki: Option<WikiPage>,
+}
+
+/// What a `wiki` hit says of its page, as memory-wiki reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WikiPage {
+    /// The page's title.
+    pub title: String,
+    /// `entity`, `concept`, `source`, `synthesis` or `report`.
+    pub kind: &'static str,
+    /// The front matter's `id`.
+    pub id: Option<String>,
+    /// The front matter's `aliases`.
+    pub aliases: Vec<String>,
+    /// The front matter's `sourceType`, `provenanceMode`, `sourcePath`, `updatedAt`,
+    /// `entityType`, `canonicalId` and `privacyTier`, those it has.
+    pub fields: Vec<(&'static str, String)>,
 }
 
 /// What a hit's memory entry says of itself under OpenClaw 2026.9's semantics: its
@@ -141,22 +161,27 @@ pub struct SearchOptions {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Corpus {
-    /// Every enabled source (`all`, the default).
+    /// Every enabled source (`all`, the default): memory files, session transcripts when
+    /// indexed, and the memory-wiki vault when there is one (up to half the results each
+    /// while both have hits, as OpenClaw 2026.9 balances them).
     #[default]
     All,
     /// Memory files only.
     Memory,
     /// Session transcripts only.
     Sessions,
+    /// The memory-wiki plugin's vault only (read-only; see `Settings::wiki_vault`).
+    Wiki,
 }
 
 impl Corpus {
-    /// Parses `memory`, `sessions` or `all`.
+    /// Parses `memory`, `sessions`, `wiki` or `all`.
     pub fn parse(name: &str) -> Option<Corpus> {
         match name {
             "all" => Some(Corpus::All),
             "memory" => Some(Corpus::Memory),
             "sessions" => Some(Corpus::Sessions),
+            "wiki" => Some(Corpus::Wiki),
             _ => None,
         }
     }
@@ -167,6 +192,7 @@ impl Corpus {
             Corpus::All => None,
             Corpus::Memory => Some("memory"),
             Corpus::Sessions => Some("sessions"),
+            Corpus::Wiki => Some("wiki"),
         }
     }
 }

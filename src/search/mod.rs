@@ -6,7 +6,7 @@
 //!   candidates, runs the two sides, decides the mode and the fallback, and reads the chunks
 //!   of the page it returns.
 //! - The ranking itself is pure functions over candidate lists: score mapping, order,
-//!   minScore relaxation, pools and tiers in `rank`; fusion, temporal decay and MMR in
+//!   minScore relaxation, pools, tiers and the merge of memory with wiki hits in `rank`; fusion, temporal decay and MMR in
 //!   `hybrid`; OpenClaw 2026.9's keyword score (bonuses over BM25, keyword candidates) in
 //!   `lexical`.
 //!
@@ -18,4 +18,6 @@ pub(crate) mod lexical;
 pub(crate) mod pipeline;
 pub(crate) mod rank;
 
-pub use api::{Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served};
+pub use api::{
+    Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, WikiPage,
+};

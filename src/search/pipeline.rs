@@ -90,6 +90,7 @@ fn hit(ranked: Ranked, chunk: ChunkRecord, recall: Recall) -> Hit {
         text_score: ranked.text_score,
         vector_score: ranked.vector_score,
         recall,
+        wiki: None,
     }
 }
 

@@ -204,6 +204,49 @@ pub fn tiered_top<T, K: Eq + std::hash::Hash + Clone>(
     }
 }
 
+/// Memory hits and wiki hits as one list of `max`, each list best first, as OpenClaw
+/// 2026.9's `memory_search` merges its corpora: by score (memory first on a tie). With
+/// `balance` (`corpus: "all"`) and hits on both sides, each side keeps up to half
+/// (`ceil(max / 2)`) and the places left go to the better next hit of either.
+pub fn merge_corpora<T>(
+    memory: Vec<T>,
+    wiki: Vec<T>,
+    max: usize,
+    balance: bool,
+    score: impl Fn(&T) -> f64,
+) -> Vec<T> {
+    let (mut take_memory, mut take_wiki) = (memory.len(), wiki.len());
+    if balance && !memory.is_empty() && !wiki.is_empty() {
+        let cap = max.div_ceil(2);
+        take_memory = cap.min(memory.len());
+        take_wiki = cap.min(wiki.len());
+        while take_memory + take_wiki < max {
+            match (memory.get(take_memory), wiki.get(take_wiki)) {
+                (None, None) => break,
+                (Some(m), Some(w)) if score(m) >= score(w) => take_memory += 1,
+                (Some(_), None) => take_memory += 1,
+                _ => take_wiki += 1,
+            }
+        }
+    }
+    let mut memory = memory.into_iter().take(take_memory).peekable();
+    let mut wiki = wiki.into_iter().take(take_wiki).peekable();
+    let mut out = Vec::new();
+    while out.len() < max {
+        let next = match (memory.peek(), wiki.peek()) {
+            (Some(m), Some(w)) if score(m) >= score(w) => memory.next(),
+            (Some(_), Some(_)) => wiki.next(),
+            (Some(_), None) => memory.next(),
+            (None, _) => wiki.next(),
+        };
+        match next {
+            Some(hit) => out.push(hit),
+            None => break,
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,5 +497,63 @@ mod tests {
             tiered_top(3, 3, pool_for, rank, |i| *i),
             rank(12)[..3].to_vec()
         );
+    }
+
+    #[test]
+    fn corpora_merge_by_score_and_balance_under_all() {
+        let merge = |memory: &[f64], wiki: &[f64], max, balance| {
+            let tag = |side: char, xs: &[f64]| xs.iter().map(|&x| (side, x)).collect::<Vec<_>>();
+            merge_corpora(tag('m', memory), tag('w', wiki), max, balance, |h| h.1)
+                .into_iter()
+                .map(|(side, x)| format!("{side}{x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let cases = [
+            // wiki alone, or memory alone: the first `max`.
+            (vec![], vec![30.0, 12.0, 3.0], 2, false, "w30 w12"),
+            (vec![0.9, 0.5], vec![], 10, true, "m0.9 m0.5"),
+            // By score, memory first on a tie; wiki's whole numbers outrank memory's 0–1.
+            (vec![0.9, 0.5], vec![3.0, 1.0], 10, false, "w3 w1 m0.9 m0.5"),
+            (vec![2.0], vec![2.0], 10, false, "m2 w2"),
+            // Balanced: half each (rounded up), the rest to the better next hit.
+            (
+                vec![0.9, 0.8, 0.7, 0.6],
+                vec![9.0, 8.0, 7.0, 6.0],
+                4,
+                true,
+                "w9 w8 m0.9 m0.8",
+            ),
+            (
+                vec![0.9, 0.8, 0.7, 0.6],
+                vec![9.0, 8.0, 7.0, 6.0],
+                5,
+                true,
+                "w9 w8 w7 m0.9 m0.8",
+            ),
+            (
+                vec![0.9],
+                vec![9.0, 8.0, 7.0, 6.0],
+                4,
+                true,
+                "w9 w8 w7 m0.9",
+            ),
+            (vec![0.9, 0.8, 0.7], vec![9.0], 4, true, "w9 m0.9 m0.8 m0.7"),
+            // Unbalanced, the better side takes every place.
+            (
+                vec![0.9, 0.8, 0.7, 0.6],
+                vec![9.0, 8.0, 7.0, 6.0],
+                4,
+                false,
+                "w9 w8 w7 w6",
+            ),
+        ];
+        for (memory, wiki, max, balance, want) in cases {
+            assert_eq!(
+                merge(&memory, &wiki, max, balance),
+                want,
+                "{memory:?} {wiki:?} {max} {balance}"
+            );
+        }
     }
 }

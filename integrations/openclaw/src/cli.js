@@ -72,7 +72,7 @@ export function registerMemoriaCli(program, getRuntime) {
     .option("--agent <id>", "agent id (default: the default agent)")
     .option("-n, --max-results <n>", "results to return")
     .option("--min-score <x>", "lowest score returned, 0 to 1")
-    .option("--corpus <corpus>", "memory, sessions or all")
+    .option("--corpus <corpus>", "memory, sessions, wiki or all")
     .option("--json", "print the memory_search payload")
     .action(async (queryWords, opts) => {
       const query = Array.isArray(queryWords) ? queryWords.join(" ") : String(queryWords);

@@ -36,7 +36,7 @@ export const MEMORY_GET_SCHEMA = {
 };
 
 const SEARCH_DESCRIPTION =
-  "Mandatory recall step: search the agent's memory (MEMORY.md, memory/*.md, configured extra paths and, when enabled, session transcripts) before answering questions about prior work, decisions, dates, people, preferences, or todos. Hybrid semantic + keyword search by memoria. Returns path, line range, score and snippet per hit; read more with memory_get. Session results are transcript search references, not readable memory-file paths. `corpus=memory` restricts hits to memory files; `corpus=sessions` searches indexed session transcripts. The payload's `mode` says how it was served (hybrid or fts-only); if the response has disabled=true, unavailable=true, a `fallback` or a `warning`, tell the user.";
+  "Mandatory recall step: search the agent's memory (MEMORY.md, memory/*.md, configured extra paths and, when enabled, session transcripts) before answering questions about prior work, decisions, dates, people, preferences, or todos. Hybrid semantic + keyword search by memoria. Returns path, line range, score and snippet per hit; read more with memory_get. Session results are transcript search references, not readable memory-file paths. `corpus=memory` restricts hits to memory files; `corpus=sessions` searches indexed session transcripts; `corpus=wiki` searches the memory-wiki vault's pages (read them with memory_get corpus=wiki); `corpus=all` (the default) covers them all. The payload's `mode` says how it was served (hybrid or fts-only); if the response has disabled=true, unavailable=true, a `fallback` or a `warning`, tell the user.";
 
 const GET_DESCRIPTION =
   "Safe exact excerpt read from MEMORY.md, memory/*.md or configured extra paths (as memory_search cites them). Session transcript paths are unsupported. Reads the whole file, or `lines` lines from line `from` (1-based). status=ok means the excerpt was read; status=not_found means the allowed file does not exist; status=error means the read was refused or failed (see `code` and `error`), not that memory is disabled.";
@@ -113,6 +113,7 @@ export function payloadOf(result) {
  */
 export function mapGetPayload(relPath, payload, isError) {
   const p = payload && typeof payload === "object" ? payload : {};
+  if (p.status === "not_found") return { ...p, path: p.path ?? relPath, text: "" };
   if (isError || p.error) {
     const refused = p.disabled === true;
     return {
@@ -143,7 +144,7 @@ export function searchArgs(params, ctx, servedAgents) {
   const args = { query: String(params.query ?? "") };
   if (params.maxResults !== undefined) args.maxResults = params.maxResults;
   if (params.minScore !== undefined) args.minScore = clamp01(params.minScore);
-  if (params.corpus === "memory" || params.corpus === "sessions" || params.corpus === "all") args.corpus = params.corpus;
+  if (["memory", "sessions", "wiki", "all"].includes(params.corpus)) args.corpus = params.corpus;
   if (ctx?.sessionKey) {
     args.sessionKey = String(ctx.sessionKey);
     args.chatType = chatTypeFromSessionKey(ctx.sessionKey);
@@ -194,14 +195,6 @@ export function createMemoryTools(deps, ctx) {
         if (typeof params.query !== "string" || !params.query.trim()) {
           return jsonResult(searchUnavailable("`query` is required", "MEMORIA_BAD_ARGUMENT"));
         }
-        if (params.corpus === "wiki") {
-          return jsonResult({
-            results: [],
-            backend: "memoria",
-            corpora: [{ corpus: "wiki", outcome: "not-registered" }],
-            warning: "Wiki corpus is not registered; memoria searches memory files and session transcripts only.",
-          });
-        }
         const rt = deps.runtime();
         const served = rt.servedAgents();
         const refusal = unservedAgent(ctx, served);
@@ -228,12 +221,6 @@ export function createMemoryTools(deps, ctx) {
       const relPath = typeof params?.path === "string" ? params.path : "";
       try {
         if (!relPath) return jsonResult(readError(relPath, "`path` is required", "MEMORIA_BAD_ARGUMENT"));
-        if (params.corpus === "wiki") {
-          return jsonResult({
-            ...readError(relPath, "memoria has no wiki corpus", "MEMORY_CORPUS_NOT_REGISTERED"),
-            corpora: [{ corpus: "wiki", outcome: "not-registered" }],
-          });
-        }
         const rt = deps.runtime();
         const served = rt.servedAgents();
         const refusal = unservedAgent(ctx, served);
@@ -242,6 +229,7 @@ export function createMemoryTools(deps, ctx) {
         const args = { path: relPath };
         if (params.from !== undefined) args.from = params.from;
         if (params.lines !== undefined) args.lines = params.lines;
+        if (["memory", "wiki", "all"].includes(params.corpus)) args.corpus = params.corpus;
         const agent = agentForContext(ctx);
         if (agent && served && served.includes(agent)) args.agent = agent;
         const out = await rt.call("memory_get", args, signal);

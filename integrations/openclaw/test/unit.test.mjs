@@ -172,10 +172,18 @@ test("searchArgs: the tool context's session, chat and active projects reach mem
   assert.deepEqual(args, {
     query: "deploy",
     maxResults: 3,
+    corpus: "wiki",
     sessionKey: "agent:main:telegram:group:42",
     chatType: "group",
     activeProjectKeys: ["github.com/acme/api", "7"],
     agent: "main",
   });
   assert.equal(searchArgs({ query: "x" }, { activeProjectKeys: [] }, null).activeProjectKeys, undefined);
+  assert.equal(searchArgs({ query: "x", corpus: "mail" }, {}, null).corpus, undefined);
+});
+
+test("mapGetPayload: a wiki page memoria could not find is not_found, not an error", () => {
+  const out = mapGetPayload("nobody", { path: "nobody", text: "", status: "not_found", error: "no page is named \"nobody\"" }, false);
+  assert.equal(out.status, "not_found");
+  assert.equal(out.code, undefined);
 });

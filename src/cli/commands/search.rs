@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use memoria::{Memory, SearchOptions};
 
 use crate::args::{Get, Search, SessionsSearch};
-use crate::tool_args::search_options;
+use crate::tool_args::{get_request, search_options};
 use crate::EXIT_NOT_FOUND;
 
 /// `memoria search`.
@@ -115,20 +115,14 @@ fn search_batch(memory: &Memory, file: &Path, options: &SearchOptions) -> Result
 
 /// `memoria get`: a missing file reads as empty (the tool's behaviour) and exits 4.
 pub fn get(memory: &Memory, args: &Get) -> Result<ExitCode> {
-    let (path, from, lines) = match citation(&args.path) {
-        Some(_) if args.from.is_some() || args.lines.is_some() => {
-            bail!(
-                "{} names a line range already: drop --from/--lines, or the range",
-                args.path
-            )
-        }
-        Some((file, start, count)) => (file, Some(start), Some(count)),
-        None => (args.path.as_str(), args.from, args.lines),
-    };
-    let payload = memory.memory_get(path, from, lines);
+    let request = get_request(&args.path, args.from, args.lines, Some(args.corpus))
+        .map_err(|why| anyhow::anyhow!(why))?;
+    let path = request.path.as_str();
+    let payload = memory.memory_get_in(request.corpus, path, request.from, request.lines);
     // The tool reads a missing file as empty (OpenClaw's behaviour); the command says
     // so and exits 4, so a script can tell "empty" from "not there".
-    let missing = payload.error.is_none() && !memory_file_exists(memory, path);
+    let missing =
+        payload.error.is_none() && payload.wiki.is_none() && !memory_file_exists(memory, path);
     if args.json {
         println!("{}", serde_json::to_string(&payload)?);
     } else if let Some(error) = &payload.error {
@@ -157,29 +151,6 @@ fn memory_file_exists(memory: &Memory, path: &str) -> bool {
     }
 }
 
-/// A citation as `search` prints it, `path#L3-L8` / `path#L3` / `path:3-8` / `path:3`, as
-/// (path, first line, number of lines); `None` for a plain path.
-fn citation(text: &str) -> Option<(&str, i64, i64)> {
-    let (path, range) = match text.rsplit_once("#L") {
-        Some((path, range)) => (path, range.replacen("-L", "-", 1)),
-        None => {
-            let (path, range) = text.rsplit_once(':')?;
-            (path, range.to_string())
-        }
-    };
-    if !path.ends_with(".md") {
-        return None;
-    }
-    let (start, end) = match range.split_once('-') {
-        Some((start, end)) => (start.parse::<i64>().ok()?, end.parse::<i64>().ok()?),
-        None => {
-            let line = range.parse::<i64>().ok()?;
-            (line, line)
-        }
-    };
-    (start >= 1 && end >= start).then_some((path, start, end - start + 1))
-}
-
 /// `memoria sessions-search`: one line per message (score, transcript and line, role,
 /// snippet), or the tool's payload with `--json`; exit 1 for a refused query.
 pub fn sessions_search(memory: &Memory, args: &SessionsSearch) -> Result<ExitCode> {
@@ -202,27 +173,4 @@ pub fn sessions_search(memory: &Memory, args: &SessionsSearch) -> Result<ExitCod
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn citation_table() {
-        let cases = [
-            ("memory/x.md#L3-L8", Some(("memory/x.md", 3, 6))),
-            ("memory/x.md#L3", Some(("memory/x.md", 3, 1))),
-            ("memory/x.md:3-8", Some(("memory/x.md", 3, 6))),
-            ("memory/x.md:3", Some(("memory/x.md", 3, 1))),
-            ("MEMORY.md#L1-L17", Some(("MEMORY.md", 1, 17))),
-            ("memory/x.md", None),
-            ("memory/x.md#L8-L3", None),
-            ("memory/x.md#L0", None),
-            ("memory/x.md:abc", None),
-            ("memory/x.txt:3", None),
-            ("C:/notes/x.md", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(super::citation(text), want, "{text}");
-        }
-    }
 }

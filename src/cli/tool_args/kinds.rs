@@ -141,7 +141,7 @@ pub trait Named: Sized + 'static {
 }
 
 impl Named for Corpus {
-    const NAMES: &'static [&'static str] = &["memory", "sessions", "all"];
+    const NAMES: &'static [&'static str] = &["memory", "sessions", "wiki", "all"];
     fn parse(name: &str) -> Option<Corpus> {
         Corpus::parse(name)
     }

@@ -39,7 +39,8 @@ pub struct SearchArgs {
     pub max_results: Option<Count>,
     /// Lowest score returned (default: query.minScore, 0.35).
     pub min_score: Option<Fraction>,
-    /// Which sources to search (default: every enabled source).
+    /// Which sources to search (default: every enabled source: memory files, transcripts
+    /// when indexed, the memory-wiki vault when there is one).
     pub corpus: Option<Choice<Corpus>>,
     #[schemars(
         description = "The chat this search serves (default: direct). Citations are hidden in \
@@ -108,15 +109,94 @@ pub fn search_options(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetArgs {
-    /// A memory file, relative to the workspace (MEMORY.md, memory/…), as memory_search cites it.
+    /// A memory file, relative to the workspace (MEMORY.md, memory/…), or a citation as
+    /// memory_search returns it (memory/x.md#L3-L8).
     pub path: String,
     /// First line, 1-based (default: the whole file).
     pub from: Option<Count>,
     /// Number of lines from `from`.
     pub lines: Option<Count>,
+    /// Which corpus to read: memory (default), wiki (a memory-wiki page by vault path,
+    /// file name or id), or all (a memory file, else the wiki page).
+    pub corpus: Option<Choice<Corpus>>,
     /// Which agent's memory: offered by the server only when it serves several.
     #[schemars(skip)]
     pub agent: Option<String>,
+}
+
+/// What `memory_get` reads: a path, its line range, its corpus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetRequest {
+    /// The file (a citation's range taken off).
+    pub path: String,
+    /// First line (1-based).
+    pub from: Option<i64>,
+    /// Number of lines.
+    pub lines: Option<i64>,
+    /// The corpus (`memory` by default).
+    pub corpus: Corpus,
+}
+
+/// What to read for `path` (a plain path or a citation as `memory_search` returns it,
+/// `memory/x.md#L3-L8` or `memory/x.md:3-8`) with `from` / `lines`; a citation with a
+/// range given as well is refused, naming both.
+pub fn get_request(
+    path: &str,
+    from: Option<i64>,
+    lines: Option<i64>,
+    corpus: Option<Corpus>,
+) -> Result<GetRequest, String> {
+    let corpus = corpus.unwrap_or(Corpus::Memory);
+    let (path, from, lines) = match citation(path) {
+        Some(_) if from.is_some() || lines.is_some() => {
+            return Err(format!(
+                "{path} names a line range already: drop from/lines, or the range"
+            ))
+        }
+        Some((file, start, count)) => (file, Some(start), Some(count)),
+        None => (path, from, lines),
+    };
+    Ok(GetRequest {
+        path: path.to_string(),
+        from,
+        lines,
+        corpus,
+    })
+}
+
+impl GetArgs {
+    /// What to read (see [`get_request`]).
+    pub fn into_get(self) -> Result<GetRequest, String> {
+        get_request(
+            &self.path,
+            self.from.map(|n| n.0 as i64),
+            self.lines.map(|n| n.0 as i64),
+            self.corpus.map(|c| c.0),
+        )
+    }
+}
+
+/// A citation as `search` prints it, `path#L3-L8` / `path#L3` / `path:3-8` / `path:3`, as
+/// (path, first line, number of lines); `None` for a plain path.
+pub fn citation(text: &str) -> Option<(&str, i64, i64)> {
+    let (path, range) = match text.rsplit_once("#L") {
+        Some((path, range)) => (path, range.replacen("-L", "-", 1)),
+        None => {
+            let (path, range) = text.rsplit_once(':')?;
+            (path, range.to_string())
+        }
+    };
+    if !path.ends_with(".md") {
+        return None;
+    }
+    let (start, end) = match range.split_once('-') {
+        Some((start, end)) => (start.parse::<i64>().ok()?, end.parse::<i64>().ok()?),
+        None => {
+            let line = range.parse::<i64>().ok()?;
+            (line, line)
+        }
+    };
+    (start >= 1 && end >= start).then_some((path, start, end - start + 1))
 }
 
 /// `memory_append`'s arguments.

@@ -61,7 +61,7 @@ fn argument_table() {
         (json!({"query": null}), "`query` is required"),
         (
             json!({"query": "x", "corpus": "mail"}),
-            "`corpus`: expected memory, sessions or all, got \"mail\"",
+            "`corpus`: expected memory, sessions, wiki or all, got \"mail\"",
         ),
         (
             json!({"query": "x", "corpus": 7}),
@@ -98,7 +98,7 @@ fn argument_table() {
         (json!({"maxResults": 0}), "`query` is required"),
         (
             json!({"query": "x", "sessionKey": 1, "corpus": "mail"}),
-            "`corpus`: expected memory, sessions or all, got \"mail\"",
+            "`corpus`: expected memory, sessions, wiki or all, got \"mail\"",
         ),
     ];
     for (input, message) in messages {
@@ -140,6 +140,25 @@ fn other_tools_arguments() {
         err.err().as_deref(),
         Some("`from`: expected a whole number of at least 1, got \"2\"")
     );
+    // A citation as memory_search returns it reads its range (MCP and CLI alike).
+    for path in ["memory/2026-03-02.md#L1-L6", "memory/2026-03-02.md:1-6"] {
+        let get: GetArgs = parse(&object(json!({"path": path, "corpus": "all"}))).unwrap();
+        let request = get.into_get().unwrap();
+        assert_eq!(
+            (
+                request.path.as_str(),
+                request.from,
+                request.lines,
+                request.corpus
+            ),
+            ("memory/2026-03-02.md", Some(1), Some(6), Corpus::All)
+        );
+    }
+    let get: GetArgs = parse(&object(json!({"path": "MEMORY.md#L2", "lines": 3}))).unwrap();
+    assert_eq!(
+        get.into_get().unwrap_err(),
+        "MEMORY.md#L2 names a line range already: drop from/lines, or the range"
+    );
     let err = parse::<AppendArgs>(&object(json!({"date": "2030-01-02"})));
     assert_eq!(err.err().as_deref(), Some("`text` is required"));
     for (input, private) in [(json!({}), false), (json!({"private": null}), false)] {
@@ -179,7 +198,7 @@ fn schemas() {
             "query": {"type": "string", "description": "What to recall, in natural language or keywords."},
             "maxResults": {"type": "integer", "minimum": 1, "description": "Results to return (default: query.maxResults, 6)."},
             "minScore": {"type": "number", "minimum": 0, "maximum": 1, "description": "Lowest score returned (default: query.minScore, 0.35)."},
-            "corpus": {"type": "string", "enum": ["memory", "sessions", "all"], "description": "Which sources to search (default: every enabled source)."},
+            "corpus": {"type": "string", "enum": ["memory", "sessions", "wiki", "all"], "description": "Which sources to search (default: every enabled source: memory files, transcripts\nwhen indexed, the memory-wiki vault when there is one)."},
             "chatType": {"type": "string", "enum": ["direct", "group", "channel"], "description": "The chat this search serves (default: direct). Citations are hidden in group and channel chats; with the QMD backend, memory.qmd.scope decides whether results are shown."},
             "channel": {"type": "string", "description": "The chat's channel (telegram, discord, …), for memory.qmd.scope."},
             "sessionKey": {"type": "string", "description": "The session key, for memory.qmd.scope's keyPrefix rules."},
@@ -192,9 +211,10 @@ fn schemas() {
     let get = json!({
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "A memory file, relative to the workspace (MEMORY.md, memory/…), as memory_search cites it."},
+            "path": {"type": "string", "description": "A memory file, relative to the workspace (MEMORY.md, memory/…), or a citation as\nmemory_search returns it (memory/x.md#L3-L8)."},
             "from": {"type": "integer", "minimum": 1, "description": "First line, 1-based (default: the whole file)."},
             "lines": {"type": "integer", "minimum": 1, "description": "Number of lines from `from`."},
+            "corpus": {"type": "string", "enum": ["memory", "sessions", "wiki", "all"], "description": "Which corpus to read: memory (default), wiki (a memory-wiki page by vault path,\nfile name or id), or all (a memory file, else the wiki page)."},
         },
         "required": ["path"],
         "additionalProperties": false,
@@ -223,4 +243,24 @@ fn schemas() {
         json!({"type": "object", "properties": {}, "additionalProperties": false})
     );
     assert_eq!(Value::Object(schema::<ContextArgs>()), context);
+}
+
+#[test]
+fn citation_table() {
+    let cases = [
+        ("memory/x.md#L3-L8", Some(("memory/x.md", 3, 6))),
+        ("memory/x.md#L3", Some(("memory/x.md", 3, 1))),
+        ("memory/x.md:3-8", Some(("memory/x.md", 3, 6))),
+        ("memory/x.md:3", Some(("memory/x.md", 3, 1))),
+        ("MEMORY.md#L1-L17", Some(("MEMORY.md", 1, 17))),
+        ("memory/x.md", None),
+        ("memory/x.md#L8-L3", None),
+        ("memory/x.md#L0", None),
+        ("memory/x.md:abc", None),
+        ("memory/x.txt:3", None),
+        ("C:/notes/x.md", None),
+    ];
+    for (text, want) in cases {
+        assert_eq!(citation(text), want, "{text}");
+    }
 }
