@@ -413,7 +413,7 @@ fn killed_index_leaves_a_usable_directory() {
 /// Exit codes: 1 for an error, 3 when another process holds the index (nothing done);
 /// warnings carry no colour codes when stderr is not a terminal.
 #[test]
-fn a_busy_index_exits_3_and_a_bad_agent_id_exits_1() {
+fn a_busy_index_exits_3_and_usage_errors_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let ws = example_workspace();
     let out = memoria(tmp.path(), &ws, &["index"]).output().unwrap();
@@ -434,13 +434,19 @@ fn a_busy_index_exits_3_and_a_bad_agent_id_exits_1() {
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
     drop(lock);
 
-    // `--agent ../..` would name a directory two levels up: refused before anything runs.
+    // `--agent ../..` would name a directory two levels up: refused before anything runs,
+    // as a usage error (2, the README's code for a bad command line).
     let out = memoria(tmp.path(), &ws, &["--agent", "../..", "index"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("invalid agent id"), "{stderr}");
+    // `search` without a query (or --queries) is a usage error too.
+    let out = memoria(tmp.path(), &ws, &["search"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("<QUERY>"), "{stderr}");
 }
 
 /// Copies a directory tree (files and directories only).

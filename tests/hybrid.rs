@@ -746,6 +746,11 @@ fn an_answer_filtered_to_nothing_says_why() {
             && warning.contains("candidate(s) scored lower, the best 0."),
         "{warning}"
     );
+    // The payload is the tool's (MCP's too): it names the tool's argument, not a flag.
+    assert!(
+        warning.ends_with("; a lower minScore shows them") && !warning.contains("--min-score"),
+        "{warning}"
+    );
     // With results, no warning.
     let payload = memory.memory_search("postgres cutover window", &SearchOptions::default());
     assert!(!payload.results.is_empty());

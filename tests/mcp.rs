@@ -483,7 +483,8 @@ fn hybrid_search_with_the_real_model_matches_the_cli() {
         &["search", "quantum entanglement", "--min-score", "0.99"],
     );
     assert!(
-        human.starts_with("no results: no result reached minScore 0.99: "),
+        human.starts_with("no results: no result reached minScore 0.99: ")
+            && human.contains("; a lower --min-score shows them"),
         "{human}"
     );
     // Keyword-only for once over this hybrid index: served by keyword, no rebuild.

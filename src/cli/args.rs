@@ -40,7 +40,8 @@ pub struct Cli {
         long,
         global = true,
         help_heading = "Global options",
-        default_value = "main"
+        default_value = "main",
+        value_parser = agent_id
     )]
     pub agent: Vec<String>,
     /// OpenClaw config file (default: $OPENCLAW_CONFIG_PATH or <stateDir>/openclaw.json).
@@ -87,6 +88,13 @@ fn parse_precision(s: &str) -> std::result::Result<Precision, String> {
 
 /// A library enum's names as the possible values of an option. The library's docs of its
 /// variants are not the command line's help: `--help` would list them one per line.
+/// `--agent`: an id that can name the agent's directory (a usage error otherwise).
+fn agent_id(id: &str) -> Result<String, String> {
+    memoria::config::validate_agent_id(id)
+        .map(|()| id.to_string())
+        .map_err(|e| e.to_string())
+}
+
 fn plain<T: ValueEnum + Clone + Send + Sync + 'static>() -> impl TypedValueParser<Value = T> {
     PossibleValuesParser::new(names::<T>()).try_map(|name| T::from_str(&name, false))
 }
@@ -182,6 +190,7 @@ pub struct Index {
 #[derive(Args)]
 pub struct Search {
     /// The query (or use --queries).
+    #[arg(required_unless_present = "queries")]
     pub query: Option<String>,
     /// JSONL file of {"id": …, "query": …} (`-` reads stdin): one JSON payload line per
     /// query.

@@ -46,7 +46,7 @@ fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
         .max_by(|a, b| a.score.total_cmp(&b.score))?;
     Some(format!(
         "no result reached minScore {min_score}: {} candidate(s) scored lower, the best \
-         {:.3} ({} line {}); lower minScore (--min-score) to see them",
+         {:.3} ({} line {}); a lower minScore shows them",
         candidates.len(),
         best.score,
         best.key.path,

@@ -47,7 +47,12 @@ fn search_one(
         eprintln!("error: {error}");
         return Ok(ExitCode::from(1));
     }
-    match (&payload.warning, payload.results.is_empty()) {
+    // The payload speaks of the tool's arguments; the command's are options.
+    let warning = payload
+        .warning
+        .as_ref()
+        .map(|why| why.replace("a lower minScore", "a lower --min-score"));
+    match (&warning, payload.results.is_empty()) {
         (Some(why), true) => println!("no results: {why}"),
         (None, true) => println!("no results"),
         (Some(why), false) => eprintln!("warning: {why}"),
