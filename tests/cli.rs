@@ -1298,3 +1298,59 @@ fn killed_appends_leave_whole_blocks() {
         status["warnings"]
     );
 }
+
+#[test]
+fn a_model_named_but_not_there_is_an_error_for_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    // The provider as configured (auto), the model named on the command line.
+    let with_model = |model: &Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_memoria"))
+            .arg("--state-dir")
+            .arg(tmp.path())
+            .arg("--workspace")
+            .arg(&ws)
+            .arg("--model")
+            .arg(model)
+            .args(args)
+            .env_remove("OPENCLAW_CONFIG_PATH")
+            .env_remove("OPENCLAW_STATE_DIR")
+            .output()
+            .unwrap()
+    };
+    let missing = tmp.path().join("no/such/dir");
+    let out = with_model(&missing, &["index"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nothing was indexed") && stderr.contains("which does not exist"),
+        "{stderr}"
+    );
+    // A directory without the model's files: the file it lacks.
+    let empty = tmp.path().join("empty-model");
+    fs::create_dir_all(&empty).unwrap();
+    let out = with_model(&empty, &["index"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("missing model.safetensors"), "{stderr}");
+    // A search still answers, by keyword, and says why with the right cause.
+    let out = with_model(&missing, &["search", "postgres", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(payload["mode"], "fts-only");
+    let reason = payload["fallback"]["reason"].as_str().unwrap();
+    assert!(reason.contains("which does not exist"), "{reason}");
+    // With provider none, keyword-only is what was asked for: the index is made.
+    let out = memoria(
+        tmp.path(),
+        &ws,
+        &["--model", missing.to_str().unwrap(), "index"],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

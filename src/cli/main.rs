@@ -63,7 +63,11 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Mcp => live::mcp(cli),
         Command::Doctor => doctor::doctor(cli, single_agent(cli)?),
         Command::Watch => live::watch(open_memory(cli, settings()?)?),
-        Command::Index(args) => index::index(open_memory(cli, settings()?)?, args.force),
+        Command::Index(args) => index::index(
+            open_memory(cli, settings()?)?,
+            args.force,
+            cli.model.is_some(),
+        ),
         Command::Status(args) => index::status(open_memory(cli, settings()?)?, args),
         Command::Search(args) => search::search(&open_memory(cli, settings()?)?, args),
         Command::Get(args) => search::get(&open_memory(cli, settings()?)?, args),

@@ -123,6 +123,14 @@ pub enum ModelNotFound {
         /// The first missing file.
         missing: String,
     },
+    #[error("{origin} names {dir}, which does not exist (or is not a directory)")]
+    /// A directory was named explicitly but is not there.
+    NoDir {
+        /// What named it.
+        origin: String,
+        /// The directory.
+        dir: PathBuf,
+    },
     #[error("{origin} names {path}, a GGUF file that does not exist")]
     /// A GGUF file was named explicitly but is not there.
     NoGguf {
@@ -333,6 +341,12 @@ fn check(dir: PathBuf, origin: &str) -> Result<ModelLocation, ModelNotFound> {
                 path: dir,
             }),
         };
+    }
+    if !dir.is_dir() {
+        return Err(ModelNotFound::NoDir {
+            origin: origin.to_string(),
+            dir,
+        });
     }
     match missing_file(&dir) {
         None => Ok(ModelLocation {

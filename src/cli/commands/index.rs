@@ -3,16 +3,32 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use memoria::config::ProviderKind;
 use memoria::{Memory, SyncProgress};
 
 use crate::args::Status;
 use crate::render::{self, count};
 
-/// `memoria index`.
-pub fn index(memory: Memory, force: bool) -> Result<ExitCode> {
+/// `memoria index`. A local model named explicitly (`--model`, `local.modelPath`,
+/// `provider: local`) that cannot load is an error: the index would be keyword-only
+/// without the user asking for it (`provider: none` asks for it).
+pub fn index(memory: Memory, force: bool, model_flag: bool) -> Result<ExitCode> {
+    let settings = memory.settings();
+    let explicit = settings.provider != ProviderKind::None
+        && (model_flag
+            || settings.provider == ProviderKind::Local
+            || settings.local.model_path.is_some());
+    if explicit && memory.embedder().is_none() {
+        let why = memory
+            .status()?
+            .fallback
+            .map_or_else(|| "it could not be loaded".to_string(), |f| f.reason);
+        let why = why.trim_end_matches("; keyword search only");
+        bail!("the local embedding model cannot serve, so nothing was indexed: {why}");
+    }
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} indexing [{bar:30}] {bytes}/{total_bytes} {msg}")
