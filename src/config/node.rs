@@ -60,8 +60,12 @@ impl<'a> Node<'a> {
             .keys()
             .filter(|k| !allowed.contains(&k.as_str()));
         for key in unknown {
+            let why = match suggest(key, allowed) {
+                Some(near) => format!("did you mean `{near}`?"),
+                None => "a newer OpenClaw setting, or a typo?".to_string(),
+            };
             self.warnings.borrow_mut().push(format!(
-                "{}: unknown key, ignored (a newer OpenClaw setting, or a typo?)",
+                "{}: unknown key, ignored ({why})",
                 self.key_path(key)
             ));
         }
@@ -247,4 +251,54 @@ pub(super) fn describe(value: &Value) -> String {
         Value::Object(_) => "an object".to_string(),
         other => other.to_string(),
     }
+}
+
+/// The one known key close to `key` (a typo): the nearest by edit distance, ignoring case,
+/// within a third of the key's length (at least 1); `None` when none is, or two are.
+pub(super) fn suggest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let key = key.to_lowercase();
+    let limit = (key.chars().count() / 3).max(1);
+    let mut best: Option<(usize, &str)> = None;
+    let mut tied = false;
+    for &candidate in known {
+        let d = edit_distance(&key, &candidate.to_lowercase());
+        if d > limit {
+            continue;
+        }
+        match best {
+            Some((b, _)) if d > b => {}
+            Some((b, _)) if d == b => tied = true,
+            _ => {
+                best = Some((d, candidate));
+                tied = false;
+            }
+        }
+    }
+    best.filter(|_| !tied).map(|(_, k)| k)
+}
+
+/// Levenshtein distance over characters, with a swap of two neighbours counting as one
+/// edit (`maxRseults`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        rows[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = d;
+        }
+    }
+    rows[a.len()][b.len()]
 }

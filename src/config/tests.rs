@@ -413,11 +413,15 @@ fn unknown_keys_are_warnings() {
     let rows: &[(&str, &str)] = &[
         (
             "{agents: {list: [{id: 'a'}, {id: 'b', memorySearch: {chunking: {tokenz: 3}}}]}}",
-            "agents.list[1].memorySearch.chunking.tokenz",
+            "agents.list[1].memorySearch.chunking.tokenz: unknown key, ignored (did you mean `tokens`?)",
         ),
         (
             "{agents: {defaults: {memorySearch: {providr: 'openai'}}}}",
-            "agents.defaults.memorySearch.providr",
+            "agents.defaults.memorySearch.providr: unknown key, ignored (did you mean `provider`?)",
+        ),
+        (
+            "{agents: {defaults: {memorySearch: {query: {maxresult: 3}}}}}",
+            "agents.defaults.memorySearch.query.maxresult: unknown key, ignored (did you mean `maxResults`?)",
         ),
         (
             "{agents: {defaults: {memorySearch: {remote: {batch: {size: 1}}}}}}",
@@ -431,13 +435,11 @@ fn unknown_keys_are_warnings() {
     ];
     for (text, key) in rows {
         let settings = resolve_str(text, "a").unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(
-            settings.warnings,
-            vec![format!(
-                "{key}: unknown key, ignored (a newer OpenClaw setting, or a typo?)"
-            )],
-            "config = {text}"
-        );
+        let want = match key.contains(": unknown key") {
+            true => key.to_string(),
+            false => format!("{key}: unknown key, ignored (a newer OpenClaw setting, or a typo?)"),
+        };
+        assert_eq!(settings.warnings, vec![want], "config = {text}");
     }
     assert!(with_ms("{provider: 'none'}").warnings.is_empty());
 }
@@ -780,8 +782,8 @@ fn load_config_file_cases() {
     assert_eq!(
         load_settings(&e, "main").unwrap().warnings,
         vec![format!(
-            "{}: agents.defaults.memorySearch.chunking.tokenz: unknown key, ignored (a newer \
-             OpenClaw setting, or a typo?)",
+            "{}: agents.defaults.memorySearch.chunking.tokenz: unknown key, ignored (did you \
+             mean `tokens`?)",
             file.display()
         )]
     );
@@ -1001,7 +1003,7 @@ fn the_newer_config_layout() {
     let s = resolve_str("{memory: {search: {providr: 'x'}}}", "main").unwrap();
     assert_eq!(
         s.warnings,
-        ["memory.search.providr: unknown key, ignored (a newer OpenClaw setting, or a typo?)"]
+        ["memory.search.providr: unknown key, ignored (did you mean `provider`?)"]
     );
 }
 
@@ -1314,4 +1316,33 @@ fn the_wiki_vault_is_where_memory_wiki_keeps_it() {
         err.contains("plugins.entries.memory-wiki.config.vault.scope"),
         "{err}"
     );
+}
+
+/// A typo'd key gets the one known key it is close to.
+#[test]
+fn suggestions_for_typos() {
+    let known = [
+        "maxResults",
+        "minScore",
+        "hybrid",
+        "provider",
+        "model",
+        "fallback",
+    ];
+    let cases = [
+        ("maxResult", Some("maxResults")),
+        ("maxresults", Some("maxResults")),
+        ("maxRseults", Some("maxResults")),
+        ("minscroe", Some("minScore")),
+        ("providr", Some("provider")),
+        ("modle", Some("model")),
+        ("engine", None),
+        ("x", None),
+        ("mode", Some("model")),
+    ];
+    for (key, want) in cases {
+        assert_eq!(super::node::suggest(key, &known), want, "{key}");
+    }
+    // Two keys equally near: no guess.
+    assert_eq!(super::node::suggest("cat", &["bat", "hat"]), None);
 }
