@@ -122,7 +122,11 @@ pub fn status(status: &Status) -> String {
             };
             let mut text = format!("{state} (process {}, {} syncs", live.pid, live.syncs);
             if let Some(at) = live.last_sync_at {
-                let _ = write!(text, ", last at unix {at}");
+                let _ = write!(
+                    text,
+                    ", last {}",
+                    moment(at, jiff::Timestamp::now().as_second())
+                );
             }
             text.push(')');
             if let Some(reason) = &live.reason {
@@ -196,6 +200,33 @@ pub fn live_line(event: &LiveEvent) -> String {
     }
 }
 
+/// A past moment (seconds since the Unix epoch) as a reader takes it in: the local date
+/// and time, and how long ago (`2026-11-25 23:14:05 CET, 3 min ago`).
+fn moment(at: u64, now: i64) -> String {
+    let local = i64::try_from(at)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .map(|t| {
+            t.to_zoned(jiff::tz::TimeZone::system())
+                .strftime("%Y-%m-%d %H:%M:%S %Z")
+                .to_string()
+        })
+        .unwrap_or_else(|| format!("unix {at}"));
+    format!("{local}, {}", ago(now.saturating_sub(at as i64)))
+}
+
+/// `seconds` as an age: `just now`, `42 s ago`, `3 min ago`, `5 h ago`, `2 days ago`.
+fn ago(seconds: i64) -> String {
+    match seconds {
+        s if s < 0 => "in the future (is the clock right?)".to_string(),
+        0..=1 => "just now".to_string(),
+        s @ 2..=119 => format!("{s} s ago"),
+        s @ 120..=7199 => format!("{} min ago", s / 60),
+        s @ 7200..=172_799 => format!("{} h ago", s / 3600),
+        s => format!("{} days ago", s / 86_400),
+    }
+}
+
 /// The time of day in UTC, `HH:MM:SSZ` (no time-zone database is read).
 fn clock() -> String {
     jiff::Timestamp::now().strftime("%H:%M:%SZ").to_string()
@@ -203,6 +234,26 @@ fn clock() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ages() {
+        let cases = [
+            (-5, "in the future (is the clock right?)"),
+            (0, "just now"),
+            (42, "42 s ago"),
+            (180, "3 min ago"),
+            (7200, "2 h ago"),
+            (3 * 86_400, "3 days ago"),
+        ];
+        for (seconds, want) in cases {
+            assert_eq!(super::ago(seconds), want, "{seconds}");
+        }
+        let text = super::moment(1_700_000_000, 1_700_000_180);
+        assert!(
+            text.starts_with("2023-11-1") && text.ends_with(", 3 min ago"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn counts() {
         assert_eq!(super::count(0, "chunk"), "0 chunks");

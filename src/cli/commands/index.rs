@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use std::fmt::Write;
+
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
 use memoria::config::ProviderKind;
 use memoria::{Memory, SyncProgress};
@@ -17,6 +19,23 @@ use crate::render::{self, count};
 /// without the user asking for it (`provider: none` asks for it).
 pub fn index(memory: Memory, force: bool, model_flag: bool) -> Result<ExitCode> {
     let settings = memory.settings();
+    // The first load of a local model takes seconds: say what is happening meanwhile.
+    if settings.provider != ProviderKind::None {
+        let spinner = ProgressBar::new_spinner();
+        spinner.set_message("loading the embedding model");
+        spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+        let started = std::time::Instant::now();
+        let loaded = memory.embedder().is_some();
+        spinner.finish_and_clear();
+        if loaded {
+            let (provider, model) = memory.provider();
+            eprintln!(
+                "embedding model {} ({provider}) ready in {:.1} s",
+                model.unwrap_or("?"),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
     let explicit = settings.provider != ProviderKind::None
         && (model_flag
             || settings.provider == ProviderKind::Local
@@ -55,8 +74,13 @@ pub fn index(memory: Memory, force: bool, model_flag: bool) -> Result<ExitCode> 
                 bar.reset();
                 bar.set_style(
                     ProgressStyle::with_template(
-                        "{spinner} embedding [{bar:30}] {pos}/{len} chunks {per_sec} eta {eta}",
+                        "{spinner} embedding [{bar:30}] {pos}/{len} chunks {rate} eta {eta}",
                     )
+                    .map(|style| {
+                        style.with_key("rate", |state: &ProgressState, w: &mut dyn Write| {
+                            let _ = w.write_str(&rate(state.per_sec()));
+                        })
+                    })
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
                 bar.set_length(chunks_total as u64);
@@ -99,4 +123,32 @@ pub fn status(memory: Memory, args: &Status) -> Result<ExitCode> {
         print!("{}", render::status(&status));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Chunks per second as a reader takes them in: `12.3/s`, `850/s`; a rate measured over
+/// too short a time (a handful of cached chunks in a millisecond) is not shown.
+fn rate(per_sec: f64) -> String {
+    match per_sec {
+        r if !r.is_finite() || r > 100_000.0 => String::new(),
+        r if r < 100.0 => format!("{r:.1}/s"),
+        r => format!("{r:.0}/s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rates() {
+        let cases = [
+            (0.0, "0.0/s"),
+            (12.34, "12.3/s"),
+            (850.4, "850/s"),
+            (533_362.9243, ""),
+            (f64::INFINITY, ""),
+            (f64::NAN, ""),
+        ];
+        for (per_sec, want) in cases {
+            assert_eq!(super::rate(per_sec), want, "{per_sec}");
+        }
+    }
 }
