@@ -797,3 +797,22 @@ fn keyword_only_over_an_index_built_with_a_model_keeps_it() {
     assert_eq!(payload.mode.as_deref(), Some("hybrid"));
     assert_eq!(memory.status().unwrap().generation, built.generation);
 }
+
+#[test]
+fn a_pasted_document_as_query_is_embedded_in_part_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    memory.sync(false, &|_| {}).unwrap();
+    let long = "postgres cutover window ".repeat(200); // 4,799 characters once trimmed
+    let payload = memory.memory_search(&long, &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"));
+    assert!(!payload.results.is_empty());
+    let warning = payload.warning.unwrap_or_default();
+    assert!(
+        warning.contains("the query is 4799 characters: the vector side embedded its first 2048"),
+        "{warning}"
+    );
+    // An ordinary query: no note.
+    let payload = memory.memory_search("postgres cutover window", &SearchOptions::default());
+    assert_eq!(payload.warning, None);
+}

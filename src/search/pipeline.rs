@@ -39,6 +39,20 @@ use crate::project;
 /// How many times the pool the vector side fetches when a search covers one corpus.
 const CORPUS_OVERFETCH: usize = 4;
 
+/// Characters of a query the vector side embeds (about 512 tokens of English): a longer
+/// "query" is a pasted document, whose embedding would take seconds and hundreds of MB for
+/// no better recall. The keyword side reads the whole query; the answer's warning says when
+/// it was cut.
+pub(crate) const QUERY_EMBED_CHARS: usize = 2048;
+
+/// The part of `query` the vector side embeds, and whether it was cut.
+fn embedded_part(query: &str) -> (&str, bool) {
+    match query.char_indices().nth(QUERY_EMBED_CHARS) {
+        Some((byte, _)) => (&query[..byte], true),
+        None => (query, false),
+    }
+}
+
 /// Why an answer is empty although candidates were found: none reached `min_score`.
 fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
     let best = candidates
@@ -179,8 +193,10 @@ impl Searcher<'_> {
         // keyword side only runs when the vector side cannot serve.
         let hybrid = q.hybrid.enabled;
         let embedder = state.embedder.as_ref().filter(|_| !options.lexical_only);
+        let (embedded, query_cut) = embedded_part(query);
         let run_vector = || {
-            embedder.map(|embedder| self.vector_candidates(embedder.as_ref(), query, pool, source))
+            embedder
+                .map(|embedder| self.vector_candidates(embedder.as_ref(), embedded, pool, source))
         };
         let run_keyword = || view.text()?.search(query, pool, source);
         let (vector_outcome, keyword) = if hybrid || embedder.is_none() {
@@ -380,6 +396,17 @@ impl Searcher<'_> {
                 Some(hit(r, chunk, recall))
             })
             .collect();
+        let warning = match (query_cut && served.mode != Mode::FtsOnly, warning) {
+            (false, warning) => warning,
+            (true, warning) => {
+                let note = format!(
+                    "the query is {} characters: the vector side embedded its first \
+                     {QUERY_EMBED_CHARS} (the keyword side read it all)",
+                    query.chars().count()
+                );
+                Some(warning.map_or(note.clone(), |w| format!("{w}; {note}")))
+            }
+        };
         let mut response = SearchResponse::new(hits, served, warning);
         response.recall_fields = current;
         Ok(response)
