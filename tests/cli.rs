@@ -1354,3 +1354,35 @@ fn a_model_named_but_not_there_is_an_error_for_index() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// What a newcomer reads first is true: "Try it" warns of the first build's time, and
+/// `mcp --help` names every tool the server has.
+#[test]
+fn the_first_things_a_newcomer_reads() {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let try_it = readme
+        .split("## Try it")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    assert!(
+        try_it.contains("15 minutes"),
+        "Try it should say the first build's time"
+    );
+    let state = tempfile::tempdir().unwrap();
+    let out = run(state.path(), &example_workspace(), &["mcp", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for tool in [
+        "memory_search",
+        "memory_get",
+        "memory_append",
+        "memory_context",
+        "sessions_search",
+        "memory_status",
+    ] {
+        assert!(help.contains(tool), "mcp --help should name {tool}: {help}");
+    }
+}
