@@ -25,7 +25,7 @@ fn settings(workspace: &Path, store: &Path) -> Settings {
     };
     let mut settings = Settings::builtin("bench", &env);
     settings.workspace = workspace.to_path_buf();
-    settings.store.dir = store.join("agent");
+    settings.store.dir = Some(store.join("agent"));
     settings.provider = ProviderKind::None;
     settings
 }

@@ -102,7 +102,7 @@ fn open(root: &std::path::Path, embedder: Arc<dyn Embedder>, sync_on_search: boo
     };
     let mut settings = Settings::builtin("bench", &env);
     settings.workspace = root.join("workspace");
-    settings.store.dir = root.join("agent");
+    settings.store.dir = Some(root.join("agent"));
     settings.provider = ProviderKind::Local;
     settings.sync.on_search = sync_on_search;
     Memory::open_with(

@@ -101,6 +101,13 @@ pub enum Error {
         /// The agent directory.
         dir: PathBuf,
     },
+    /// A local model named explicitly ([`MemoryBuilder::model`](crate::MemoryBuilder::model))
+    /// cannot serve.
+    #[error("the local embedding model cannot serve: {reason}")]
+    ModelUnavailable {
+        /// Why: the directory, and what is missing or failed.
+        reason: String,
+    },
     /// No index exists yet and the live sync's attempt to make the first one failed.
     #[error("no index yet in {dir}: the first sync failed: {reason} (it is retried with backoff)")]
     FirstSyncFailed {

@@ -146,7 +146,7 @@ pub fn eval_memory_workspace(
     let queries: Vec<EvidenceQuery> = read_jsonl(&dir.join("queries.jsonl"))?;
     let mut settings = settings.clone();
     settings.workspace = dir.join("workspace");
-    settings.store.dir = scratch.join(index_dir_name(&settings));
+    settings.store.dir = Some(scratch.join(index_dir_name(&settings)));
     let memory = open(settings)?;
     memory.sync(false, &|_| {})?;
     let k = memory.settings().query.max_results;
@@ -315,7 +315,7 @@ pub fn eval_beir(
     }
     let mut settings = settings.clone();
     settings.workspace = scratch.join("workspace");
-    settings.store.dir = scratch.join(index_dir_name(&settings));
+    settings.store.dir = Some(scratch.join(index_dir_name(&settings)));
     settings.extra_paths.clear();
     let memory = open(settings)?;
     memory.sync(false, &|_| {})?;

@@ -93,7 +93,7 @@ impl Agent {
             return Err(Error::Disabled);
         }
         config::validate_agent_id(&settings.agent_id)?;
-        let dir = AgentDir::open(&settings.store.dir)?;
+        let dir = AgentDir::open(&settings.store_dir())?;
         let collections = qmd::configured_collections(&settings);
         let qmd = (settings.backend == config::Backend::Qmd)
             .then(|| Arc::new(qmd::Sidecar::new(&settings, &collections)));

@@ -8,16 +8,18 @@
 //! back. Chunk line ranges, scores and the tool JSON are OpenClaw's.
 //!
 //! ```no_run
-//! use memoria::config::{self, Env};
 //! use memoria::{Memory, SearchOptions};
 //!
 //! # fn main() -> memoria::Result<()> {
-//! // OpenClaw's config file ($OPENCLAW_CONFIG_PATH or ~/.openclaw/openclaw.json), for agent "main".
-//! let env = Env::from_process();
-//! let settings = config::load_settings(&env, "main")?;
-//! // The agent directory; the embedder (the local EmbeddingGemma model, when one is found)
-//! // loads on first use. Without one, searches are keyword-only and say so.
-//! let memory = Memory::open(settings)?;
+//! // A workspace of Markdown notes, an index under the state directory
+//! // (<state>/memory/main/), and the local EmbeddingGemma model (a directory in the
+//! // sentence-transformers layout, or a GGUF file). Leave out `model` to look for it
+//! // where memoria does, and search by keywords when there is none (the answer says so).
+//! let memory = Memory::builder()
+//!     .workspace("/home/me/notes")
+//!     .state_dir("/home/me/.local/state/memoria")
+//!     .model("/home/me/models/embeddinggemma-300m")
+//!     .open()?;
 //! // Index the workspace: chunk, embed new chunks (cached), commit a generation.
 //! let report = memory.sync(false, &|_progress| {})?;
 //! println!("{} files, {} chunks", report.files, report.chunks);
@@ -31,6 +33,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! An OpenClaw user's memory, as OpenClaw's config describes it (`$OPENCLAW_CONFIG_PATH` or
+//! `~/.openclaw/openclaw.json`: workspace, `memorySearch`, API keys):
+//!
+//! ```no_run
+//! # fn main() -> memoria::Result<()> {
+//! let memory = memoria::Memory::builder().openclaw_config().agent("main").open()?;
+//! # Ok(()) }
+//! ```
+//!
 //! `docs/ARCHITECTURE.md` has the module map and the invariants; [`Memory`] is the façade
 //! the CLI uses, and the types re-exported here, with the public modules, are the whole
 //! public API.
@@ -40,6 +51,7 @@
 mod annotation;
 pub mod append;
 mod atomic;
+mod builder;
 mod chunk;
 mod clock;
 pub mod config;
@@ -72,6 +84,7 @@ use std::sync::Arc;
 use config::Settings;
 use freshness::Agent;
 
+pub use builder::MemoryBuilder;
 pub use chunk::{chunk_markdown, Chunk, ChunkParams};
 pub use digest::sha256_hex;
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderChoice, Embedding};
@@ -124,6 +137,12 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// The common ways to open a memory, one call each: a workspace, a state directory, a
+    /// model, OpenClaw's config or none (see [`MemoryBuilder`]).
+    pub fn builder() -> MemoryBuilder {
+        MemoryBuilder::default()
+    }
+
     /// Opens the agent directory named by `settings` (creating it if needed); the embedder
     /// is resolved from the settings when first needed.
     pub fn open(settings: Settings) -> Result<Memory> {

@@ -674,7 +674,7 @@ fn bm25_scores_do_not_drift_after_many_incremental_syncs() {
         memory.sync(false, &|_| {}).unwrap();
     }
     let mut fresh_settings = s.clone();
-    fresh_settings.store.dir = tmp.path().join("fresh-store");
+    fresh_settings.store.dir = Some(tmp.path().join("fresh-store"));
     let fresh = Memory::open(fresh_settings).unwrap();
     fresh.sync(false, &|_| {}).unwrap();
     let options = SearchOptions {
@@ -815,4 +815,53 @@ fn a_pasted_document_as_query_is_embedded_in_part_and_says_so() {
     // An ordinary query: no note.
     let payload = memory.memory_search("postgres cutover window", &SearchOptions::default());
     assert_eq!(payload.warning, None);
+}
+
+#[test]
+fn the_builder_opens_a_workspace_a_state_dir_and_a_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = workspace(tmp.path());
+    let state = tmp.path().join("state");
+    // Keyword-only: a workspace and a state dir are all it takes.
+    let memory = Memory::builder()
+        .workspace(&ws)
+        .state_dir(&state)
+        .provider(ProviderKind::None)
+        .open()
+        .unwrap();
+    assert_eq!(memory.agent_root(), state.join("memory/main"));
+    memory.sync(false, &|_| {}).unwrap();
+    let payload = memory.memory_search("postgres cutover", &SearchOptions::default());
+    assert_eq!(payload.results[0].path, "memory/2026-11-17.md");
+    // An embedder of one's own: hybrid.
+    let memory = Memory::builder()
+        .workspace(&ws)
+        .state_dir(tmp.path().join("state2"))
+        .agent("work")
+        .embedder(HashEmbedder::new(64), "local", "test-hash")
+        .open()
+        .unwrap();
+    assert_eq!(memory.agent_root(), tmp.path().join("state2/memory/work"));
+    memory.sync(false, &|_| {}).unwrap();
+    let payload = memory.memory_search("postgres cutover", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"));
+    // A model named but not there: an error that says so, not keyword search.
+    let err = Memory::builder()
+        .workspace(&ws)
+        .state_dir(&state)
+        .model(tmp.path().join("no-such-model"))
+        .open()
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, memoria::Error::ModelUnavailable { .. })
+            && err.to_string().contains("which does not exist"),
+        "{err}"
+    );
+    // A bad agent id is refused before anything is created.
+    assert!(Memory::builder()
+        .state_dir(&state)
+        .agent("../x")
+        .open()
+        .is_err());
 }

@@ -69,7 +69,7 @@ fn found_all(memory: &Memory, queries: &[&str]) -> Found {
 /// What a clean index of the same workspace holds and finds.
 fn found_fresh(settings: &Settings, scratch: &Path, queries: &[&str]) -> Found {
     let mut fresh = settings.clone();
-    fresh.store.dir = scratch.join(format!("fresh-{}", rand_suffix()));
+    fresh.store.dir = Some(scratch.join(format!("fresh-{}", rand_suffix())));
     let memory = Memory::open(fresh).unwrap();
     memory.sync(true, &|_| {}).unwrap();
     found_all(&memory, queries)

@@ -401,7 +401,7 @@ fn auto_uses_a_remote_provider_only_without_a_local_model_and_with_a_key() {
     );
     s.remote.base_url = Some(format!("{}/v1beta", server.url));
     let tmp2 = tempfile::tempdir().unwrap();
-    s.store.dir = tmp2.path().join("agent");
+    s.store.dir = Some(tmp2.path().join("agent"));
     let memory = Memory::open(s).unwrap();
     let payload = memory.memory_search("penicillin", &SearchOptions::default());
     assert_eq!(payload.provider.as_deref(), Some("gemini"), "{payload:?}");

@@ -1,7 +1,7 @@
 //! Resolution: `agent ?? defaults ?? builtin` for every leaf, then clamps, weight
 //! normalisation and path expansion.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::env::{expand_home, state_dir, Env};
 use super::parse::{Layer, Parsed};
@@ -152,12 +152,9 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
             },
         },
         store: StoreSettings {
-            dir: store_dir(
-                pick(p, |l| &l.store_path).as_deref(),
-                agent_id,
-                &state_dir,
-                env,
-            ),
+            dir: pick(p, |l| &l.store_path)
+                .as_deref()
+                .map(|raw| store_dir(raw, agent_id, env)),
             vector_enabled: pick(p, |l| &l.vector_enabled).unwrap_or(true),
         },
         chunking: ChunkingSettings {
@@ -196,13 +193,10 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         },
         wiki: WikiSettings {
             enabled: p.wiki_enabled.unwrap_or(true),
-            vault_path: p.wiki_vault_path.as_deref().map(|path| {
-                let path = expand_home(path, env);
-                match path.is_relative() {
-                    true => state_dir.join(path),
-                    false => path,
-                }
-            }),
+            vault_path: p
+                .wiki_vault_path
+                .as_deref()
+                .map(|path| expand_home(path, env)),
             agent_scope: p.wiki_agent_scope.unwrap_or(false),
         },
         state_dir,
@@ -282,15 +276,10 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
     }
 }
 
-/// See [`StoreSettings::dir`].
-fn store_dir(raw: Option<&str>, agent_id: &str, state_dir: &Path, env: &Env) -> PathBuf {
-    let Some(raw) = raw else {
-        return state_dir.join("memory").join(agent_id);
-    };
+/// See [`StoreSettings::dir`]: a configured `store.path` as a directory (relative paths
+/// stay relative: [`Settings::store_dir`] joins them to the state dir).
+fn store_dir(raw: &str, agent_id: &str, env: &Env) -> PathBuf {
     let mut dir = expand_home(&raw.replace("{agentId}", agent_id), env);
-    if dir.is_relative() {
-        dir = state_dir.join(dir);
-    }
     let is_db_file = dir
         .extension()
         .and_then(|e| e.to_str())

@@ -263,7 +263,8 @@ pub struct Settings {
 pub struct WikiSettings {
     /// `enabled` (`false` turns the `wiki` corpus off).
     pub enabled: bool,
-    /// `config.vault.path` (`~` expanded; relative to the state directory).
+    /// `config.vault.path` (`~` expanded; a relative path is taken relative to the state
+    /// directory by [`Settings::wiki_vault`]).
     pub vault_path: Option<PathBuf>,
     /// `config.vault.scope` is `agent`: one vault per agent under the path.
     pub agent_scope: bool,
@@ -345,11 +346,12 @@ pub struct BatchSettings {
 /// `memorySearch.store`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSettings {
-    /// The agent's index directory. Unset: `<stateDir>/memory/<agentId>/`. Configured:
-    /// `{agentId}` and a leading `~` are expanded, a relative path is taken relative to the
-    /// state dir, and a final `*.sqlite` / `*.db` file name is replaced by a directory named
-    /// after its stem (`~/.openclaw/memory/{agentId}.sqlite` → `~/.openclaw/memory/main/`).
-    pub dir: PathBuf,
+    /// `store.path`: the agent's index directory when configured (`{agentId}` and a leading
+    /// `~` expanded, a final `*.sqlite` / `*.db` file name replaced by a directory named
+    /// after its stem: `~/.openclaw/memory/{agentId}.sqlite` → `~/.openclaw/memory/main/`);
+    /// a relative path is taken relative to the state dir. `None`: the default. Read it
+    /// through [`Settings::store_dir`], which follows a changed `state_dir`.
+    pub dir: Option<PathBuf>,
     /// `store.vector.enabled` (true); false means exact in-process scan.
     pub vector_enabled: bool,
 }
@@ -505,6 +507,15 @@ impl Settings {
             .then(|| self.transcripts_dir())
     }
 
+    /// The agent's index directory: `store.dir` (relative to the state dir), else
+    /// `<stateDir>/memory/<agentId>/`.
+    pub fn store_dir(&self) -> PathBuf {
+        match &self.store.dir {
+            Some(dir) => self.state_dir.join(dir),
+            None => self.state_dir.join("memory").join(&self.agent_id),
+        }
+    }
+
     /// This agent's memory-wiki vault, where the plugin keeps it: `vault.path` (default
     /// `<stateDir>/wiki/main`), or with `vault.scope: "agent"` the agent's folder under it
     /// (default `<stateDir>/wiki/<agentId>`); `None` when the plugin is disabled.
@@ -512,9 +523,9 @@ impl Settings {
         let wiki = &self.wiki;
         wiki.enabled
             .then(|| match (&wiki.vault_path, wiki.agent_scope) {
-                (Some(path), false) => path.clone(),
+                (Some(path), false) => self.state_dir.join(path),
                 (None, false) => self.state_dir.join("wiki").join("main"),
-                (Some(parent), true) => parent.join(&self.agent_id),
+                (Some(parent), true) => self.state_dir.join(parent).join(&self.agent_id),
                 (None, true) => self.state_dir.join("wiki").join(&self.agent_id),
             })
     }

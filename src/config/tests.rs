@@ -207,7 +207,7 @@ fn builtin_equals_empty_config() {
         PathBuf::from("/home/u/.openclaw/workspace")
     );
     assert_eq!(
-        builtin.store.dir,
+        builtin.store_dir(),
         PathBuf::from("/home/u/.openclaw/memory/main")
     );
     assert_eq!(builtin.effective_model(), None);
@@ -279,7 +279,7 @@ fn per_agent_merge() {
     assert_eq!(work.query.hybrid.text_weight, 0.5);
     assert_eq!(work.workspace, PathBuf::from("/work/ws"));
     assert_eq!(
-        work.store.dir,
+        work.store_dir(),
         PathBuf::from("/home/u/.openclaw/memory/work")
     );
 
@@ -583,7 +583,7 @@ fn store_dir_rules() {
             None => "{}".to_string(),
         };
         assert_eq!(
-            with_ms(&ms).store.dir,
+            with_ms(&ms).store_dir(),
             PathBuf::from(want),
             "store.path = {path:?}"
         );
@@ -599,11 +599,26 @@ fn store_dir_rules() {
         &custom,
     )
     .unwrap();
-    assert_eq!(s.store.dir, PathBuf::from("/state/x"));
+    assert_eq!(s.store_dir(), PathBuf::from("/state/x"));
     assert_eq!(
-        Settings::builtin("a", &custom).store.dir,
+        Settings::builtin("a", &custom).store_dir(),
         PathBuf::from("/state/memory/a")
     );
+    // Derived paths follow a state dir changed after resolution: nothing is left stale.
+    let mut moved = Settings::builtin("a", &custom);
+    moved.state_dir = PathBuf::from("/elsewhere");
+    assert_eq!(moved.store_dir(), PathBuf::from("/elsewhere/memory/a"));
+    assert_eq!(
+        moved.wiki_vault(),
+        Some(PathBuf::from("/elsewhere/wiki/main"))
+    );
+    assert_eq!(
+        moved.transcripts_dir(),
+        PathBuf::from("/elsewhere/agents/a/sessions")
+    );
+    let mut relative = s.clone();
+    relative.state_dir = PathBuf::from("/elsewhere");
+    assert_eq!(relative.store_dir(), PathBuf::from("/elsewhere/x"));
 }
 
 #[test]

@@ -36,7 +36,7 @@ impl Watch {
         debounce: Duration,
         tx: Sender<Trigger>,
     ) -> Result<Watch, String> {
-        let ignored = absolute(&settings.store.dir);
+        let ignored = absolute(&settings.store_dir());
         let handler = move |result: DebounceEventResult| {
             let trigger = match result {
                 Ok(events) => {
