@@ -73,6 +73,8 @@ pub(crate) struct Agent {
     dir: AgentDir,
     choice: EmbedderChoice,
     embedder: OnceLock<ResolvedEmbedder>,
+    /// Opened for a look: a remote provider's probe is one short try.
+    look_only: bool,
     views: Views,
     /// Why the last sync this process tried failed, until one succeeds: searches then
     /// answer from the last committed generation and say so.
@@ -88,6 +90,13 @@ pub(crate) struct Agent {
 impl Agent {
     /// Opens the agent directory named by `settings` (nothing is created before the first
     /// write); the embedder is resolved from `choice` when first needed.
+    /// Opens for a look (`status`, `doctor`): a remote provider is probed once, briefly.
+    pub(crate) fn open_to_look(settings: Settings, choice: EmbedderChoice) -> Result<Agent> {
+        let mut agent = Agent::open(settings, choice)?;
+        agent.look_only = true;
+        Ok(agent)
+    }
+
     pub(crate) fn open(settings: Settings, choice: EmbedderChoice) -> Result<Agent> {
         if !settings.enabled {
             return Err(Error::Disabled);
@@ -104,6 +113,7 @@ impl Agent {
             dir,
             choice,
             embedder: OnceLock::new(),
+            look_only: false,
             views: Views::default(),
             sync_error: Mutex::new(None),
             live: Mutex::new(None),
@@ -133,7 +143,7 @@ impl Agent {
     /// The embedder serving this agent, resolved (and loaded) on first call.
     pub(crate) fn resolved(&self) -> &ResolvedEmbedder {
         self.embedder
-            .get_or_init(|| ResolvedEmbedder::resolve(&self.choice, &self.settings))
+            .get_or_init(|| ResolvedEmbedder::resolve(&self.choice, &self.settings, self.look_only))
     }
 
     /// The index identity under the current settings and embedder.

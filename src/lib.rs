@@ -149,6 +149,16 @@ impl Memory {
         Self::open_with(settings, EmbedderChoice::FromSettings { model_dir: None })
     }
 
+    /// Like [`Memory::open_with`], for a look at the memory (what `status` and `doctor`
+    /// do): a remote embedding provider is probed once, within 2 s, rather than retried as
+    /// indexing and searching do, so an offline look answers at once (and says why the
+    /// provider did not serve).
+    pub fn open_to_look(settings: Settings, choice: EmbedderChoice) -> Result<Memory> {
+        Ok(Memory {
+            agent: Arc::new(Agent::open_to_look(settings, choice)?),
+        })
+    }
+
     /// Like [`Memory::open`] with an explicit embedder choice.
     pub fn open_with(settings: Settings, choice: EmbedderChoice) -> Result<Memory> {
         Ok(Memory {

@@ -62,6 +62,10 @@ pub struct Status {
     pub fallback: Option<Fallback>,
     /// The embedder's details, when there is one.
     pub embedding: Option<EmbeddingStatus>,
+    /// Where a remote provider's API key came from (a config key or an environment
+    /// variable, never the key), whether or not the provider answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_source: Option<String>,
     /// True when the workspace changed since the last sync.
     pub dirty: bool,
     /// Unix seconds of the last completed sync.
@@ -103,7 +107,7 @@ fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<Emb
     Some(EmbeddingStatus {
         dims: embedder.dims(),
         device: resolved.device.clone(),
-        key_source: resolved.key_source(),
+        key_source: resolved.key_source(agent.settings()),
         batch: resolved.batch_state(),
         batch_jobs,
         awaiting_batch: stats.map_or(0, |s| s.awaiting_batch),
@@ -233,6 +237,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         model: served.model,
         fallback: served.fallback,
         embedding: embedding_status(agent, stats.embedding.as_ref()),
+        key_source: agent.resolved().key_source(agent.settings()),
         dirty,
         synced_at: manifest.map(|m| m.stats.synced_at),
         live,

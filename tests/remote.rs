@@ -164,6 +164,32 @@ fn a_provider_that_stays_down_means_keyword_only_with_the_reason() {
 }
 
 #[test]
+fn a_look_at_a_provider_that_is_down_asks_once_and_names_the_key() {
+    let server = serve(Box::new(|_: &Request, _| {
+        (503, Vec::new(), "down".to_string())
+    }));
+    let tmp = tempfile::tempdir().unwrap();
+    let choice = memoria::EmbedderChoice::FromSettings { model_dir: None };
+    let memory =
+        Memory::open_to_look(settings(tmp.path(), &server.url, Some(KEY)), choice).unwrap();
+    let status = memory.status().unwrap();
+    let fallback = status.fallback.unwrap();
+    assert!(
+        fallback.reason.contains("after 1 attempt(s)"),
+        "{}",
+        fallback.reason
+    );
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        1,
+        "one probe, no retries"
+    );
+    // Which key the provider was given, although it did not serve.
+    assert!(status.embedding.is_none());
+    assert_eq!(status.key_source.as_deref(), Some("remote.apiKey"));
+}
+
+#[test]
 fn malformed_answers_and_wrong_dimensions_are_errors_naming_the_provider() {
     // Not JSON: the provider cannot be used, and the payload says why.
     let server = serve(Box::new(|_: &Request, _| {

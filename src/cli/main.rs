@@ -24,7 +24,7 @@ use clap::Parser;
 
 use args::{Cli, Command};
 use commands::{chunks, doctor, eval, index, live, model, notes, search};
-use setup::{open_memory, single_agent};
+use setup::{open_memory, open_memory_to_look, single_agent};
 
 /// Exit codes (documented in the README): 0 success, 1 error, 2 usage (clap), 3 index
 /// busy (another process is writing; nothing was done, try again later), 4 not found.
@@ -68,7 +68,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             args.force,
             cli.model.is_some(),
         ),
-        Command::Status(args) => index::status(open_memory(cli, settings()?)?, args),
+        Command::Status(args) => index::status(open_memory_to_look(cli, settings()?)?, args),
         Command::Search(args) => search::search(&open_memory(cli, settings()?)?, args),
         Command::Get(args) => search::get(&open_memory(cli, settings()?)?, args),
         Command::SessionsSearch(args) => {

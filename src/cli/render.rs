@@ -105,6 +105,11 @@ pub fn status(status: &Status) -> String {
         if let Some(error) = &embedding.last_error {
             line("embed error", error);
         }
+    } else if let Some(source) = &status.key_source {
+        line(
+            "api key",
+            &format!("from {source} (the provider did not serve)"),
+        );
     }
     line(
         "fresh",

@@ -124,6 +124,16 @@ pub fn open_memory(cli: &Cli, settings: Settings) -> Result<Memory> {
     )?)
 }
 
+/// Like [`open_memory`], for a look (`status`, `doctor`): a remote provider is probed
+/// once, briefly, not retried.
+pub fn open_memory_to_look(cli: &Cli, settings: Settings) -> Result<Memory> {
+    let model_dir = cli.model.as_deref().map(absolute).transpose()?;
+    Ok(Memory::open_to_look(
+        settings,
+        EmbedderChoice::FromSettings { model_dir },
+    )?)
+}
+
 /// Where to look for the local model: --model, $MEMORIA_MODEL_DIR, the config, the caches.
 pub fn model_search(cli: &Cli, settings: &Settings) -> Result<memoria::gemma::ModelSearch> {
     Ok(memoria::gemma::ModelSearch::from_process(

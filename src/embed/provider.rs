@@ -67,13 +67,24 @@ impl ResolvedEmbedder {
     }
 
     /// Where the remote provider's API key came from (a config key or an environment
-    /// variable, never the key).
-    pub(crate) fn key_source(&self) -> Option<String> {
+    /// variable, never the key): the serving provider's, else the configured one's, so a
+    /// provider that did not answer still says which key it was given.
+    pub(crate) fn key_source(&self, settings: &Settings) -> Option<String> {
         #[cfg(feature = "remote")]
-        if let Some(remote) = &self.remote {
-            return remote.key_source().map(str::to_string);
+        {
+            if let Some(remote) = &self.remote {
+                return remote.key_source().map(str::to_string);
+            }
+            let env = |name: &str| std::env::var(name).ok();
+            remote_defaults(settings.provider)
+                .and_then(|defaults| remote::find_key(defaults, settings, &env))
+                .map(|(source, _)| source)
         }
-        None
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = settings;
+            None
+        }
     }
 
     /// The remote provider's batch API state (`remote.batch`), when it has one.
@@ -86,7 +97,13 @@ impl ResolvedEmbedder {
     }
 
     /// Resolves `choice` (loading the model when the settings name a local one).
-    pub(crate) fn resolve(choice: &EmbedderChoice, settings: &Settings) -> ResolvedEmbedder {
+    /// `quick`: a look (`status`, `doctor`) probes a remote provider once, briefly, where
+    /// indexing and searching retry.
+    pub(crate) fn resolve(
+        choice: &EmbedderChoice,
+        settings: &Settings,
+        quick: bool,
+    ) -> ResolvedEmbedder {
         match choice {
             EmbedderChoice::Given {
                 embedder,
@@ -99,7 +116,7 @@ impl ResolvedEmbedder {
                 None,
             ),
             EmbedderChoice::FromSettings { model_dir } => {
-                resolve_embedder(settings, model_dir.clone())
+                resolve_embedder(settings, model_dir.clone(), quick)
             }
         }
     }
@@ -108,13 +125,17 @@ impl ResolvedEmbedder {
 /// Resolves the configured provider to an embedder (SPEC §7), or says why there is none.
 /// When the provider cannot serve and `fallback` names another, that one is tried; the
 /// payloads then say what was configured and why something else serves.
-fn resolve_embedder(settings: &Settings, model_dir: Option<PathBuf>) -> ResolvedEmbedder {
+fn resolve_embedder(
+    settings: &Settings,
+    model_dir: Option<PathBuf>,
+    quick: bool,
+) -> ResolvedEmbedder {
     let none = |fallback| ResolvedEmbedder::plain(None, "none".into(), None, fallback);
     let kind = settings.provider;
     if kind == ProviderKind::None {
         return none(None);
     }
-    let reason = match try_provider(kind, settings, &model_dir, settings.model.as_deref()) {
+    let reason = match try_provider(kind, settings, &model_dir, settings.model.as_deref(), quick) {
         Ok(resolved) => return resolved,
         Err(reason) => reason,
     };
@@ -123,7 +144,7 @@ fn resolve_embedder(settings: &Settings, model_dir: Option<PathBuf>) -> Resolved
         .fallback
         .filter(|f| !matches!(f, ProviderKind::None | ProviderKind::Auto) && *f != kind);
     match fallback {
-        Some(other) => match try_provider(other, settings, &model_dir, None) {
+        Some(other) => match try_provider(other, settings, &model_dir, None, quick) {
             Ok(mut resolved) => {
                 resolved.fallback = Some(Fallback { from, reason });
                 resolved
@@ -151,7 +172,10 @@ fn try_provider(
     settings: &Settings,
     model_dir: &Option<PathBuf>,
     model: Option<&str>,
+    quick: bool,
 ) -> Result<ResolvedEmbedder, String> {
+    #[cfg(not(feature = "remote"))]
+    let _ = quick; // only remote providers probe
     match kind {
         ProviderKind::None => Err("no provider".into()),
         ProviderKind::Bedrock => Err("the bedrock provider is not supported by memoria (Amazon \
@@ -175,7 +199,7 @@ fn try_provider(
                 if !remote_key_resolves(settings, config_name, var) {
                     continue;
                 }
-                match try_provider(remote, settings, model_dir, None) {
+                match try_provider(remote, settings, model_dir, None, quick) {
                     Ok(resolved) => return Ok(resolved),
                     Err(reason) => reasons.push(format!("{}: {reason}", remote.as_str())),
                 }
@@ -191,18 +215,11 @@ fn try_provider(
         | ProviderKind::OpenAiCompatible
         | ProviderKind::LmStudio
         | ProviderKind::DeepInfra => {
-            let defaults = match kind {
-                ProviderKind::Gemini => &remote::GEMINI,
-                ProviderKind::Mistral => &remote::MISTRAL,
-                ProviderKind::Voyage => &remote::VOYAGE,
-                ProviderKind::Ollama => &remote::OLLAMA,
-                ProviderKind::OpenAiCompatible => &remote::OPENAI_COMPATIBLE,
-                ProviderKind::LmStudio => &remote::LMSTUDIO,
-                ProviderKind::DeepInfra => &remote::DEEPINFRA,
-                _ => &remote::OPENAI,
+            let Some(defaults) = remote_defaults(kind) else {
+                return Err(format!("{} is not a remote provider", kind.as_str()));
             };
             let env = |name: &str| std::env::var(name).ok();
-            remote::OpenAiCompatible::connect(defaults, settings, model, env)
+            remote::OpenAiCompatible::connect(defaults, settings, model, env, quick)
                 .map(|client| {
                     let client = Arc::new(client);
                     ResolvedEmbedder {
@@ -222,6 +239,22 @@ fn try_provider(
             other.as_str()
         )),
     }
+}
+
+/// The defaults of a remote provider (`None` for local, auto, none and the unsupported).
+#[cfg(feature = "remote")]
+fn remote_defaults(kind: ProviderKind) -> Option<&'static remote::Defaults> {
+    Some(match kind {
+        ProviderKind::OpenAi => &remote::OPENAI,
+        ProviderKind::Gemini => &remote::GEMINI,
+        ProviderKind::Mistral => &remote::MISTRAL,
+        ProviderKind::Voyage => &remote::VOYAGE,
+        ProviderKind::Ollama => &remote::OLLAMA,
+        ProviderKind::OpenAiCompatible => &remote::OPENAI_COMPATIBLE,
+        ProviderKind::LmStudio => &remote::LMSTUDIO,
+        ProviderKind::DeepInfra => &remote::DEEPINFRA,
+        _ => return None,
+    })
 }
 
 /// True when a key for the provider named `config_name` under `models.providers` (whose

@@ -45,6 +45,8 @@ pub(crate) struct CallLimits {
     request: Duration,
     /// The largest answer read.
     answer_bytes: u64,
+    /// Tries at most (retries while the budget lasts).
+    attempts: u32,
 }
 
 impl CallLimits {
@@ -53,24 +55,35 @@ impl CallLimits {
         budget: Duration::from_secs(10),
         request: Duration::from_secs(10),
         answer_bytes: 64 << 20,
+        attempts: u32::MAX,
+    };
+    /// The probe of a look (`status`, `doctor`): one short try, offline or not.
+    const PROBE: CallLimits = CallLimits {
+        budget: Duration::from_secs(2),
+        request: Duration::from_secs(2),
+        answer_bytes: 64 << 20,
+        attempts: 1,
     };
     /// 64 documents (an answer of 64 × 3,072 floats is about 4 MB of JSON).
     const DOCUMENTS: CallLimits = CallLimits {
         budget: Duration::from_secs(60),
         request: Duration::from_secs(30),
         answer_bytes: 64 << 20,
+        attempts: u32::MAX,
     };
     /// A batch job's upload (up to 64 MB of texts), creation or poll.
     pub(crate) const BATCH: CallLimits = CallLimits {
         budget: Duration::from_secs(600),
         request: Duration::from_secs(300),
         answer_bytes: 64 << 20,
+        attempts: u32::MAX,
     };
     /// A batch job's output: up to 10,000 vectors of 3,072 floats as JSON.
     pub(crate) const BATCH_OUTPUT: CallLimits = CallLimits {
         budget: Duration::from_secs(600),
         request: Duration::from_secs(300),
         answer_bytes: 1 << 30,
+        attempts: u32::MAX,
     };
 }
 /// First retry delay; it doubles up to [`MAX_DELAY`].
@@ -118,6 +131,33 @@ pub(crate) enum Wire {
     Gemini,
 }
 
+/// The API key for `defaults`' provider and where it came from: `remote.apiKey`, else
+/// `models.providers.<name>.apiKey`, else the provider's environment variable.
+pub(crate) fn find_key(
+    defaults: &Defaults,
+    settings: &Settings,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Option<(String, String)> {
+    let configured = [
+        (
+            "remote.apiKey".to_string(),
+            settings.remote.api_key.as_ref(),
+        ),
+        (
+            format!("models.providers.{}.apiKey", defaults.config_name),
+            settings.provider_keys.get(defaults.config_name),
+        ),
+    ];
+    configured
+        .into_iter()
+        .find_map(|(source, secret)| Some((source, secret?.resolve(var)?)))
+        .or_else(|| {
+            var(defaults.key_var)
+                .filter(|k| !k.is_empty())
+                .map(|key| (defaults.key_var.to_string(), key))
+        })
+}
+
 impl OpenAiCompatible {
     /// The client `settings` describe, with its output length learnt from one probe
     /// request (which also proves the endpoint, model and key work). `var` reads the
@@ -127,6 +167,7 @@ impl OpenAiCompatible {
         settings: &Settings,
         model: Option<&str>,
         var: impl Fn(&str) -> Option<String>,
+        quick: bool,
     ) -> Result<OpenAiCompatible, EmbedError> {
         let base = settings
             .remote
@@ -134,25 +175,7 @@ impl OpenAiCompatible {
             .as_deref()
             .unwrap_or(defaults.base_url)
             .trim_end_matches('/');
-        let configured = [
-            (
-                "remote.apiKey".to_string(),
-                settings.remote.api_key.as_ref(),
-            ),
-            (
-                format!("models.providers.{}.apiKey", defaults.config_name),
-                settings.provider_keys.get(defaults.config_name),
-            ),
-        ];
-        let (key_source, key) = configured
-            .into_iter()
-            .find_map(|(source, secret)| Some((source, secret?.resolve(&var)?)))
-            .or_else(|| {
-                var(defaults.key_var)
-                    .filter(|k| !k.is_empty())
-                    .map(|key| (defaults.key_var.to_string(), key))
-            })
-            .unzip();
+        let (key_source, key) = find_key(defaults, settings, &var).unzip();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(CallLimits::BATCH.request))
             .http_status_as_error(false)
@@ -228,7 +251,17 @@ impl OpenAiCompatible {
                 ),
             ));
         }
-        let probe = client.request(&["dimension probe"], EmbedKind::Query)?;
+        let probe = match quick {
+            // A look (status, doctor): one short try, no retries.
+            true => client
+                .call(
+                    &client.url,
+                    Payload::Json(&client.body(&["dimension probe"], EmbedKind::Query)),
+                    CallLimits::PROBE,
+                )
+                .and_then(|text| client.parse(&text, 1))?,
+            false => client.request(&["dimension probe"], EmbedKind::Query)?,
+        };
         client.dims = probe.first().map_or(0, Vec::len);
         if client.dims == 0 {
             return Err(client.error(None, "the probe answer has an empty embedding".into()));
@@ -299,9 +332,9 @@ impl OpenAiCompatible {
         }
     }
 
-    /// One call embedding `inputs` (at most [`BATCH`]), retried within its limits.
-    fn request(&self, inputs: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let body = match self.wire {
+    /// The request body embedding `inputs` as `kind`.
+    fn body(&self, inputs: &[&str], kind: EmbedKind) -> Value {
+        match self.wire {
             Wire::OpenAi { input_type } => {
                 let mut body = json!({"model": self.model, "input": inputs});
                 let configured = match kind {
@@ -328,7 +361,12 @@ impl OpenAiCompatible {
                     .collect();
                 json!({ "requests": requests })
             }
-        };
+        }
+    }
+
+    /// One call embedding `inputs` (at most [`BATCH`]), retried within its limits.
+    fn request(&self, inputs: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let body = self.body(inputs, kind);
         let limits = match kind {
             EmbedKind::Query => CallLimits::QUERY,
             EmbedKind::Document => CallLimits::DOCUMENTS,
@@ -371,7 +409,7 @@ impl OpenAiCompatible {
                 Err(err) => (None, err),
             };
             let wait = retry_after.unwrap_or_else(|| jitter(delay, attempt));
-            if started.elapsed() + wait > budget {
+            if attempt >= limits.attempts || started.elapsed() + wait > budget {
                 return Err(self.error(
                     None,
                     format!(

@@ -10,7 +10,7 @@ use memoria::config::{self, ProviderKind, Settings};
 
 use crate::args::Cli;
 use crate::render::watcher;
-use crate::setup::{apply_overrides, env_for, load_config, model_search, open_memory};
+use crate::setup::{apply_overrides, env_for, load_config, model_search, open_memory_to_look};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -149,7 +149,7 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     }
 
     // The embedder (this loads the model, as a first search would).
-    let memory = open_memory(cli, settings.clone())?;
+    let memory = open_memory_to_look(cli, settings.clone())?;
     let status = memory.status()?;
     match (&status.embedding, &status.fallback) {
         (Some(embedding), fallback) => {
@@ -177,8 +177,13 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
             Level::Warn,
             "embedder",
             format!(
-                "keyword search only: {} cannot serve: {}",
-                fb.from, fb.reason
+                "keyword search only: {} cannot serve: {}{}",
+                fb.from,
+                fb.reason,
+                status
+                    .key_source
+                    .as_ref()
+                    .map_or(String::new(), |k| format!(" (API key from {k})"))
             ),
             "`memoria model pull` (local model), set the provider's API key, or \
              --provider none to choose keyword search",
