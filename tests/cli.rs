@@ -899,9 +899,65 @@ fn doctor_says_what_is_wrong_and_what_to_do() {
         text.contains("FAIL  config     /no/such.json does not exist"),
         "{text}"
     );
+    // One verdict per check, and no advice resting on a config that did not load.
+    assert!(!text.contains("ok    config"), "{text}");
+    assert!(text.contains("skip  others"), "{text}");
+    assert!(!text.contains("FAIL  workspace"), "{text}");
+    assert!(text.contains("1 failed"), "{text}");
+    // A config that does not load (a wrong type): its error, once.
+    let bad = state.path().join("old.json5");
+    fs::write(
+        &bad,
+        format!(
+            "{{agents: {{defaults: {{workspace: {:?}, memorySearch: {{query: {{minScore: 'high'}}}}}}}}}}",
+            missing.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+        .arg("--config")
+        .arg(&bad)
+        .arg("--state-dir")
+        .arg(state.path())
+        .arg("doctor")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!text.contains("ok    config"), "{text}");
+    assert!(text.contains("minScore: expected a number"), "{text}");
+    assert!(!text.contains("set agents.defaults.workspace"), "{text}");
+    // A workspace the config names but that is missing: the advice names that key.
+    let good = state.path().join("ok.json5");
+    fs::write(
+        &good,
+        format!(
+            "{{agents: {{defaults: {{workspace: {:?}}}}}}}",
+            missing.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+        .arg("--config")
+        .arg(&good)
+        .arg("--state-dir")
+        .arg(state.path())
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("(from agents.defaults.workspace)"), "{text}");
+    assert!(
+        text.contains("fix: create it, or correct agents.defaults.workspace in"),
+        "{text}"
+    );
+    // Only the workspace missing: it fails, naming --workspace.
+    let out = memoria(state.path(), &missing, &["doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.contains("FAIL  workspace"), "{text}");
     assert!(text.contains("(from --workspace)"), "{text}");
-    assert!(text.contains("2 failed"), "{text}");
 }
 
 #[path = "support/loopback.rs"]

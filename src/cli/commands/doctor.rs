@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use memoria::config::{self, ProviderKind, Settings};
+use memoria::config::{self, ProviderKind};
 
 use crate::args::Cli;
 use crate::render::watcher;
@@ -17,6 +17,8 @@ enum Level {
     Ok,
     Warn,
     Fail,
+    /// Not checked: what it needs failed above.
+    Skip,
 }
 
 /// One finding: what was checked, what was found, and what to do when it is not fine.
@@ -54,6 +56,7 @@ pub fn doctor(cli: &Cli, agent: &str) -> Result<ExitCode> {
             Level::Ok => "ok  ",
             Level::Warn => "warn",
             Level::Fail => "FAIL",
+            Level::Skip => "skip",
         };
         println!("{level}  {:<10} {}", f.area, f.what);
         if let Some(fix) = &f.fix {
@@ -70,35 +73,40 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let env = env_for(cli)?;
 
-    // The config file.
+    // The config file: one verdict.
     let (path, explicit) = config::config_file(&env);
     let shown = path.display();
-    if path.is_file() {
-        out.push(ok("config", format!("{shown}")));
-    } else if explicit {
-        out.push(problem(
-            Level::Fail,
-            "config",
-            format!("{shown} does not exist"),
-            "check --config or OPENCLAW_CONFIG_PATH",
-        ));
-    } else {
-        out.push(ok(
-            "config",
-            format!("no file at {shown}: OpenClaw's built-in defaults"),
-        ));
-    }
     let settings = match load_config(cli, &env, agent) {
-        Ok(settings) => settings,
-        Err(_) if explicit && !path.is_file() => Settings::builtin(agent, &env), // said above
-        Err(err) => {
-            out.push(problem(
-                Level::Fail,
+        Ok(settings) => {
+            out.push(ok(
                 "config",
-                err.to_string(),
-                "fix the key named above (the checks below use the built-in defaults)",
+                match path.is_file() {
+                    true => format!("{shown}"),
+                    false => format!("no file at {shown}: OpenClaw's built-in defaults"),
+                },
             ));
-            Settings::builtin(agent, &env)
+            settings
+        }
+        Err(err) => {
+            let (what, fix) = match explicit && !path.is_file() {
+                true => (
+                    format!("{shown} does not exist"),
+                    "check --config or OPENCLAW_CONFIG_PATH",
+                ),
+                false => (err.to_string(), "fix the key named above"),
+            };
+            out.push(problem(Level::Fail, "config", what, fix));
+            // Every other check rests on the settings: advice from defaults the config
+            // overrides would mislead.
+            out.push(Finding {
+                level: Level::Skip,
+                area: "others",
+                what: "workspace, embedder, index and live sync are checked once the config \
+                       loads"
+                    .into(),
+                fix: None,
+            });
+            return Ok(out);
         }
     };
     let settings = apply_overrides(cli, settings)?;
@@ -115,11 +123,19 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     let ws = &settings.workspace;
     let origin = &settings.workspace_origin;
     if !ws.is_dir() {
+        // The advice follows where the path came from.
+        let fix = match origin.as_str() {
+            "--workspace" => "create it, or pass the agent's workspace to --workspace".to_string(),
+            o if o.starts_with("agents.") => {
+                format!("create it, or correct {o} in {shown}, or pass --workspace DIR")
+            }
+            _ => "pass --workspace DIR, or set agents.defaults.workspace in the config".into(),
+        };
         out.push(problem(
             Level::Fail,
             "workspace",
             format!("{} does not exist (from {origin})", ws.display()),
-            "pass --workspace DIR, or set agents.defaults.workspace in the config",
+            &fix,
         ));
     } else {
         let memory_md = ws.join("MEMORY.md").is_file() || ws.join("memory.md").is_file();
