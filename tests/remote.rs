@@ -265,6 +265,114 @@ fn the_key_comes_from_the_config_else_the_environment() {
     );
 }
 
+/// SecretRefs of every source OpenClaw documents: a private JSON file read at a pointer,
+/// a resolver command speaking OpenClaw's exec protocol, an unset variable named.
+#[cfg(unix)]
+#[test]
+fn secret_refs_read_files_and_commands_and_name_what_is_missing() {
+    use memoria::config::SecretProvider;
+    use std::os::unix::fs::PermissionsExt;
+    let server = serve(ok(DIMS));
+    let tmp = tempfile::tempdir().unwrap();
+    let secrets = tmp.path().join("secrets.json");
+    std::fs::write(
+        &secrets,
+        r#"{"providers": {"openai": {"apiKey": "sk-from-a-file-0123456789"}}}"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let resolver = tmp.path().join("resolver");
+    std::fs::write(
+        &resolver,
+        "#!/bin/sh\nread request\nprintf '{\"protocolVersion\": 1, \"values\": {\"openai/key\": \"sk-from-a-command-0123456789\"}}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&resolver, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let with = |id: &str, source: &str, provider: &str| {
+        let mut s = settings(&tmp.path().join(provider), &server.url, None);
+        s.remote.api_key = Some(Secret::Ref {
+            source: source.into(),
+            provider: Some(provider.into()),
+            id: id.into(),
+        });
+        s.secrets.providers.insert(
+            "filemain".into(),
+            SecretProvider::File {
+                path: secrets.clone(),
+                single_value: false,
+                max_bytes: 1 << 20,
+            },
+        );
+        s.secrets.providers.insert(
+            "vault".into(),
+            SecretProvider::Exec {
+                command: resolver.clone(),
+                args: Vec::new(),
+                pass_env: vec!["PATH".into()],
+                env: Default::default(),
+                timeout_ms: 5000,
+                max_output_bytes: 1 << 20,
+                json_only: true,
+            },
+        );
+        s
+    };
+    let memory = Memory::open(with("/providers/openai/apiKey", "file", "filemain")).unwrap();
+    assert_eq!(memory.provider().0, "openai");
+    let memory = Memory::open(with("openai/key", "exec", "vault")).unwrap();
+    assert_eq!(memory.provider().0, "openai");
+    let auth: Vec<String> = server
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.headers["authorization"].clone())
+        .collect();
+    assert_eq!(
+        auth,
+        [
+            "Bearer sk-from-a-file-0123456789",
+            "Bearer sk-from-a-command-0123456789"
+        ]
+    );
+    // What cannot be read says what and why, never falling back to another key.
+    for (id, source, provider, why) in [
+        (
+            "MEMORIA_TEST_UNSET_KEY",
+            "env",
+            "default",
+            "the environment variable MEMORIA_TEST_UNSET_KEY is unset or empty",
+        ),
+        (
+            "/providers/none",
+            "file",
+            "filemain",
+            "nothing at the JSON pointer /providers/none",
+        ),
+        (
+            "other/key",
+            "exec",
+            "vault",
+            "gave no value for \"other/key\"",
+        ),
+        (
+            "K",
+            "file",
+            "nosuch",
+            "no secrets.providers.nosuch with source \"file\" is configured",
+        ),
+    ] {
+        let memory = Memory::open(with(id, source, provider)).unwrap();
+        let payload = memory.memory_search("penicillin", &SearchOptions::default());
+        let reason = payload.fallback.unwrap().reason;
+        assert!(
+            reason.contains("the API key cannot be read: remote.apiKey: SecretRef")
+                && reason.contains(why),
+            "{source}: {reason}"
+        );
+    }
+}
+
 #[test]
 fn mistral_and_the_fallback_provider_speak_the_same_wire_format() {
     let server = serve(ok(DIMS));

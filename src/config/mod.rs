@@ -31,8 +31,8 @@
 //! * `null` is the same as an absent key (like JavaScript's `??`). So are JSON5's `NaN` and
 //!   `Infinity`, which JSON cannot hold and therefore arrive as `null`.
 //! * `remote.apiKey` is a string or OpenClaw's SecretRef object (`{source: "env" | "file" |
-//!   "exec", provider?, id}`), kept as a [`Secret`]; an `env` one is looked up when the key
-//!   is used, never written anywhere.
+//!   "exec" | "store", provider?, id}`, or `${NAME}`), kept as a [`Secret`] and read when the
+//!   key is used ([`Secret::read`], with `secrets.providers`), never written anywhere.
 //! * An empty or all-blank string is treated as unset for the optional string keys (`model`,
 //!   `workspace`, `store.path`, `remote.baseUrl`, `remote.apiKey`, `local.*`, prompts).
 //!   `extraPaths` entries are trimmed and empty ones dropped.
@@ -74,7 +74,7 @@ pub use chat::{Chat, ChatType};
 pub use env::{config_file, expand_home, state_dir, Env};
 pub use error::ConfigError;
 pub use qmd::*;
-pub use secret::Secret;
+pub use secret::{Secret, SecretProvider, SecretProviders};
 pub use settings::*;
 
 ///

@@ -125,14 +125,27 @@ impl<'a> Node<'a> {
         self.child(key)?.map(|n| n.string()).transpose()
     }
 
-    /// A string, `None` when it is empty or blank.
-    /// An API key: a string (blank = unset), or a SecretRef object `{source, provider?, id}`
-    /// with `source` one of `env`, `file`, `exec`.
+    /// An API key: a string (blank = unset; `${NAME}` / `$NAME` is an env ref), or a
+    /// SecretRef object `{source, provider?, id}` with `source` one of `env`, `file`,
+    /// `exec`, `store`.
     pub(super) fn get_secret(&self, key: &str) -> Result<Option<Secret>, ConfigError> {
         let Some(node) = self.child(key)? else {
             return Ok(None);
         };
         if let Some(key) = node.value.as_str() {
+            // OpenClaw's shorthand for an env ref: `${OPENAI_API_KEY}` or `$OPENAI_API_KEY`.
+            let name = key.trim().strip_prefix('$').map(|n| {
+                n.strip_prefix('{')
+                    .and_then(|n| n.strip_suffix('}'))
+                    .unwrap_or(n)
+            });
+            if let Some(name) = name.filter(|n| is_env_name(n)) {
+                return Ok(Some(Secret::Ref {
+                    source: "env".into(),
+                    provider: None,
+                    id: name.to_string(),
+                }));
+            }
             return Ok((!key.trim().is_empty()).then(|| Secret::Literal(key.to_string())));
         }
         if !node.value.is_object() {
@@ -142,7 +155,12 @@ impl<'a> Node<'a> {
         let source = node
             .get_choice(
                 "source",
-                &[("env", "env"), ("file", "file"), ("exec", "exec")],
+                &[
+                    ("env", "env"),
+                    ("file", "file"),
+                    ("exec", "exec"),
+                    ("store", "store"),
+                ],
             )?
             .ok_or_else(|| ConfigError::invalid(&node.key_path("source"), "missing"))?;
         let id = node
@@ -251,6 +269,16 @@ pub(super) fn describe(value: &Value) -> String {
         Value::Object(_) => "an object".to_string(),
         other => other.to_string(),
     }
+}
+
+/// An environment variable name as OpenClaw's env refs allow: `[A-Z][A-Z0-9_]{0,127}`.
+fn is_env_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 128
+        && b[0].is_ascii_uppercase()
+        && b.iter()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
 }
 
 /// The one known key close to `key` (a typo): the nearest by edit distance, ignoring case,

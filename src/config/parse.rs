@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::error::ConfigError;
 use super::node::{describe, Node};
-use super::secret::Secret;
+use super::secret::{Secret, SecretProvider, SecretProviders, ONE_MIB};
 use super::settings::*;
 
 const PROVIDERS: &[(&str, ProviderKind)] = &[
@@ -145,6 +145,8 @@ pub(super) struct Parsed {
     /// `plugins.entries.memoria.config.temporalDecay` (`enabled`, `halfLifeDays`).
     pub(super) memoria_decay_enabled: Option<bool>,
     pub(super) memoria_decay_half_life_days: Option<i64>,
+    /// `secrets.providers` and `secrets.defaults`.
+    pub(super) secrets: SecretProviders,
     /// `plugins.entries.memory-wiki.enabled`.
     pub(super) wiki_enabled: Option<bool>,
     /// `plugins.entries.memory-wiki.config.vault.path`.
@@ -209,6 +211,11 @@ fn parse_with(
                 }
             }
         }
+    }
+
+    // OpenClaw's secret providers, for the SecretRefs of API keys.
+    if let Some(secrets) = root.object("secrets")? {
+        parsed.secrets = parse_secrets(&secrets)?;
     }
 
     // memoria's own keys live in its plugin's config, the one place OpenClaw's strict
@@ -503,4 +510,80 @@ fn parse_layer(ms: &Node) -> Result<Layer, ConfigError> {
         l.cache_max_entries = cache.get_int("maxEntries")?;
     }
     Ok(l)
+}
+
+/// `secrets`: the providers SecretRefs name (`~` in paths is expanded at resolution).
+fn parse_secrets(secrets: &Node) -> Result<SecretProviders, ConfigError> {
+    let mut out = SecretProviders::default();
+    if let Some(defaults) = secrets.object("defaults")? {
+        for source in ["env", "file", "exec", "store"] {
+            if let Some(name) = defaults.get_nonblank(source)? {
+                out.defaults.insert(source.to_string(), name);
+            }
+        }
+    }
+    let Some(providers) = secrets.object("providers")? else {
+        return Ok(out);
+    };
+    for name in providers.as_object()?.keys() {
+        let Some(p) = providers.object(name)? else {
+            continue;
+        };
+        let source = p
+            .get_choice(
+                "source",
+                &[
+                    ("env", "env"),
+                    ("file", "file"),
+                    ("exec", "exec"),
+                    ("store", "store"),
+                ],
+            )?
+            .ok_or_else(|| ConfigError::invalid(&p.key_path("source"), "missing"))?;
+        let bytes = |key: &str| -> Result<u64, ConfigError> {
+            Ok(p.get_int(key)?.map_or(ONE_MIB, |n| n.max(1) as u64))
+        };
+        let provider = match source {
+            "env" => SecretProvider::Env {
+                allowlist: p.get_string_array("allowlist")?,
+            },
+            "file" => SecretProvider::File {
+                path: std::path::PathBuf::from(
+                    p.get_nonblank("path")?
+                        .ok_or_else(|| ConfigError::invalid(&p.key_path("path"), "missing"))?,
+                ),
+                single_value: p.get_choice("mode", &[("json", false), ("singleValue", true)])?
+                    == Some(true),
+                max_bytes: bytes("maxBytes")?,
+            },
+            "exec" if p.child("pluginIntegration")?.is_some() => SecretProvider::Unsupported {
+                source: "exec".into(),
+                why: format!(
+                    "{} is managed by a plugin (pluginIntegration), whose command only OpenClaw \
+                     resolves: give the provider a command, or use an env or file SecretRef",
+                    p.path
+                ),
+            },
+            "exec" => SecretProvider::Exec {
+                command: std::path::PathBuf::from(
+                    p.get_nonblank("command")?
+                        .ok_or_else(|| ConfigError::invalid(&p.key_path("command"), "missing"))?,
+                ),
+                args: p.get_string_array("args")?.unwrap_or_default(),
+                pass_env: p.get_string_array("passEnv")?.unwrap_or_default(),
+                env: p.get_string_map("env")?.unwrap_or_default(),
+                timeout_ms: p.get_int("timeoutMs")?.map_or(5000, |n| n.max(1) as u64),
+                max_output_bytes: bytes("maxOutputBytes")?,
+                json_only: p.get_bool("jsonOnly")?.unwrap_or(true),
+            },
+            _ => SecretProvider::Unsupported {
+                source: "store".into(),
+                why: "the store source (OpenClaw's SQLite secret store) is not readable by \
+                      memoria: use an env, file or exec SecretRef"
+                    .into(),
+            },
+        };
+        out.providers.insert(name.clone(), provider);
+    }
+    Ok(out)
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::env::{expand_home, state_dir, Env};
 use super::parse::{Layer, Parsed};
+use super::secret::{SecretProvider, SecretProviders};
 use super::settings::*;
 
 /// `agent ?? defaults` for one leaf.
@@ -180,6 +181,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         session_memory,
         backend: p.backend.unwrap_or(Backend::Builtin),
         qmd,
+        secrets: secret_paths(p.secrets.clone(), env),
         provider_keys: p.provider_keys.clone(),
         citations: p.citations.unwrap_or(Citations::Auto),
         compaction: CompactionSettings {
@@ -290,4 +292,19 @@ fn store_dir(raw: &str, agent_id: &str, env: &Env) -> PathBuf {
         }
     }
     dir
+}
+
+/// `secrets` with `~` expanded in the file providers' paths and the exec commands.
+fn secret_paths(mut secrets: SecretProviders, env: &Env) -> SecretProviders {
+    for provider in secrets.providers.values_mut() {
+        match provider {
+            SecretProvider::File { path, .. } | SecretProvider::Exec { command: path, .. } => {
+                if let Some(text) = path.to_str() {
+                    *path = expand_home(text, env);
+                }
+            }
+            _ => {}
+        }
+    }
+    secrets
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::qmd::QmdSettings;
-use super::secret::Secret;
+use super::secret::{Secret, SecretProviders};
 
 /// Embedding provider (`memorySearch.provider`, `memorySearch.fallback`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -246,6 +246,8 @@ pub struct Settings {
     pub backend: Backend,
     /// `memory.qmd` (its defaults when unset); acted on only when `backend` is QMD.
     pub qmd: QmdSettings,
+    /// `secrets`: the providers the API keys' SecretRefs name (see [`Secret::read`]).
+    pub secrets: SecretProviders,
     /// `models.providers.<name>.apiKey` (`openai`, `google`, `voyage`, `mistral`, `ollama`):
     /// the keys OpenClaw keeps with its chat models, read after `remote.apiKey`.
     pub provider_keys: BTreeMap<String, Secret>,

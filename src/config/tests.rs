@@ -1361,3 +1361,179 @@ fn suggestions_for_typos() {
     // Two keys equally near: no guess.
     assert_eq!(super::node::suggest("cat", &["bat", "hat"]), None);
 }
+
+/// `secrets.providers` and the SecretRefs that name them, as OpenClaw documents them.
+#[test]
+fn secret_providers_parse_and_refs_read_where_they_point() {
+    use super::secret::{SecretProvider, SecretProviders};
+    let text = "{secrets: {defaults: {file: 'filemain'}, providers: {
+        filemain: {source: 'file', path: '~/s.json', mode: 'singleValue', maxBytes: 64},
+        vault: {source: 'exec', command: '/usr/bin/resolver', args: ['-p'], passEnv: ['PATH'],
+                timeoutMs: 100, jsonOnly: false},
+        plug: {source: 'exec', pluginIntegration: {pluginId: 'x', integrationId: 'y'}},
+        team: {source: 'store'},
+        envs: {source: 'env', allowlist: ['ONLY_THIS']}}},
+      agents: {defaults: {memorySearch: {remote: {apiKey: '${OPENAI_API_KEY}'}}}}}";
+    let s = resolve_str(text, "main").unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(
+        s.secrets.providers["filemain"],
+        SecretProvider::File {
+            path: PathBuf::from("/home/u/s.json"),
+            single_value: true,
+            max_bytes: 64
+        }
+    );
+    assert!(matches!(
+        &s.secrets.providers["vault"],
+        SecretProvider::Exec { timeout_ms: 100, json_only: false, args, .. } if args == &["-p"]
+    ));
+    assert!(matches!(
+        s.secrets.providers["plug"],
+        SecretProvider::Unsupported { .. }
+    ));
+    assert_eq!(s.secrets.defaults["file"], "filemain");
+    // `${NAME}` is an env ref.
+    assert_eq!(
+        s.remote.api_key,
+        Some(Secret::Ref {
+            source: "env".into(),
+            provider: None,
+            id: "OPENAI_API_KEY".into()
+        })
+    );
+    let err = resolve_str("{secrets: {providers: {x: {source: 'file'}}}}", "main")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("secrets.providers.x.path: missing"), "{err}");
+
+    // Reading: each source's rules, each failure named.
+    let tmp = tempfile::tempdir().unwrap();
+    let var = |name: &str| (name == "ONLY_THIS").then(|| "sk-env".to_string());
+    let reference = |source: &str, provider: &str, id: &str| Secret::Ref {
+        source: source.into(),
+        provider: Some(provider.into()),
+        id: id.into(),
+    };
+    let mut providers = SecretProviders::default();
+    providers.providers = s.secrets.providers.clone();
+    let single = tmp.path().join("single");
+    std::fs::write(&single, "sk-single\n").unwrap();
+    providers.providers.insert(
+        "filemain".into(),
+        SecretProvider::File {
+            path: single.clone(),
+            single_value: true,
+            max_bytes: 64,
+        },
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let private = |p: &std::path::Path| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).unwrap()
+        };
+        private(&single);
+        assert_eq!(
+            reference("file", "filemain", "value")
+                .read(&providers, &var)
+                .unwrap(),
+            "sk-single"
+        );
+        let err = reference("file", "filemain", "/x")
+            .read(&providers, &var)
+            .unwrap_err();
+        assert!(
+            err.contains("a singleValue file is read with id \"value\""),
+            "{err}"
+        );
+        std::fs::set_permissions(&single, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = reference("file", "filemain", "value")
+            .read(&providers, &var)
+            .unwrap_err();
+        assert!(
+            err.contains("readable or writable by others (mode 644)"),
+            "{err}"
+        );
+        private(&single);
+        std::fs::hard_link(&single, tmp.path().join("second")).unwrap();
+        let err = reference("file", "filemain", "value")
+            .read(&providers, &var)
+            .unwrap_err();
+        assert!(err.contains("must not be hardlinked"), "{err}");
+        // A resolver that does not answer in time is killed and named.
+        let slow = tmp.path().join("slow");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 5\n").unwrap();
+        std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o700)).unwrap();
+        providers.providers.insert(
+            "slow".into(),
+            SecretProvider::Exec {
+                command: slow,
+                args: Vec::new(),
+                pass_env: Vec::new(),
+                env: Default::default(),
+                timeout_ms: 100,
+                max_output_bytes: 64,
+                json_only: true,
+            },
+        );
+        let err = reference("exec", "slow", "k")
+            .read(&providers, &var)
+            .unwrap_err();
+        assert!(err.contains("did not answer within 100 ms"), "{err}");
+    }
+    // env: the allowlist, an unset variable named.
+    assert_eq!(
+        reference("env", "envs", "ONLY_THIS")
+            .read(&providers, &var)
+            .unwrap(),
+        "sk-env"
+    );
+    let err = reference("env", "envs", "OTHER")
+        .read(&providers, &var)
+        .unwrap_err();
+    assert!(
+        err.contains("OTHER is not in secrets.providers.envs.allowlist"),
+        "{err}"
+    );
+    let err = reference("env", "default", "UNSET_HERE")
+        .read(&providers, &var)
+        .unwrap_err();
+    assert!(
+        err.contains("the environment variable UNSET_HERE is unset or empty"),
+        "{err}"
+    );
+    // Sources memoria cannot read say so.
+    let err = reference("store", "team", "K")
+        .read(&providers, &var)
+        .unwrap_err();
+    assert!(err.contains("not readable by memoria"), "{err}");
+    let err = reference("exec", "plug", "K")
+        .read(&providers, &var)
+        .unwrap_err();
+    assert!(err.contains("pluginIntegration"), "{err}");
+    let err = reference("exec", "vault2", "K")
+        .read(&providers, &var)
+        .unwrap_err();
+    assert!(
+        err.contains("no secrets.providers.vault2 with source \"exec\""),
+        "{err}"
+    );
+    // A relative command is refused before anything runs.
+    providers.providers.insert(
+        "rel".into(),
+        SecretProvider::Exec {
+            command: PathBuf::from("resolver"),
+            args: Vec::new(),
+            pass_env: Vec::new(),
+            env: Default::default(),
+            timeout_ms: 100,
+            max_output_bytes: 64,
+            json_only: true,
+        },
+    );
+    let err = reference("exec", "rel", "K")
+        .read(&providers, &var)
+        .unwrap_err();
+    assert!(err.contains("is not an absolute path"), "{err}");
+}

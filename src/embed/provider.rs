@@ -77,8 +77,7 @@ impl ResolvedEmbedder {
             }
             let env = |name: &str| std::env::var(name).ok();
             remote_defaults(settings.provider)
-                .and_then(|defaults| remote::find_key(defaults, settings, &env))
-                .map(|(source, _)| source)
+                .and_then(|defaults| remote::key_source(defaults, settings, &env))
         }
         #[cfg(not(feature = "remote"))]
         {
@@ -270,7 +269,7 @@ fn remote_key_resolves(settings: &Settings, config_name: &str, var: &str) -> boo
         .api_key
         .as_ref()
         .or_else(|| settings.provider_keys.get(config_name))
-        .and_then(|secret| secret.resolve(env))
+        .and_then(|secret| secret.read(&settings.secrets, &env).ok())
         .or_else(|| env(var))
         .is_some()
 }

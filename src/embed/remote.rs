@@ -14,7 +14,7 @@
 //! batch of documents, 10 s for a query: a search must not hang on a dead provider). Any
 //! other status is an error at once, naming the provider, the status and the answer.
 //!
-//! **Keys** come from `remote.apiKey` (a string or an `env` SecretRef), else
+//! **Keys** come from `remote.apiKey` (a string or a SecretRef: `env`, `file`, `exec`), else
 //! `models.providers.<name>.apiKey`, else the provider's environment variable
 //! (`OPENAI_API_KEY`). A key is sent in the
 //! `Authorization` header only: it is never part of the fingerprint (so never in the
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::config::Settings;
+use crate::config::{Secret, Settings};
 use crate::digest::sha256_hex;
 use crate::embed::embedder::{BatchApi, BatchOptions, EmbedError, EmbedKind, Embedder, Embedding};
 pub(crate) use defaults::*;
@@ -131,14 +131,29 @@ pub(crate) enum Wire {
     Gemini,
 }
 
-/// The API key for `defaults`' provider and where it came from: `remote.apiKey`, else
-/// `models.providers.<name>.apiKey`, else the provider's environment variable.
-pub(crate) fn find_key(
+/// Where `defaults`' provider takes its API key from, without reading it: the first of
+/// `remote.apiKey`, `models.providers.<name>.apiKey` that is configured, else the
+/// provider's environment variable when it is set.
+pub(crate) fn key_source(
     defaults: &Defaults,
     settings: &Settings,
     var: &dyn Fn(&str) -> Option<String>,
-) -> Option<(String, String)> {
-    let configured = [
+) -> Option<String> {
+    configured_keys(defaults, settings)
+        .into_iter()
+        .find_map(|(source, secret)| secret.map(|_| source))
+        .or_else(|| {
+            var(defaults.key_var)
+                .filter(|k| !k.is_empty())
+                .map(|_| defaults.key_var.to_string())
+        })
+}
+
+fn configured_keys<'s>(
+    defaults: &Defaults,
+    settings: &'s Settings,
+) -> [(String, Option<&'s Secret>); 2] {
+    [
         (
             "remote.apiKey".to_string(),
             settings.remote.api_key.as_ref(),
@@ -147,15 +162,29 @@ pub(crate) fn find_key(
             format!("models.providers.{}.apiKey", defaults.config_name),
             settings.provider_keys.get(defaults.config_name),
         ),
-    ];
-    configured
-        .into_iter()
-        .find_map(|(source, secret)| Some((source, secret?.resolve(var)?)))
-        .or_else(|| {
-            var(defaults.key_var)
-                .filter(|k| !k.is_empty())
-                .map(|key| (defaults.key_var.to_string(), key))
-        })
+    ]
+}
+
+/// The API key for `defaults`' provider and where it came from: `remote.apiKey`, else
+/// `models.providers.<name>.apiKey`, else the provider's environment variable. A
+/// configured key that cannot be read (a SecretRef whose variable is unset, a file or
+/// command that fails) is an error naming it: it does not fall through to the next place.
+pub(crate) fn find_key(
+    defaults: &Defaults,
+    settings: &Settings,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<(String, String)>, String> {
+    for (source, secret) in configured_keys(defaults, settings) {
+        if let Some(secret) = secret {
+            return secret
+                .read(&settings.secrets, var)
+                .map(|key| Some((source.clone(), key)))
+                .map_err(|why| format!("{source}: {why}"));
+        }
+    }
+    Ok(var(defaults.key_var)
+        .filter(|k| !k.is_empty())
+        .map(|key| (defaults.key_var.to_string(), key)))
 }
 
 impl OpenAiCompatible {
@@ -175,7 +204,13 @@ impl OpenAiCompatible {
             .as_deref()
             .unwrap_or(defaults.base_url)
             .trim_end_matches('/');
-        let (key_source, key) = find_key(defaults, settings, &var).unzip();
+        let (key_source, key) = find_key(defaults, settings, &var)
+            .map_err(|why| EmbedError::Remote {
+                provider: defaults.provider.to_string(),
+                message: format!("the API key cannot be read: {why}"),
+                status: None,
+            })?
+            .unzip();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(CallLimits::BATCH.request))
             .http_status_as_error(false)
