@@ -1442,3 +1442,30 @@ fn the_first_things_a_newcomer_reads() {
         assert!(help.contains(tool), "mcp --help should name {tool}: {help}");
     }
 }
+
+/// `index` says while the local model loads, and how long it took (it was silent for
+/// seconds on a first load). Needs the real model (MEMORIA_TEST_MODEL_DIR).
+#[test]
+fn index_says_when_the_model_is_ready() {
+    let Ok(model) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
+        eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping");
+        return;
+    };
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
+        .arg("--state-dir")
+        .arg(state.path())
+        .arg("--workspace")
+        .arg(example_workspace())
+        .args(["--model", &model, "index"])
+        .env_remove("OPENCLAW_CONFIG_PATH")
+        .env_remove("OPENCLAW_STATE_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("embedding model embeddinggemma-300m (local) ready in "),
+        "{stderr}"
+    );
+}
