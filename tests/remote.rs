@@ -872,18 +872,30 @@ fn an_endpoint_without_a_batch_api_is_used_directly_from_then_on() {
 fn an_input_over_the_provider_limit_is_cut_not_sent_to_fail() {
     let server = serve(ok(DIMS));
     let tmp = tempfile::tempdir().unwrap();
-    let memory = Memory::open(settings(tmp.path(), &server.url, Some(KEY))).unwrap();
-    memory.sync(false, &|_| {}).unwrap();
-    // 60,000 characters: over text-embedding-3-small's 8,191 tokens.
-    let query = "penicillin allergy ".repeat(3_000);
-    let payload = memory.memory_search(&query, &SearchOptions::default());
-    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    // One chunk of 57,000 characters (chunks this large are configured, not the default):
+    // over text-embedding-3-small's 8,191 tokens. (A query is cut earlier, at 2,048
+    // characters, by the search itself.)
+    let mut s = settings(tmp.path(), &server.url, Some(KEY));
+    s.chunking.tokens = 20_000;
+    std::fs::write(
+        s.workspace.join("memory/long.md"),
+        "penicillin allergy ".repeat(3_000),
+    )
+    .unwrap();
+    let memory = Memory::open(s).unwrap();
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(report.embed_error, None);
     let requests = server.requests.lock().unwrap();
-    let sent = requests.last().unwrap().body["input"][0]
-        .as_str()
-        .unwrap()
-        .len();
-    assert!(sent <= 8_191 * 4 && sent > 30_000, "{sent} characters sent");
+    let longest = requests
+        .iter()
+        .flat_map(|r| r.body["input"].as_array().cloned().unwrap_or_default())
+        .filter_map(|input| input.as_str().map(str::len))
+        .max()
+        .unwrap();
+    assert!(
+        longest <= 8_191 * 4 && longest > 30_000,
+        "{longest} characters sent"
+    );
 }
 
 #[test]
