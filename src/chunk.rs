@@ -103,14 +103,14 @@ pub fn entries(content: &str) -> Vec<Entry> {
 }
 
 /// Chunks a curated memory file per entry (OpenClaw 2026.9): each [`Entry`] is chunked on
-/// its own, as [`chunk_markdown`] chunks a file, so no chunk spans two entries and no
-/// overlap crosses from one to the next.
+/// its own, as [`chunk_markdown_2026_9`] chunks a file, so no chunk spans two entries and
+/// no overlap crosses from one to the next.
 pub fn chunk_entries(content: &str, params: ChunkParams) -> Vec<Chunk> {
     let lines: Vec<&str> = content.split('\n').collect();
     let mut out = Vec::new();
     for entry in entries(content) {
         let text = lines[entry.start_line - 1..entry.end_line].join("\n");
-        for mut chunk in chunk_markdown(&text, params) {
+        for mut chunk in chunk_markdown_2026_9(&text, params) {
             chunk.start_line += entry.start_line - 1;
             chunk.end_line += entry.start_line - 1;
             out.push(chunk);
@@ -124,7 +124,8 @@ pub fn chunk_entries(content: &str, params: ChunkParams) -> Vec<Chunk> {
 struct Segment<'a> {
     text: &'a str,
     line: usize,
-    /// `len_utf16 + 1`: the segment plus its newline.
+    /// The segment's budget (UTF-16 units, or 2026.9's weighted characters) plus its
+    /// newline.
     cost: usize,
 }
 
@@ -218,9 +219,256 @@ fn push_chunk(segments: &[Segment], out: &mut Vec<Chunk>) {
     });
 }
 
+/// Splits `content` into chunks as OpenClaw 2026.9's `chunkMarkdown` does (its chunking
+/// version 5): the budget counts [`weighted_chars`] (a common CJK character as four, as
+/// most tokenizers spend more on it), and the overlap carried into the next chunk stays
+/// within `min(overlap, max − the next line)`: whole lines from the end while they fit,
+/// else the tail of the last line alone.
+pub fn chunk_markdown_2026_9(content: &str, params: ChunkParams) -> Vec<Chunk> {
+    let max_chars = params.max_chars();
+    let overlap_chars = params.overlap_chars();
+    let mut chunks = Vec::new();
+    let mut current: Vec<Segment> = Vec::new();
+    let mut current_cost = 0usize;
+    for (index, line) in content.split('\n').enumerate() {
+        for segment in split_line_weighted(line, index + 1, max_chars) {
+            if current_cost + segment.cost > max_chars && !current.is_empty() {
+                push_chunk(&current, &mut chunks);
+                let window = overlap_chars.min(max_chars.saturating_sub(segment.cost));
+                (current, current_cost) = carry_overlap(&current, window);
+            }
+            current_cost += segment.cost;
+            current.push(segment);
+        }
+    }
+    push_chunk(&current, &mut chunks);
+    chunks
+}
+
+/// A line cut into segments of at most `max_chars` weighted characters (and UTF-16 units),
+/// never splitting a character; an empty line is one empty segment.
+fn split_line_weighted(line: &str, line_no: usize, max_chars: usize) -> Vec<Segment<'_>> {
+    let mut out = Vec::new();
+    // First at most `max_chars` UTF-16 units, as OpenClaw slices; then by weight.
+    for coarse in split_line(line, line_no, max_chars) {
+        let weight = weighted_chars(coarse.text);
+        if weight <= max_chars {
+            out.push(Segment {
+                cost: weight + 1,
+                ..coarse
+            });
+            continue;
+        }
+        let (mut start, mut chars) = (0, 0);
+        for (byte, ch) in coarse.text.char_indices() {
+            let w = char_weight(ch);
+            if chars + w > max_chars {
+                out.push(Segment {
+                    text: &coarse.text[start..byte],
+                    line: line_no,
+                    cost: chars + 1,
+                });
+                (start, chars) = (byte, 0);
+            }
+            chars += w;
+        }
+        out.push(Segment {
+            text: &coarse.text[start..],
+            line: line_no,
+            cost: chars + 1,
+        });
+    }
+    out
+}
+
+/// The segments kept as the next chunk's start, and their cost: whole segments from the
+/// end while they fit in `window`, or, when the last alone does not, its tail.
+fn carry_overlap<'a>(current: &[Segment<'a>], window: usize) -> (Vec<Segment<'a>>, usize) {
+    let mut kept: Vec<Segment<'a>> = Vec::new();
+    let mut acc = 0;
+    if window == 0 {
+        return (kept, 0);
+    }
+    for segment in current.iter().rev() {
+        let remaining = window - acc;
+        if segment.cost > remaining {
+            if kept.is_empty() {
+                let tail = tail_within(segment.text, remaining.saturating_sub(1));
+                if !tail.is_empty() {
+                    let cost = weighted_chars(tail) + 1;
+                    kept.push(Segment {
+                        text: tail,
+                        line: segment.line,
+                        cost,
+                    });
+                    acc += cost;
+                }
+            }
+            break;
+        }
+        acc += segment.cost;
+        kept.push(*segment);
+        if acc >= window {
+            break;
+        }
+    }
+    kept.reverse();
+    (kept, acc)
+}
+
+/// The longest tail of `text` weighing at most `budget`.
+fn tail_within(text: &str, budget: usize) -> &str {
+    let mut acc = 0;
+    let mut start = text.len();
+    for (byte, ch) in text.char_indices().rev() {
+        acc += char_weight(ch);
+        if acc > budget {
+            break;
+        }
+        start = byte;
+    }
+    &text[start..]
+}
+
+/// OpenClaw's weighted length of `text` (`estimateStringChars`): one per UTF-16 unit,
+/// more for the characters tokenizers spend more on (see [`char_weight`]).
+pub fn weighted_chars(text: &str) -> usize {
+    text.chars().map(char_weight).sum()
+}
+
+/// One character's weight: common CJK, Hangul and full-width forms 4; rarer BMP CJK 12;
+/// the width-compatibility and modifier set 8; supplementary ideographs 12 or 16; any other
+/// character its UTF-16 length.
+fn char_weight(ch: char) -> usize {
+    const COMMON: &[(u32, u32)] = &[
+        (183, 183),
+        (12288, 12703),
+        (19968, 40869),
+        (44032, 55215),
+        (65281, 65376),
+    ];
+    const RARE_BMP: &[(u32, u32)] = &[
+        (4352, 4607),
+        (11904, 12287),
+        (12704, 19967),
+        (40870, 40959),
+        (40960, 42239),
+        (42752, 42759),
+        (43360, 43391),
+        (55216, 55295),
+        (63744, 64255),
+    ];
+    const TWO_TOKEN: &[(u32, u32)] = &[
+        (711, 711),
+        (713, 715),
+        (729, 729),
+        (746, 747),
+        (773, 773),
+        (803, 803),
+        (65040, 65103),
+        (65377, 65500),
+        (65504, 65510),
+    ];
+    const THREE_TOKEN_SUPPLEMENTARY: &[(u32, u32)] = &[(119648, 119665)];
+    const SUPPLEMENTARY: &[(u32, u32)] = &[
+        (94176, 94207),
+        (110576, 110591),
+        (110592, 110959),
+        (127488, 127743),
+        (131072, 195103),
+        (196608, 210047),
+    ];
+    let c = ch as u32;
+    if c < 128 {
+        return 1;
+    }
+    let within = |ranges: &[(u32, u32)]| ranges.iter().any(|&(a, b)| (a..=b).contains(&c));
+    match () {
+        _ if within(COMMON) => 4,
+        _ if within(RARE_BMP) => 12,
+        _ if within(TWO_TOKEN) => 8,
+        _ if within(THREE_TOKEN_SUPPLEMENTARY) => 12,
+        _ if within(SUPPLEMENTARY) => 16,
+        _ => ch.len_utf16(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weights_as_openclaw_counts_them() {
+        let cases = [
+            ("abc", 3),
+            ("é", 1),
+            ("京都", 8),
+            ("한국어", 12),
+            ("ㄱ", 4),
+            ("·", 4),
+            ("Ａ", 4),
+            ("ﾊ", 8),
+            ("ˇ", 8),
+            ("ꀀ", 12),
+            ("𠀀", 16),
+            ("😀", 2),
+            ("𝍠", 12),
+        ];
+        for (text, want) in cases {
+            assert_eq!(weighted_chars(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn openclaw_2026_9_chunks_weigh_cjk_and_bound_the_overlap() {
+        let ranges = |chunks: Vec<Chunk>| -> Vec<(usize, usize)> {
+            chunks.iter().map(|c| (c.start_line, c.end_line)).collect()
+        };
+        // 50 ideographs a line: 7 lines a chunk, one line carried over.
+        let cjk = format!("{}\n", "京".repeat(50)).repeat(20);
+        assert_eq!(
+            ranges(chunk_markdown_2026_9(&cjk, ChunkParams::default())),
+            [(1, 7), (7, 13), (13, 19), (19, 21)]
+        );
+        // Counted in UTF-16 units (the documented chunker), the same text is one chunk.
+        assert_eq!(
+            ranges(chunk_markdown(&cjk, ChunkParams::default())),
+            [(1, 21)]
+        );
+        // Before a 1,401-character line, only the tail of line 3 fits the overlap.
+        let text = [
+            "alpha ".repeat(50),
+            "bravo ".repeat(50),
+            "charlie ".repeat(37),
+            "d".repeat(1401),
+        ]
+        .join("\n");
+        let chunks = chunk_markdown_2026_9(&text, ChunkParams::default());
+        assert_eq!(ranges(chunks.clone()), [(1, 3), (3, 4)]);
+        let (tail, _) = chunks[1].text.split_once('\n').unwrap();
+        assert_eq!(tail.len(), 197, "the tail within min(320, 1600 - 1402) - 1");
+        assert!("charlie ".repeat(37).ends_with(tail));
+        assert_eq!(
+            ranges(chunk_markdown(&text, ChunkParams::default())),
+            [(1, 3), (2, 4)]
+        );
+        // A line over the budget is cut by weight: 400 ideographs in 1,600-weight pieces.
+        let wide = "京".repeat(800);
+        let pieces: Vec<usize> = chunk_markdown_2026_9(&wide, ChunkParams::default())
+            .iter()
+            .map(|c| weighted_chars(&c.text))
+            .collect();
+        assert!(pieces.iter().all(|&w| w <= 1600), "{pieces:?}");
+        // No overlap at all: nothing carried.
+        let params = ChunkParams {
+            tokens: 400,
+            overlap: 0,
+        };
+        assert_eq!(
+            ranges(chunk_markdown_2026_9(&cjk, params)),
+            [(1, 7), (8, 14), (15, 21)]
+        );
+    }
     use proptest::prelude::*;
 
     #[test]

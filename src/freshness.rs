@@ -169,7 +169,7 @@ impl Agent {
                 .settings
                 .semantics
                 .is_2026_9()
-                .then(|| "openclaw-2026.9".to_string()),
+                .then(|| "openclaw-2026.9-v5".to_string()),
         }
     }
 

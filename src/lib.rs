@@ -85,7 +85,9 @@ use config::Settings;
 use freshness::Agent;
 
 pub use builder::MemoryBuilder;
-pub use chunk::{chunk_markdown, Chunk, ChunkParams};
+pub use chunk::{
+    chunk_entries, chunk_markdown, chunk_markdown_2026_9, weighted_chars, Chunk, ChunkParams,
+};
 pub use digest::sha256_hex;
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderChoice, Embedding};
 pub use error::{Error, Result};

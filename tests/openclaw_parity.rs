@@ -410,6 +410,43 @@ fn cases() -> Vec<Case> {
         "nebula rotation",
         vec![Field(topic, "provenance")],
     ));
+    // Chunk boundaries (OpenClaw's chunking version 5): a common CJK character weighs 4 in
+    // the 1,600-character budget, so 7 lines of 50 ideographs fill a chunk (not 31).
+    let cjk: String = (1..=30)
+        .map(|i| {
+            let marker = if i == 20 { " zebra" } else { "" };
+            format!("{}{marker}\n", "京".repeat(50))
+        })
+        .collect();
+    cases.push(Case {
+        files: vec![("memory/kyoto.md", cjk)],
+        ..case(
+            "chunks-cjk-weighted",
+            "a CJK line costs 4 per ideograph: the hit on line 20 cites lines 19-25",
+            &[],
+            "zebra",
+            vec![SameHits],
+        )
+    });
+    // The overlap carried into the next chunk stays within the room the next line leaves:
+    // only the tail of line 3 before a 1,400-character line (not lines 2 and 3).
+    let long: String = [
+        "alpha ".repeat(50),
+        "bravo ".repeat(50),
+        "charlie ".repeat(37),
+        format!("{}yak", "delta ".repeat(233)),
+    ]
+    .join("\n");
+    cases.push(Case {
+        files: vec![("memory/long.md", long)],
+        ..case(
+            "chunks-bounded-overlap",
+            "the overlap fits min(overlap, max - next line): the hit cites lines 3-4",
+            &[],
+            "yak",
+            vec![SameHits],
+        )
+    });
     cases
 }
 

@@ -34,8 +34,9 @@ pub struct Identity {
     /// Vector dimensions, when there is an embedder.
     #[serde(default)]
     pub dims: Option<usize>,
-    /// How files become chunks, when not as documented: `openclaw-2026.9` (curated files
-    /// per entry, annotations read and cut from the text).
+    /// How files become chunks, when not as documented: `openclaw-2026.9-v5` (OpenClaw's
+    /// chunking version 5: curated files per entry, annotations read and cut from the text,
+    /// CJK-weighted budgets and bounded overlap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunking: Option<String>,
 }

@@ -4,7 +4,9 @@
 //! transcript waits.
 
 use crate::annotation::{self, Annotations};
-use crate::chunk::{chunk_entries, chunk_markdown, entries, Chunk, ChunkParams, Entry};
+use crate::chunk::{
+    chunk_entries, chunk_markdown, chunk_markdown_2026_9, entries, Chunk, ChunkParams, Entry,
+};
 use crate::clock;
 use crate::config::{Semantics, SessionSyncSettings};
 use crate::digest::sha256_hex;
@@ -127,7 +129,11 @@ pub(super) fn chunk_file(
         SourceKind::Memory => (plain(chunk_markdown(text, params)), Vec::new()),
         SourceKind::Sessions => {
             let transcript = transcript::transcript(text, &file.rel_path);
-            let chunks = chunk_markdown(&transcript.text, params)
+            let chunker = match semantics.is_2026_9() {
+                true => chunk_markdown_2026_9,
+                false => chunk_markdown,
+            };
+            let chunks = chunker(&transcript.text, params)
                 .into_iter()
                 .map(|mut chunk| {
                     let annotations = Annotations {
@@ -151,7 +157,7 @@ fn annotated_chunks(path: &str, text: &str, params: ChunkParams) -> Vec<(Chunk, 
     let curated = annotation::is_curated(path);
     let chunks = match curated {
         true => chunk_entries(&stripped, params),
-        false => chunk_markdown(&stripped, params),
+        false => chunk_markdown_2026_9(&stripped, params),
     };
     let entries: Vec<Entry> = match curated {
         true => entries(&stripped)

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use memoria::config::Settings;
-use memoria::{chunk_markdown, ChunkParams};
+use memoria::{chunk_entries, chunk_markdown, chunk_markdown_2026_9, ChunkParams};
 
 use crate::args::Chunks;
 use crate::render::count;
@@ -35,7 +35,16 @@ pub fn chunks(settings: &Settings, args: &Chunks) -> Result<ExitCode> {
         tokens: settings.chunking.tokens,
         overlap: settings.chunking.overlap,
     };
-    let chunks = chunk_markdown(&text, params);
+    // As the index chunks it: OpenClaw 2026.9's chunker under the newer layout (MEMORY.md
+    // and USER.md per entry), the documented one otherwise.
+    let curated = ["MEMORY.md", "USER.md"]
+        .iter()
+        .any(|f| args.file == Path::new(f));
+    let chunks = match settings.semantics.is_2026_9() {
+        true if curated => chunk_entries(&text, params),
+        true => chunk_markdown_2026_9(&text, params),
+        false => chunk_markdown(&text, params),
+    };
     if args.json {
         let rows: Vec<serde_json::Value> = chunks
             .iter()
