@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::config::{self, Env, ProviderKind, Settings};
 use crate::embed::{Embedder, EmbedderChoice};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::Memory;
 
 /// Opens a [`Memory`]: see [`Memory::builder`].
@@ -77,7 +77,7 @@ impl MemoryBuilder {
 
     /// The local EmbeddingGemma model: a sentence-transformers directory or a GGUF file.
     /// Named this way it must load: [`open`](Self::open) fails with
-    /// [`Error::ModelUnavailable`] when it cannot.
+    /// [`Error::ModelUnavailable`](crate::Error::ModelUnavailable) when it cannot.
     pub fn model(mut self, path: impl Into<PathBuf>) -> Self {
         self.model = Some(path.into());
         self
@@ -135,14 +135,8 @@ impl MemoryBuilder {
             },
         };
         let memory = Memory::open_with(settings, choice)?;
-        if must_load && memory.embedder().is_none() {
-            let reason = memory
-                .status()?
-                .fallback
-                .map_or_else(|| "it could not be loaded".into(), |f| f.reason);
-            return Err(Error::ModelUnavailable {
-                reason: reason.trim_end_matches("; keyword search only").to_string(),
-            });
+        if must_load {
+            memory.require_embedder()?;
         }
         Ok(memory)
     }

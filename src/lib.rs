@@ -196,6 +196,12 @@ impl Memory {
         self.agent.resolved().embedder.as_ref()
     }
 
+    /// The embedder in use (loading it on first call), or
+    /// [`Error::ModelUnavailable`] with why the configured one cannot serve.
+    pub fn require_embedder(&self) -> Result<&Arc<dyn Embedder>> {
+        self.agent.resolved().require()
+    }
+
     /// The index identity under the current settings and embedder.
     pub fn identity(&self) -> Identity {
         self.agent.identity()

@@ -410,31 +410,14 @@ pub(crate) fn wiki_get(
             fields: Default::default(),
         }),
     };
-    let Some(vault) = settings.wiki_vault() else {
-        return not_found(
-            "the wiki corpus is off: plugins.entries.memory-wiki.enabled is false".into(),
-        );
-    };
-    let pages = match wiki::pages(&vault) {
-        Ok(Some(pages)) => pages,
-        Ok(None) => {
-            return not_found(format!(
-                "there is no memory-wiki vault at {}",
-                vault.display()
-            ))
-        }
-        Err(err) => {
-            return not_found(format!(
-                "the memory-wiki vault at {} cannot be read: {err}",
-                vault.display()
-            ))
-        }
+    let vault = settings.wiki_vault();
+    let pages = match wiki::vault_pages(vault.as_deref()) {
+        Ok(pages) => pages,
+        Err(why) => return not_found(why),
     };
     let Some(page) = wiki::lookup(&pages, lookup).and_then(|i| pages.into_iter().nth(i)) else {
         return not_found(format!(
-            "no page of the memory-wiki vault at {} is named {lookup:?} (by path, file name \
-             or id)",
-            vault.display()
+            "no page of the memory-wiki vault is named {lookup:?} (by path, file name or id)"
         ));
     };
     let from = from.unwrap_or(1).max(1) as usize;

@@ -58,29 +58,10 @@ fn merge_wiki(agent: &Agent, query: &str, options: &SearchOptions, response: &mu
             response.warning = Some(why);
         }
     };
-    let Some(vault) = agent.settings().wiki_vault() else {
-        return say(
-            response,
-            "the wiki corpus is off: plugins.entries.memory-wiki.enabled is false".into(),
-        );
-    };
-    let pages = match wiki::pages(&vault) {
-        Ok(Some(pages)) => pages,
-        Ok(None) => {
-            return say(
-                response,
-                format!(
-                    "the wiki corpus is empty: there is no memory-wiki vault at {} (the                      memory-wiki plugin creates it; plugins.entries.memory-wiki.config.vault                      sets where)",
-                    vault.display()
-                ),
-            )
-        }
-        Err(err) => {
-            return say(
-                response,
-                format!("the memory-wiki vault at {} cannot be read: {err}", vault.display()),
-            )
-        }
+    let vault = agent.settings().wiki_vault();
+    let pages = match wiki::vault_pages(vault.as_deref()) {
+        Ok(pages) => pages,
+        Err(why) => return say(response, why),
     };
     let count = pages.len();
     let hits: Vec<Hit> = wiki::search(pages, query)
@@ -91,8 +72,8 @@ fn merge_wiki(agent: &Agent, query: &str, options: &SearchOptions, response: &mu
         return say(
             response,
             format!(
-                "no wiki page matches: none of the {count} pages of the vault at {} holds                  the query or every word of it",
-                vault.display()
+                "no wiki page matches: none of the {count} pages of the vault holds the \
+                 query or every word of it"
             ),
         );
     }

@@ -80,6 +80,26 @@ pub struct WikiHit {
     pub line: usize,
 }
 
+/// The pages of the vault at `vault` (`None`: the memory-wiki plugin is disabled), or why
+/// there are none to read, in words for the user.
+pub fn vault_pages(vault: Option<&Path>) -> Result<Vec<Page>, String> {
+    let Some(vault) = vault else {
+        return Err("the wiki corpus is off: plugins.entries.memory-wiki.enabled is false".into());
+    };
+    match pages(vault) {
+        Ok(Some(pages)) => Ok(pages),
+        Ok(None) => Err(format!(
+            "there is no memory-wiki vault at {} (the memory-wiki plugin creates it; \
+             plugins.entries.memory-wiki.config.vault sets where)",
+            vault.display()
+        )),
+        Err(err) => Err(format!(
+            "the memory-wiki vault at {} cannot be read: {err}",
+            vault.display()
+        )),
+    }
+}
+
 /// Every page of the vault at `root`, sorted by path; `Ok(None)` when there is no vault.
 /// Unreadable pages and symbolic links are skipped (OpenClaw skips them too).
 pub fn pages(root: &Path) -> std::io::Result<Option<Vec<Page>>> {

@@ -86,6 +86,22 @@ impl ResolvedEmbedder {
         }
     }
 
+    /// The embedder, or [`Error::ModelUnavailable`](crate::Error::ModelUnavailable) with
+    /// why the configured one cannot serve.
+    pub(crate) fn require(&self) -> crate::Result<&Arc<dyn Embedder>> {
+        self.embedder.as_ref().ok_or_else(|| {
+            let reason = self.fallback.as_ref().map_or_else(
+                || "no embedding provider is configured (provider none)".to_string(),
+                |f| {
+                    f.reason
+                        .trim_end_matches("; keyword search only")
+                        .to_string()
+                },
+            );
+            crate::Error::ModelUnavailable { reason }
+        })
+    }
+
     /// The remote provider's batch API state (`remote.batch`), when it has one.
     pub(crate) fn batch_state(&self) -> Option<String> {
         #[cfg(feature = "remote")]

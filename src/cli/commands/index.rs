@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{Context, Result};
 use std::fmt::Write;
 
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
@@ -40,13 +40,8 @@ pub fn index(memory: Memory, force: bool, model_flag: bool) -> Result<ExitCode> 
         && (model_flag
             || settings.provider == ProviderKind::Local
             || settings.local.model_path.is_some());
-    if explicit && memory.embedder().is_none() {
-        let why = memory
-            .status()?
-            .fallback
-            .map_or_else(|| "it could not be loaded".to_string(), |f| f.reason);
-        let why = why.trim_end_matches("; keyword search only");
-        bail!("the local embedding model cannot serve, so nothing was indexed: {why}");
+    if explicit {
+        memory.require_embedder().context("nothing was indexed")?;
     }
     let bar = ProgressBar::new(0);
     bar.set_style(
