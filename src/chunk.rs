@@ -102,7 +102,7 @@ pub fn entries(content: &str) -> Vec<Entry> {
     out
 }
 
-/// Chunks a curated memory file per entry (OpenClaw 2026.9): each [`Entry`] is chunked on
+/// Chunks a curated memory file per entry (OpenClaw 2026.9): each entry is chunked on
 /// its own, as [`chunk_markdown_2026_9`] chunks a file, so no chunk spans two entries and
 /// no overlap crosses from one to the next.
 pub fn chunk_entries(content: &str, params: ChunkParams) -> Vec<Chunk> {
@@ -331,7 +331,9 @@ fn tail_within(text: &str, budget: usize) -> &str {
 }
 
 /// OpenClaw's weighted length of `text` (`estimateStringChars`): one per UTF-16 unit,
-/// more for the characters tokenizers spend more on (see [`char_weight`]).
+/// more for the characters tokenizers spend more on: common CJK, Hangul and full-width
+/// forms 4, rarer BMP CJK 12, width-compatibility and modifier forms 8, supplementary
+/// ideographs 12 or 16.
 pub fn weighted_chars(text: &str) -> usize {
     text.chars().map(char_weight).sum()
 }
