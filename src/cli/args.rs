@@ -141,6 +141,10 @@ pub enum Command {
     /// memory_get, memory_append, memory_context, sessions_search and memory_status, with a
     /// warm model and a live sync per agent (repeat --agent to serve several).
     Mcp,
+    /// Serve over HTTP: OpenAI-compatible embeddings (POST /v1/embeddings, GET /v1/models,
+    /// GET /health) from the local model, and the memory tools over MCP's streamable HTTP
+    /// at /mcp; one process, one loaded model, a live sync per agent.
+    Serve(Serve),
     /// Show the chunks memoria makes of one Markdown file.
     Chunks(Chunks),
     /// Print the project key of the repository at or above DIR (default: the current
@@ -227,6 +231,16 @@ pub struct Search {
     /// Print the memory_search tool payload verbatim.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct Serve {
+    /// Address to listen on (a non-loopback one needs --token).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:19433")]
+    pub listen: std::net::SocketAddr,
+    /// Require `Authorization: Bearer TOKEN` on every endpoint but /health.
+    #[arg(long, value_name = "TOKEN", env = "MEMORIA_SERVE_TOKEN")]
+    pub token: Option<String>,
 }
 
 #[derive(Args)]

@@ -13,6 +13,7 @@ mod commands;
 mod daily;
 mod mcp;
 mod render;
+mod serve;
 mod setup;
 mod tool_args;
 
@@ -61,6 +62,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     let settings = || setup::settings(cli);
     match &cli.command {
         Command::Mcp => live::mcp(cli),
+        Command::Serve(args) => live::serve(cli, args),
         Command::Doctor => doctor::doctor(cli, single_agent(cli)?),
         Command::Watch => live::watch(open_memory(cli, settings()?)?),
         Command::Index(args) => index::index(

@@ -86,9 +86,9 @@ impl ResolvedEmbedder {
         }
     }
 
-    /// The embedder, or [`Error::ModelUnavailable`](crate::Error::ModelUnavailable) with
+    /// The embedder, or [`Error::ModelUnavailable`](crate::error::Error::ModelUnavailable) with
     /// why the configured one cannot serve.
-    pub(crate) fn require(&self) -> crate::Result<&Arc<dyn Embedder>> {
+    pub(crate) fn require(&self) -> crate::error::Result<&Arc<dyn Embedder>> {
         self.embedder.as_ref().ok_or_else(|| {
             let reason = self.fallback.as_ref().map_or_else(
                 || "no embedding provider is configured (provider none)".to_string(),
@@ -98,7 +98,7 @@ impl ResolvedEmbedder {
                         .to_string()
                 },
             );
-            crate::Error::ModelUnavailable { reason }
+            crate::error::Error::ModelUnavailable { reason }
         })
     }
 

@@ -1,16 +1,18 @@
-//! The long-running commands: `memoria watch` (the live sync in the foreground) and
-//! `memoria mcp` (the MCP server, one live sync per agent), and how they stop.
+//! The long-running commands: `memoria watch` (the live sync in the foreground),
+//! `memoria mcp` (the MCP server over stdio, one live sync per agent) and `memoria serve`
+//! (embeddings and MCP over HTTP), and how they stop.
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use memoria::Memory;
 
-use crate::args::Cli;
+use crate::args::{Cli, Serve};
 use crate::render::live_line;
-use crate::{mcp, setup};
+use crate::setup::model_search;
+use crate::{mcp, serve, setup};
 
 /// `memoria watch`: the live sync in the foreground, one line per event.
 pub fn watch(memory: Memory) -> Result<ExitCode> {
@@ -24,6 +26,78 @@ pub fn watch(memory: Memory) -> Result<ExitCode> {
 /// `memoria mcp`: one memory and one live sync per agent, served over stdio until the client
 /// closes the stream, Ctrl-C or SIGTERM.
 pub fn mcp(cli: &Cli) -> Result<ExitCode> {
+    let (agents, live) = served_agents(cli)?;
+    let runtime = runtime()?;
+    runtime.block_on(mcp::serve(mcp::Server::new(agents), shutdown_signal()))?;
+    stop_live(&runtime, live)
+}
+
+/// `memoria serve`: embeddings and the memory tools over HTTP until Ctrl-C or SIGTERM
+/// (requests in flight finish; then the live syncs stop as `mcp`'s do).
+pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
+    if !serve::is_loopback(&args.listen) && args.token.is_none() {
+        bail!(
+            "--listen {} is not a loopback address: give --token (or MEMORIA_SERVE_TOKEN) so \
+             that only clients with it are served",
+            args.listen
+        );
+    }
+    let (agents, live) = served_agents(cli)?;
+    let shared = Arc::new(serve::Shared {
+        model: OnceLock::new(),
+        load_error: OnceLock::new(),
+        token: args.token.clone(),
+        loopback: serve::is_loopback(&args.listen),
+    });
+    // The model loads while the server already answers /health (503 until it is ready).
+    let settings = agents[0].memory.settings().clone();
+    let location =
+        model_search(cli, &settings).and_then(|search| Ok(memoria::gemma::resolve_model(&search)?));
+    let loading = shared.clone();
+    std::thread::spawn(move || {
+        let loaded = location.and_then(|location| {
+            memoria::embed::load_local_on(&location.dir)
+                .with_context(|| format!("{}: cannot load the model", location.dir.display()))
+        });
+        match loaded {
+            Ok((embedder, device)) => {
+                eprintln!("memoria serve: model ready on {device}");
+                let _ = loading.model.set(serve::Batcher::start(embedder));
+            }
+            Err(err) => {
+                eprintln!("memoria serve: the model cannot load: {err:#}");
+                let _ = loading.load_error.set(format!("{err:#}"));
+            }
+        }
+    });
+    let runtime = runtime()?;
+    let router = serve::router(shared, mcp::Server::new(agents));
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("listening on {}", args.listen))?;
+        let addr = listener.local_addr().context("the listening address")?;
+        eprintln!(
+            "memoria serve: listening on http://{addr} (POST /v1/embeddings, GET /v1/models, \
+             GET /health, MCP at /mcp){}",
+            if args.token.is_some() {
+                "; a Bearer token is required"
+            } else {
+                ""
+            }
+        );
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async {
+                let _ = shutdown_signal().await;
+            })
+            .await
+            .context("the HTTP server failed")
+    })?;
+    stop_live(&runtime, live)
+}
+
+/// One memory and one live sync per `--agent` (each once).
+fn served_agents(cli: &Cli) -> Result<(Vec<mcp::Agent>, Vec<memoria::LiveSync>)> {
     let mut ids: Vec<&str> = Vec::new();
     for id in &cli.agent {
         if !ids.contains(&id.as_str()) {
@@ -48,9 +122,7 @@ pub fn mcp(cli: &Cli) -> Result<ExitCode> {
             memory,
         });
     }
-    let runtime = runtime()?;
-    runtime.block_on(mcp::serve(mcp::Server::new(agents), shutdown_signal()))?;
-    stop_live(&runtime, live)
+    Ok((agents, live))
 }
 
 /// Stops the live syncs: a sync in progress finishes first, unless a second Ctrl-C or

@@ -1,0 +1,130 @@
+use super::*;
+
+fn parse(body: Value) -> Result<EmbeddingsRequest, ApiError> {
+    parse_request(body.to_string().as_bytes(), 768)
+}
+
+#[test]
+fn requests_are_read_as_openai_writes_them() {
+    let ok = parse(json!({"model": "embeddinggemma-300m", "input": "hello"})).unwrap();
+    assert_eq!(ok.texts, ["hello"]);
+    assert_eq!(
+        (ok.base64, ok.dimensions, ok.kind),
+        (false, None, EmbedKind::Document)
+    );
+    let ok = parse(
+        json!({"model": "google/embeddinggemma-300m", "input": ["a", "b"],
+        "encoding_format": "base64", "dimensions": 256, "input_type": "query", "user": "u"}),
+    )
+    .unwrap();
+    assert_eq!(
+        (ok.texts.len(), ok.base64, ok.dimensions, ok.kind),
+        (2, true, Some(256), EmbedKind::Query)
+    );
+    assert_eq!(
+        parse(json!({"model": "embeddinggemma", "input": "x", "task": "passage"}))
+            .unwrap()
+            .kind,
+        EmbedKind::Document
+    );
+    let cases = [
+        (json!({"input": "x"}), 400, "`model` is required"),
+        (
+            json!({"model": "gpt-4", "input": "x"}),
+            404,
+            "The model `gpt-4` does not exist",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": []}),
+            400,
+            "empty list",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": [1, 2, 3]}),
+            400,
+            "token arrays are not supported",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": [[1, 2]]}),
+            400,
+            "token arrays are not supported",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": 7}),
+            400,
+            "a string or a list of strings",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": ["a", 1]}),
+            400,
+            "a string or a list of strings",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": ""}),
+            400,
+            "empty string",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": vec!["x"; 2049]}),
+            400,
+            "at most 2048",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": "x", "dimensions": 300}),
+            400,
+            "`dimensions` must be one of",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": "x", "dimensions": "256"}),
+            400,
+            "`dimensions` must be one of",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": "x", "encoding_format": "hex"}),
+            400,
+            "`encoding_format`",
+        ),
+        (
+            json!({"model": "embeddinggemma", "input": "x", "input_type": "code"}),
+            400,
+            "`input_type`",
+        ),
+        (json!(["not", "an", "object"]), 400, "a JSON object"),
+    ];
+    for (body, status, message) in cases {
+        let error = parse(body.clone()).unwrap_err();
+        assert_eq!(error.status.as_u16(), status, "{body}");
+        assert!(error.message.contains(message), "{body}: {}", error.message);
+    }
+    let err = parse_request(b"{not json", 768).unwrap_err();
+    assert_eq!(err.status, StatusCode::BAD_REQUEST);
+}
+
+#[test]
+fn local_hosts() {
+    for host in [
+        "localhost",
+        "localhost:8080",
+        "127.0.0.1",
+        "127.0.0.1:19433",
+        "[::1]",
+        "[::1]:80",
+        "LOCALHOST",
+    ] {
+        assert!(is_local_host(host), "{host}");
+    }
+    for host in [
+        "example.com",
+        "evil.localhost.example",
+        "10.0.0.2:80",
+        "",
+        "127.0.0.1.nip.io",
+    ] {
+        assert!(!is_local_host(host), "{host}");
+    }
+}
+
+#[test]
+fn base64_is_little_endian_f32() {
+    assert_eq!(base64_f32(&[1.0]), "AACAPw==");
+}
