@@ -330,3 +330,75 @@ fn openai_and_mcp_clients_get_what_the_cli_gives() {
     assert_eq!(mcp["results"], cli["results"]);
     assert!(server.stop().success(), "a graceful stop on SIGTERM");
 }
+
+/// The real OpenClaw (`openclaw@2026.9.6`) with `provider: "openai-compatible"` pointed at
+/// `memoria serve`: its index embeds through memoria and its search is hybrid.
+#[test]
+fn openclaw_embeds_through_memoria_serve() {
+    let (Ok(model), Ok(node), Ok(entry)) = (
+        std::env::var("MEMORIA_TEST_MODEL_DIR"),
+        std::env::var("OPENCLAW_NODE"),
+        std::env::var("OPENCLAW_ENTRY"),
+    ) else {
+        eprintln!(
+            "note: the model or OpenClaw (OPENCLAW_NODE / OPENCLAW_ENTRY) is missing; skipping"
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join("memoria"), &["--model", &model], &[]);
+    assert_eq!(server.wait_for_model().0, 200);
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(ws.join("memory")).unwrap();
+    for entry in std::fs::read_dir(example_workspace().join("memory")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, ws.join("memory").join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let config = json!({
+        "agents": {"defaults": {"workspace": ws}},
+        "memory": {"search": {
+            "provider": "openai-compatible", "model": "embeddinggemma-300m",
+            "remote": {"baseUrl": format!("http://{}/v1", server.addr)},
+            "queryInputType": "query", "documentInputType": "passage",
+        }},
+        "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": false}}}}},
+    });
+    let config_path = tmp.path().join("openclaw.json");
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+    let openclaw = |args: &[&str]| {
+        Command::new(&node)
+            .arg(&entry)
+            .args(args)
+            .env("OPENCLAW_STATE_DIR", tmp.path().join("openclaw-state"))
+            .env("OPENCLAW_CONFIG_PATH", &config_path)
+            .env("HOME", tmp.path().join("home"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let index = openclaw(&["memory", "index"]);
+    let said = String::from_utf8_lossy(&index.stdout);
+    assert!(
+        index.status.success() && said.contains("files indexed"),
+        "{said}"
+    );
+    let search = openclaw(&[
+        "memory",
+        "search",
+        "when was the postgres cutover",
+        "--json",
+    ]);
+    let payload: Value = serde_json::from_slice(&search.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&search.stderr)));
+    assert!(payload.get("warning").is_none(), "{payload:#}");
+    let first = &payload["results"][0];
+    assert_eq!(first["path"], "memory/2026-11-20.md", "{payload:#}");
+    assert!(
+        first["vectorScore"].as_f64().unwrap() > 0.3,
+        "hybrid: {first:#}"
+    );
+    assert!(server.stop().success());
+}
