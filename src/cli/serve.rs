@@ -18,9 +18,8 @@ use std::net::SocketAddr;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::body::Body;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -35,6 +34,9 @@ use crate::mcp;
 
 /// The largest request body read (4 MiB: 2,048 inputs of 2 KB, or one very long text).
 const MAX_BODY: usize = 4 << 20;
+/// A body over [`MAX_BODY`] is still read (and dropped) up to this, so that its client gets
+/// the 413 rather than a connection closed while it sends; past it the connection closes.
+const MAX_DRAINED: usize = 64 << 20;
 /// Characters of one input read: far past the model's 2,048 tokens, which is where every
 /// input ends (`memoria embed`'s rule); tokenizing more would only cost time.
 const MAX_INPUT_CHARS: usize = 65_536;
@@ -221,7 +223,6 @@ pub fn router(shared: Arc<Shared>, mcp_server: mcp::Server) -> Router {
         .nest_service("/mcp", mcp)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
 }
@@ -480,22 +481,10 @@ pub fn parse_request(body: &[u8], dims: usize) -> Result<EmbeddingsRequest, ApiE
     })
 }
 
-async fn embeddings(
-    State(shared): State<Arc<Shared>>,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
+async fn embeddings(State(shared): State<Arc<Shared>>, body: Body) -> Response {
+    let body = match read_body(body).await {
         Ok(body) => body,
-        Err(rejection) => {
-            let status = rejection.status();
-            return error(
-                status,
-                "invalid_request_error",
-                rejection.body_text(),
-                Some("body"),
-                None,
-            );
-        }
+        Err(error) => return error.into_response(),
     };
     let Some(model) = shared.model.get() else {
         return health(State(shared.clone())).await;
@@ -579,6 +568,34 @@ async fn embeddings(
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }))
     .into_response()
+}
+
+/// The request body, at most [`MAX_BODY`] bytes (a larger one is a 413 in OpenAI's shape).
+async fn read_body(mut body: Body) -> Result<Vec<u8>, ApiError> {
+    use http_body_util::BodyExt;
+    let mut data = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| invalid(format!("reading the body failed: {e}"), "body"))?;
+        if let Ok(chunk) = frame.into_data() {
+            seen += chunk.len();
+            if seen <= MAX_BODY {
+                data.extend_from_slice(&chunk);
+            } else if seen > MAX_DRAINED {
+                break;
+            }
+        }
+    }
+    match seen > MAX_BODY {
+        true => Err(api_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!("the body is over {MAX_BODY} bytes"),
+            Some("body"),
+            Some("payload_too_large"),
+        )),
+        false => Ok(data),
+    }
 }
 
 /// The vector as OpenAI's base64: little-endian f32s.
