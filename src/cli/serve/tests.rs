@@ -128,3 +128,83 @@ fn local_hosts() {
 fn base64_is_little_endian_f32() {
     assert_eq!(base64_f32(&[1.0]), "AACAPw==");
 }
+
+/// A model that embeds only when told to, counting the calls and their sizes.
+struct Gate {
+    open: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    calls: std::sync::Mutex<Vec<usize>>,
+}
+
+impl Embedder for Gate {
+    fn embed(&self, texts: &[&str], _: EmbedKind) -> Result<Vec<Embedding>, memoria::EmbedError> {
+        let _ = self.open.lock().unwrap().recv();
+        self.calls.lock().unwrap().push(texts.len());
+        Ok(texts
+            .iter()
+            .map(|_| Embedding {
+                vector: vec![1.0, 0.0],
+                tokens: 3,
+                truncated: false,
+            })
+            .collect())
+    }
+    fn dims(&self) -> usize {
+        2
+    }
+    fn fingerprint(&self) -> &str {
+        "gate"
+    }
+    fn max_tokens(&self) -> usize {
+        2048
+    }
+}
+
+/// Waiting requests are embedded together, and a full queue answers 503 with Retry-After.
+#[test]
+fn requests_share_the_models_batches_and_a_full_queue_says_retry() {
+    let (release, open) = std::sync::mpsc::channel();
+    let gate = Arc::new(Gate {
+        open: std::sync::Mutex::new(open),
+        calls: Default::default(),
+    });
+    let shared = Arc::new(Shared {
+        model: OnceLock::new(),
+        load_error: OnceLock::new(),
+        token: None,
+        loopback: true,
+    });
+    let _ = shared.model.set(Batcher::start(gate.clone()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let body = || Body::from(r#"{"model": "embeddinggemma", "input": ["a", "b"]}"#);
+    runtime.block_on(async {
+        // The first request holds the model; the next ones wait in the queue.
+        let first = tokio::spawn(embeddings(State(shared.clone()), body()));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let mut waiting = Vec::new();
+        for _ in 0..QUEUE {
+            waiting.push(tokio::spawn(embeddings(State(shared.clone()), body())));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let full = embeddings(State(shared.clone()), body()).await;
+        assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(full.headers()[header::RETRY_AFTER], "1");
+        for _ in 0..=QUEUE {
+            release.send(()).unwrap();
+        }
+        assert_eq!(first.await.unwrap().status(), StatusCode::OK);
+        for request in waiting {
+            assert_eq!(request.await.unwrap().status(), StatusCode::OK);
+        }
+    });
+    // 64 waiting requests of 2 texts went to the model in batches of up to 64 texts.
+    let calls = gate.calls.lock().unwrap().clone();
+    assert_eq!(calls[0], 2, "the first request alone");
+    assert!(
+        calls[1..].iter().all(|&n| n > 2),
+        "waiting requests batched together: {calls:?}"
+    );
+    assert_eq!(calls.iter().sum::<usize>(), 2 * (QUEUE + 1));
+}
