@@ -131,18 +131,30 @@ struct Segment<'a> {
 
 /// Splits `content` into chunks exactly as OpenClaw's `chunkMarkdown` does (SPEC §2).
 pub fn chunk_markdown(content: &str, params: ChunkParams) -> Vec<Chunk> {
+    let overlap = params.overlap_chars();
+    chunk_segments(content, params, split_line, |current, _next| {
+        current[overlap_start(current, overlap)..].to_vec()
+    })
+}
+
+/// The chunker both rules share: segments from `split` (a line, its number, the budget)
+/// are added while the budget holds; past it the chunk is pushed and the next one starts
+/// with what `carry` keeps of it (given the segment that did not fit).
+fn chunk_segments<'a, I: IntoIterator<Item = Segment<'a>>>(
+    content: &'a str,
+    params: ChunkParams,
+    split: impl Fn(&'a str, usize, usize) -> I,
+    carry: impl Fn(&[Segment<'a>], &Segment<'a>) -> Vec<Segment<'a>>,
+) -> Vec<Chunk> {
     let max_chars = params.max_chars();
-    let overlap_chars = params.overlap_chars();
     let mut chunks = Vec::new();
     let mut current: Vec<Segment> = Vec::new();
     let mut current_cost = 0usize;
-
     for (index, line) in content.split('\n').enumerate() {
-        for segment in split_line(line, index + 1, max_chars) {
+        for segment in split(line, index + 1, max_chars) {
             if current_cost + segment.cost > max_chars && !current.is_empty() {
                 push_chunk(&current, &mut chunks);
-                let keep = overlap_start(&current, overlap_chars);
-                current.drain(..keep);
+                current = carry(&current, &segment);
                 current_cost = current.iter().map(|s| s.cost).sum();
             }
             current_cost += segment.cost;
@@ -225,24 +237,10 @@ fn push_chunk(segments: &[Segment], out: &mut Vec<Chunk>) {
 /// within `min(overlap, max − the next line)`: whole lines from the end while they fit,
 /// else the tail of the last line alone.
 pub fn chunk_markdown_2026_9(content: &str, params: ChunkParams) -> Vec<Chunk> {
-    let max_chars = params.max_chars();
-    let overlap_chars = params.overlap_chars();
-    let mut chunks = Vec::new();
-    let mut current: Vec<Segment> = Vec::new();
-    let mut current_cost = 0usize;
-    for (index, line) in content.split('\n').enumerate() {
-        for segment in split_line_weighted(line, index + 1, max_chars) {
-            if current_cost + segment.cost > max_chars && !current.is_empty() {
-                push_chunk(&current, &mut chunks);
-                let window = overlap_chars.min(max_chars.saturating_sub(segment.cost));
-                (current, current_cost) = carry_overlap(&current, window);
-            }
-            current_cost += segment.cost;
-            current.push(segment);
-        }
-    }
-    push_chunk(&current, &mut chunks);
-    chunks
+    let (max_chars, overlap) = (params.max_chars(), params.overlap_chars());
+    chunk_segments(content, params, split_line_weighted, |current, next| {
+        carry_overlap(current, overlap.min(max_chars.saturating_sub(next.cost)))
+    })
 }
 
 /// A line cut into segments of at most `max_chars` weighted characters (and UTF-16 units),
@@ -281,28 +279,27 @@ fn split_line_weighted(line: &str, line_no: usize, max_chars: usize) -> Vec<Segm
     out
 }
 
-/// The segments kept as the next chunk's start, and their cost: whole segments from the
-/// end while they fit in `window`, or, when the last alone does not, its tail.
-fn carry_overlap<'a>(current: &[Segment<'a>], window: usize) -> (Vec<Segment<'a>>, usize) {
+/// The segments kept as the next chunk's start: whole segments from the end while they fit
+/// in `window`, or, when the last alone does not, its tail.
+fn carry_overlap<'a>(current: &[Segment<'a>], window: usize) -> Vec<Segment<'a>> {
     let mut kept: Vec<Segment<'a>> = Vec::new();
     let mut acc = 0;
     if window == 0 {
-        return (kept, 0);
+        return kept;
     }
     for segment in current.iter().rev() {
         let remaining = window - acc;
         if segment.cost > remaining {
-            if kept.is_empty() {
-                let tail = tail_within(segment.text, remaining.saturating_sub(1));
-                if !tail.is_empty() {
-                    let cost = weighted_chars(tail) + 1;
-                    kept.push(Segment {
-                        text: tail,
-                        line: segment.line,
-                        cost,
-                    });
-                    acc += cost;
-                }
+            let tail = match kept.is_empty() {
+                true => tail_within(segment.text, remaining.saturating_sub(1)),
+                false => "",
+            };
+            if !tail.is_empty() {
+                kept.push(Segment {
+                    text: tail,
+                    line: segment.line,
+                    cost: weighted_chars(tail) + 1,
+                });
             }
             break;
         }
@@ -313,7 +310,7 @@ fn carry_overlap<'a>(current: &[Segment<'a>], window: usize) -> (Vec<Segment<'a>
         }
     }
     kept.reverse();
-    (kept, acc)
+    kept
 }
 
 /// The longest tail of `text` weighing at most `budget`.

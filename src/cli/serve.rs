@@ -165,17 +165,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// An OpenAI-shaped error response.
-fn error(
-    status: StatusCode,
-    kind: &'static str,
-    message: impl Into<String>,
-    param: Option<&'static str>,
-    code: Option<&'static str>,
-) -> Response {
-    api_error(status, kind, message, param, code).into_response()
-}
-
+/// An OpenAI-shaped error.
 fn api_error(
     status: StatusCode,
     kind: &'static str,
@@ -236,30 +226,32 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         if !is_local_host(host) {
-            return error(StatusCode::FORBIDDEN, "invalid_request_error", format!("Host {host:?} is not this machine: memoria serve on a loopback address answers local names only"), None, Some("forbidden_host"));
+            return api_error(StatusCode::FORBIDDEN, "invalid_request_error", format!("Host {host:?} is not this machine: memoria serve on a loopback address answers local names only"), None, Some("forbidden_host")).into_response();
         }
         if let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
             let host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
             if !is_local_host(host) {
-                return error(
+                return api_error(
                     StatusCode::FORBIDDEN,
                     "invalid_request_error",
                     format!("Origin {origin:?} is not this machine"),
                     None,
                     Some("forbidden_origin"),
-                );
+                )
+                .into_response();
             }
         }
     }
     if let Some(token) = &shared.token {
         if request.uri().path() != "/health" && !bearer_is(headers, token) {
-            return error(
+            return api_error(
                 StatusCode::UNAUTHORIZED,
                 "invalid_request_error",
                 "missing or wrong Authorization: Bearer token (memoria serve --token)",
                 None,
                 Some("invalid_api_key"),
-            );
+            )
+            .into_response();
         }
     }
     next.run(request).await
@@ -291,17 +283,18 @@ fn is_local_host(host: &str) -> bool {
 }
 
 async fn not_found(request: Request) -> Response {
-    error(
+    api_error(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         format!("no route {} {}", request.method(), request.uri().path()),
         None,
         Some("not_found"),
     )
+    .into_response()
 }
 
 async fn method_not_allowed(request: Request) -> Response {
-    error(
+    api_error(
         StatusCode::METHOD_NOT_ALLOWED,
         "invalid_request_error",
         format!(
@@ -312,26 +305,29 @@ async fn method_not_allowed(request: Request) -> Response {
         None,
         Some("method_not_allowed"),
     )
+    .into_response()
 }
 
 async fn health(State(shared): State<Arc<Shared>>) -> Response {
     match (shared.model.get(), shared.load_error.get()) {
         (Some(_), _) => Json(json!({"status": "ok"})).into_response(),
-        (None, Some(why)) => error(
+        (None, Some(why)) => api_error(
             StatusCode::SERVICE_UNAVAILABLE,
             "server_error",
             format!("the model could not load: {why}"),
             None,
             Some("model_unavailable"),
-        ),
+        )
+        .into_response(),
         (None, None) => {
-            let mut response = error(
+            let mut response = api_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "server_error",
                 "the model is loading",
                 None,
                 Some("loading"),
-            );
+            )
+            .into_response();
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -502,47 +498,51 @@ async fn embeddings(State(shared): State<Arc<Shared>>, body: Body) -> Response {
     match model.queue.try_send(job) {
         Ok(()) => {}
         Err(TrySendError::Full(_)) => {
-            let mut response = error(
+            let mut response = api_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "server_error",
                 "the model's queue is full: retry shortly",
                 None,
                 Some("overloaded"),
-            );
+            )
+            .into_response();
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return response;
         }
         Err(TrySendError::Disconnected(_)) => {
-            return error(
+            return api_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "server_error",
                 "the model thread stopped",
                 None,
                 None,
-            );
+            )
+            .into_response();
         }
     }
     let embeddings = match answer.await {
         Ok(Ok(embeddings)) => embeddings,
         Ok(Err(why)) => {
-            return error(
+            return api_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "server_error",
                 format!("embedding failed: {why}"),
                 None,
                 None,
             )
+            .into_response()
         }
         Err(_) => {
-            return error(
+            return api_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "server_error",
                 "the model thread stopped",
                 None,
                 None,
             )
+            .into_response()
         }
     };
     let tokens: usize = embeddings.iter().map(|e| e.tokens).sum();

@@ -153,15 +153,7 @@ impl<'a> Node<'a> {
         }
         node.check_keys(&["source", "provider", "id"])?;
         let source = node
-            .get_choice(
-                "source",
-                &[
-                    ("env", "env"),
-                    ("file", "file"),
-                    ("exec", "exec"),
-                    ("store", "store"),
-                ],
-            )?
+            .get_choice("source", super::secret::SECRET_SOURCES)?
             .ok_or_else(|| ConfigError::invalid(&node.key_path("source"), "missing"))?;
         let id = node
             .get_nonblank("id")?

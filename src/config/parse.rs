@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::error::ConfigError;
 use super::node::{describe, Node};
-use super::secret::{Secret, SecretProvider, SecretProviders, ONE_MIB};
+use super::secret::{Secret, SecretProvider, SecretProviders, ONE_MIB, SECRET_SOURCES};
 use super::settings::*;
 
 const PROVIDERS: &[(&str, ProviderKind)] = &[
@@ -530,15 +530,7 @@ fn parse_secrets(secrets: &Node) -> Result<SecretProviders, ConfigError> {
             continue;
         };
         let source = p
-            .get_choice(
-                "source",
-                &[
-                    ("env", "env"),
-                    ("file", "file"),
-                    ("exec", "exec"),
-                    ("store", "store"),
-                ],
-            )?
+            .get_choice("source", SECRET_SOURCES)?
             .ok_or_else(|| ConfigError::invalid(&p.key_path("source"), "missing"))?;
         let bytes = |key: &str| -> Result<u64, ConfigError> {
             Ok(p.get_int(key)?.map_or(ONE_MIB, |n| n.max(1) as u64))

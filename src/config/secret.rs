@@ -108,6 +108,14 @@ impl SecretProvider {
     }
 }
 
+/// The sources a SecretRef or a `secrets.providers` entry may name.
+pub(crate) const SECRET_SOURCES: &[(&str, &str)] = &[
+    ("env", "env"),
+    ("file", "file"),
+    ("exec", "exec"),
+    ("store", "store"),
+];
+
 /// The default for `maxBytes` and `maxOutputBytes`.
 pub(crate) const ONE_MIB: u64 = 1 << 20;
 
