@@ -55,6 +55,15 @@ fn settings(root: &Path, url: &str, key: Option<&str>) -> Settings {
     s
 }
 
+/// The `Authorization` header of every request the server received, in order.
+fn authorizations(server: &loopback::Server) -> Vec<String> {
+    let requests = server.requests.lock().unwrap();
+    requests
+        .iter()
+        .map(|r| r.headers["authorization"].clone())
+        .collect()
+}
+
 fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -248,13 +257,7 @@ fn the_key_comes_from_the_config_else_the_environment() {
     let memory3 = Memory::open(s).unwrap();
     assert_eq!(memory3.provider().0, "openai");
     std::env::remove_var("OPENAI_API_KEY");
-    let auth: Vec<String> = server
-        .requests
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.headers["authorization"].clone())
-        .collect();
+    let auth = authorizations(&server);
     assert_eq!(
         auth,
         [
@@ -321,13 +324,7 @@ fn secret_refs_read_files_and_commands_and_name_what_is_missing() {
     assert_eq!(memory.provider().0, "openai");
     let memory = Memory::open(with("openai/key", "exec", "vault")).unwrap();
     assert_eq!(memory.provider().0, "openai");
-    let auth: Vec<String> = server
-        .requests
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.headers["authorization"].clone())
-        .collect();
+    let auth = authorizations(&server);
     assert_eq!(
         auth,
         [

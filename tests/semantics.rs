@@ -9,16 +9,15 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// `memoria --config <config> --state-dir <state> <args>`, keyword-only.
-fn search(config: &Path, state: &Path, args: &[&str]) -> Value {
+/// `memoria --config <config> --state-dir <state> --provider none <args> --json`: its JSON
+/// answer, the command having succeeded.
+fn memoria_json(config: &Path, state: &Path, args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
         .arg("--config")
         .arg(config)
         .arg("--state-dir")
         .arg(state)
-        .arg("--provider")
-        .arg("none")
-        .arg("search")
+        .args(["--provider", "none"])
         .args(args)
         .arg("--json")
         .env_remove("OPENCLAW_CONFIG_PATH")
@@ -27,10 +26,17 @@ fn search(config: &Path, state: &Path, args: &[&str]) -> Value {
         .unwrap();
     assert!(
         out.status.success(),
-        "memoria search {args:?}: {}",
+        "memoria {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `memoria … search <args> --json`, keyword-only.
+fn search(config: &Path, state: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["search"];
+    all.extend_from_slice(args);
+    memoria_json(config, state, &all)
 }
 
 /// A workspace and a config naming it, in the newer (`memory.search`) or older layout.
@@ -436,18 +442,9 @@ fn the_wiki_corpus_reads_the_memory_wiki_vault() {
 
     // memory_get reads a page's body by path, name or id.
     let get = |args: &[&str]| -> Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_memoria"))
-            .arg("--config")
-            .arg(&config)
-            .arg("--state-dir")
-            .arg(&state)
-            .args(["--provider", "none", "get", "--json"])
-            .args(args)
-            .env_remove("OPENCLAW_CONFIG_PATH")
-            .env_remove("OPENCLAW_STATE_DIR")
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        memoria_json(&config, &state, &all)
     };
     for lookup in [
         "entities/quokka-vet.md",

@@ -233,17 +233,11 @@ fn openai_and_mcp_clients_get_what_the_cli_gives() {
             .write_all(input.as_bytes())
             .unwrap();
         let out = child.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
+        let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap()["embedding"].clone())
-            .map(|v| {
-                v.as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap())
-                    .collect()
-            })
-            .collect()
+            .collect();
+        vectors(&Value::Array(lines))
     };
     let query = embed(&["--kind", "query"]);
     let document = embed(&["--kind", "document"]);

@@ -11,22 +11,11 @@
 import fs from "node:fs";
 import path from "node:path";
 
+import { loadExport } from "./exports.mjs";
+
 const [dist, casesPath] = process.argv.slice(2);
 
-// A minified export, found by the function's own name (file names carry build hashes).
-function findExport(name) {
-  for (const f of fs.readdirSync(dist)) {
-    if (!f.endsWith(".mjs")) continue;
-    const src = fs.readFileSync(path.join(dist, f), "utf8");
-    if (!src.includes(`function ${name}(`)) continue;
-    const m = src.match(new RegExp(`export \\{[^}]*\\b${name}( as (\\w+))?[,\\s}]`));
-    if (m) return { file: path.join(dist, f), name: m[2] ?? name };
-  }
-  throw new Error(`export not found: ${name}`);
-}
-
-const store = findExport("createPluginStateKeyedStore");
-const createStore = (await import(store.file))[store.name];
+const createStore = await loadExport(dist, "createPluginStateKeyedStore");
 const runtime = await import(path.join(dist, "extensions/memory-core/runtime-api.js"));
 // Without a state store every search answers [] ("dreaming SQLite state store is not
 // configured").

@@ -8,25 +8,11 @@
 // <cases.json>: a JSON array of {query, maxResults?} or {lookup, fromLine?, lineCount?}.
 // Prints one JSON line per case: {i, results} / {i, page} or {i, error}.
 import fs from "node:fs";
-import path from "node:path";
+import { loadExport } from "./exports.mjs";
 
 const [dist, vault, casesPath] = process.argv.slice(2);
 
-// A minified export, found by the function's own name (file names carry build hashes).
-function findExport(name) {
-  for (const f of fs.readdirSync(dist)) {
-    if (!f.endsWith(".mjs")) continue;
-    const src = fs.readFileSync(path.join(dist, f), "utf8");
-    if (!src.includes(`function ${name}(`)) continue;
-    const m = src.match(new RegExp(`export \\{[^}]*\\b${name}( as (\\w+))?[,\\s}]`));
-    if (m) return { file: path.join(dist, f), name: m[2] ?? name };
-  }
-  throw new Error(`export not found: ${name}`);
-}
-const load = async (name) => {
-  const e = findExport(name);
-  return (await import(e.file))[e.name];
-};
+const load = (name) => loadExport(dist, name);
 const resolveConfig = await load("resolveMemoryWikiConfig");
 const searchMemoryWiki = await load("searchMemoryWiki");
 const getMemoryWikiPage = await load("getMemoryWikiPage");
