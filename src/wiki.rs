@@ -150,11 +150,7 @@ pub fn page(path: &str, text: &str) -> Option<Page> {
         .1;
     let (front_matter, body) = split_front_matter(text);
     let scalar = |key: &str| front_matter_scalar(front_matter, key);
-    let stem = path
-        .rsplit('/')
-        .next()
-        .unwrap_or(path)
-        .trim_end_matches(".md");
+    let stem = stem(path);
     let title = scalar("title")
         .or_else(|| first_heading(body))
         .unwrap_or_else(|| stem.to_string());
@@ -194,6 +190,14 @@ fn reported(scalar: &dyn Fn(&str) -> Option<String>, path: &str) -> Vec<(&'stati
         out.push(("provenanceLabel", label));
     }
     out
+}
+
+/// A page's file name without `.md`.
+fn stem(path: &str) -> &str {
+    path.rsplit('/')
+        .next()
+        .unwrap_or(path)
+        .trim_end_matches(".md")
 }
 
 /// `(front matter, body)`: a leading `---` line, the front matter, a closing `---` line.
@@ -418,9 +422,9 @@ fn snippet(page: &Page, query: &str) -> (usize, String) {
         let mut best: Option<&(usize, &str)> = None;
         let mut most = 0;
         for line in &lines {
-            if hits(line.1) > most {
-                most = hits(line.1);
-                best = Some(line);
+            let found = hits(line.1);
+            if found > most {
+                (most, best) = (found, Some(line));
             }
         }
         best
@@ -466,19 +470,12 @@ pub fn lookup(pages: &[Page], lookup: &str) -> Option<usize> {
         true => key.clone(),
         false => format!("{key}.md"),
     };
-    let stem = |p: &Page| {
-        p.path
-            .rsplit('/')
-            .next()
-            .unwrap_or(&p.path)
-            .trim_end_matches(".md")
-            .to_string()
-    };
+
     let tests: [&dyn Fn(&Page) -> bool; 5] = [
         &|p| p.path == key,
         &|p| p.path == with_md,
         &|p| p.path.strip_suffix(".md") == Some(key.as_str()),
-        &|p| stem(p) == key,
+        &|p| stem(&p.path) == key,
         &|p| p.id.as_deref() == Some(key.as_str()),
     ];
     tests.iter().find_map(|test| pages.iter().position(test))
