@@ -3,7 +3,7 @@
 //! Two kinds of data (see `../shared/eval/README.md`):
 //! - **memory workspaces** (LoCoMo): questions with evidence lines; a question is answered
 //!   when a returned chunk of the evidence file covers an evidence line. Reported: evidence
-//!   recall@k (k = maxResults) and MRR.
+//!   recall@1 (the answer came first) and @k (k = maxResults), and MRR.
 //! - **BEIR** corpora: each document is written as one Markdown file under `memory/` of a
 //!   scratch workspace; results are mapped back to documents. Reported: nDCG@10,
 //!   recall@10, recall@6 and MRR@10.
@@ -151,6 +151,7 @@ pub fn eval_memory_workspace(
     memory.sync(false, &|_| {})?;
     let k = memory.settings().query.max_results;
     let mut answered = 0usize;
+    let mut first = 0usize;
     let mut reciprocal = 0.0;
     let mut empty = 0usize;
     let mut counted = 0usize;
@@ -162,6 +163,7 @@ pub fn eval_memory_workspace(
         }
         if let Some(rank) = evidence_rank(&hits, &query.evidence) {
             answered += 1;
+            first += usize::from(rank == 1);
             reciprocal += 1.0 / rank as f64;
         }
     }
@@ -172,7 +174,7 @@ pub fn eval_memory_workspace(
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         queries: counted,
-        recall: vec![(k, answered as f64 / n)],
+        recall: vec![(1, first as f64 / n), (k, answered as f64 / n)],
         mrr: reciprocal / n,
         ndcg10: None,
         empty,

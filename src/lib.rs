@@ -73,6 +73,7 @@ mod search;
 mod simd;
 mod status;
 mod sync;
+mod title;
 mod transcript;
 mod transcript_search;
 mod wiki;

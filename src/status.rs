@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::append;
 use crate::clock;
-use crate::config::Settings;
+use crate::config::{Fusion, Settings};
 use crate::error::{Error, Result};
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
@@ -50,6 +50,9 @@ pub struct Status {
     pub semantics: String,
     /// The temporal decay searches apply: `off`, or its half-life (`30-day half-life`).
     pub decay: String,
+    /// How hybrid search ranks: the fusion and its weights, and what memoria's semantics
+    /// add (function words left out of keyword queries, the model's calibration).
+    pub ranking: String,
     /// The QMD sidecar, with the QMD backend.
     pub qmd: Option<QmdStatus>,
     /// The mode searches are served in (`hybrid`, `fts-only`).
@@ -113,6 +116,28 @@ fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<Emb
         awaiting_batch: stats.map_or(0, |s| s.awaiting_batch),
         last_error: stats.and_then(|s| s.error.clone()),
     })
+}
+
+/// How searches rank, in words (see [`Status::ranking`]).
+fn ranking(settings: &Settings, model: Option<&str>) -> String {
+    let h = &settings.query.hybrid;
+    if settings.semantics.is_2026_9() {
+        return "OpenClaw 2026.9's: weighted 0.7 / 0.3 over its keyword score, MMR".into();
+    }
+    let mut out = match h.fusion {
+        Fusion::Rrf => "rrf fusion".to_string(),
+        fusion => format!(
+            "{} fusion, vector {} / text {}",
+            fusion.as_str(),
+            h.vector_weight,
+            h.text_weight
+        ),
+    };
+    out.push_str("; keyword queries without function words");
+    if hybrid::Calibration::for_model(model).is_some() {
+        out.push_str("; EmbeddingGemma's cosines calibrated in weighted and vector-only scores");
+    }
+    out
 }
 
 /// Under OpenClaw 2026.9's fixed decay, says when dated notes are effectively out of reach:
@@ -231,6 +256,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
             d if d.enabled => format!("{}-day half-life", d.half_life_days),
             _ => "off".into(),
         },
+        ranking: ranking(agent.settings(), served.model.as_deref()),
         qmd,
         mode: served.mode.as_str().to_string(),
         provider: served.provider,

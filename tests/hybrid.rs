@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use memoria::config::{Env, ProviderKind, Settings};
+use memoria::config::{Env, Fusion, ProviderKind, Settings};
 use memoria::Mode;
 use memoria::{EmbedderChoice, Memory, SearchOptions};
 
@@ -50,6 +50,10 @@ fn settings(root: &Path) -> Settings {
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = workspace(root);
     settings.provider = ProviderKind::Local;
+    // The documented merge, as a config naming the weights gets it (no weights named is
+    // min-max fusion, tested in `search::hybrid`).
+    settings.query.hybrid.fusion = Fusion::Weighted;
+    (settings.query.hybrid.vector_weight, settings.query.hybrid.text_weight) = (0.7, 0.3);
     settings
 }
 

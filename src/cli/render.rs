@@ -55,6 +55,7 @@ pub fn status(status: &Status) -> String {
         "semantics",
         &format!("{}; temporal decay {}", status.semantics, status.decay),
     );
+    line("ranking", &status.ranking);
     if let Some(qmd) = &status.qmd {
         line(
             "backend",

@@ -247,13 +247,26 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
                 .into(),
         );
     }
-    let vector_weight = clamp01(pick(p, |l| &l.vector_weight).unwrap_or(0.7));
-    let text_weight = clamp01(pick(p, |l| &l.text_weight).unwrap_or(0.3));
+    // A config that names weights gets the documented formula with them; one that names
+    // neither weights nor a fusion gets memoria's: min-max fusion at 0.5 / 0.5, which
+    // `memoria eval` measured best (README "How memoria ranks").
+    let (vector_weight, text_weight) = (pick(p, |l| &l.vector_weight), pick(p, |l| &l.text_weight));
+    let names_weights = vector_weight.is_some() || text_weight.is_some();
+    let fusion = pick(p, |l| &l.fusion).unwrap_or(match names_weights {
+        true => Fusion::Weighted,
+        false => Fusion::MinMax,
+    });
+    let (default_vector, default_text) = match fusion {
+        Fusion::MinMax => (0.5, 0.5),
+        Fusion::Weighted | Fusion::Rrf => (0.7, 0.3),
+    };
+    let vector_weight = clamp01(vector_weight.unwrap_or(default_vector));
+    let text_weight = clamp01(text_weight.unwrap_or(default_text));
     let sum = vector_weight + text_weight;
     let (vector_weight, text_weight) = if sum > 0.0 {
         (vector_weight / sum, text_weight / sum)
     } else {
-        (0.7, 0.3)
+        (default_vector, default_text)
     };
     QuerySettings {
         max_results,
@@ -265,7 +278,7 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
             candidate_multiplier: to_usize(
                 int_at_least(pick(p, |l| &l.candidate_multiplier), 4, 1).min(20),
             ),
-            fusion: pick(p, |l| &l.fusion).unwrap_or(Fusion::Weighted),
+            fusion,
             mmr: MmrSettings {
                 enabled: pick(p, |l| &l.mmr_enabled).unwrap_or(false),
                 lambda: clamp01(pick(p, |l| &l.mmr_lambda).unwrap_or(0.7)),

@@ -113,8 +113,20 @@ pub enum Fusion {
     Weighted,
     /// Reciprocal rank fusion.
     Rrf,
-    /// Min/max-normalised scores, then the weighted sum.
+    /// Min/max-normalised scores, then the weighted sum: memoria's default for a config
+    /// that names no weights.
     MinMax,
+}
+
+impl Fusion {
+    /// How `status` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fusion::Weighted => "weighted",
+            Fusion::Rrf => "rrf",
+            Fusion::MinMax => "minmax",
+        }
+    }
 }
 
 /// Which OpenClaw's memory behaviour an agent gets, chosen by the config's layout.
@@ -409,13 +421,14 @@ pub struct QuerySettings {
 pub struct HybridSettings {
     /// `enabled` (true).
     pub enabled: bool,
-    /// `vectorWeight`, normalised so that the two weights sum to 1 (0.7).
+    /// `vectorWeight`, normalised so that the two weights sum to 1 (0.7 for the weighted
+    /// formula, 0.5 for min-max fusion).
     pub vector_weight: f64,
-    /// `textWeight`, normalised (0.3).
+    /// `textWeight`, normalised (0.3 weighted, 0.5 min-max).
     pub text_weight: f64,
     /// `candidateMultiplier` (4, clamped to 1..=20).
     pub candidate_multiplier: usize,
-    /// `fusion` (weighted).
+    /// `fusion`: weighted when the config names a weight, else min-max.
     pub fusion: Fusion,
     /// `mmr.*`.
     pub mmr: MmrSettings,

@@ -41,6 +41,15 @@ pub struct Embedding {
     pub truncated: bool,
 }
 
+/// A document to embed with its title (see `crate::title`): what the chunk is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Document<'a> {
+    /// The title; empty for none.
+    pub title: &'a str,
+    /// The text.
+    pub text: &'a str,
+}
+
 /// A text embedding model.
 pub trait Embedder: Send + Sync {
     /// Embeds `texts` (the prompt for `kind` is added by the embedder). One result per text,
@@ -56,6 +65,17 @@ pub trait Embedder: Send + Sync {
     /// (`remote.batch.enabled`). Queries never go through it.
     fn batch_api(&self) -> Option<&dyn BatchApi> {
         None
+    }
+    /// Whether [`embed_documents`](Self::embed_documents) reads titles. Only then do titles
+    /// key the cached vectors.
+    fn uses_titles(&self) -> bool {
+        false
+    }
+    /// Embeds documents with their titles; an embedder whose prompts have no title embeds
+    /// their texts alone ([`embed`](Self::embed) with [`EmbedKind::Document`]).
+    fn embed_documents(&self, documents: &[Document]) -> Result<Vec<Embedding>, EmbedError> {
+        let texts: Vec<&str> = documents.iter().map(|d| d.text).collect();
+        self.embed(&texts, EmbedKind::Document)
     }
 }
 

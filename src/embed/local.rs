@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::embed::embedder::{EmbedKind, Embedder, Embedding, Result};
+use crate::embed::embedder::{Document, EmbedKind, Embedder, Embedding, Result};
 use crate::gemma::{load_on_best_device, truncate_dims, GemmaEmbedder, Prompt};
 
 impl From<EmbedKind> for Prompt {
@@ -25,27 +25,40 @@ impl From<EmbedKind> for Prompt {
     }
 }
 
+/// Embeddings of tokenised texts, cut to the model's Matryoshka size.
+fn embed_tokens(model: &GemmaEmbedder, toks: Vec<(Vec<u32>, bool)>) -> Result<Vec<Embedding>> {
+    if toks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let seqs: Vec<&[u32]> = toks.iter().map(|(ids, _)| ids.as_slice()).collect();
+    let vecs = model.embed_ids(&seqs)?;
+    let dims = GemmaEmbedder::dims(model);
+    Ok(vecs
+        .into_iter()
+        .zip(&toks)
+        .map(|(mut v, (ids, truncated))| {
+            truncate_dims(&mut v, dims);
+            Embedding {
+                vector: v,
+                tokens: ids.len(),
+                truncated: *truncated,
+            }
+        })
+        .collect())
+}
+
 impl Embedder for GemmaEmbedder {
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let toks = self.tokenize_batch(texts, kind.into())?;
-        let seqs: Vec<&[u32]> = toks.iter().map(|(ids, _)| ids.as_slice()).collect();
-        let vecs = self.embed_ids(&seqs)?;
-        let dims = GemmaEmbedder::dims(self);
-        Ok(vecs
-            .into_iter()
-            .zip(&toks)
-            .map(|(mut v, (ids, truncated))| {
-                truncate_dims(&mut v, dims);
-                Embedding {
-                    vector: v,
-                    tokens: ids.len(),
-                    truncated: *truncated,
-                }
-            })
-            .collect())
+        embed_tokens(self, self.tokenize_batch(texts, kind.into())?)
+    }
+
+    fn uses_titles(&self) -> bool {
+        self.takes_titles()
+    }
+
+    fn embed_documents(&self, documents: &[Document]) -> Result<Vec<Embedding>> {
+        let pairs: Vec<(&str, &str)> = documents.iter().map(|d| (d.title, d.text)).collect();
+        embed_tokens(self, self.tokenize_documents(&pairs)?)
     }
 
     fn dims(&self) -> usize {

@@ -46,7 +46,8 @@ mod provider;
 mod remote;
 
 pub use embedder::{
-    cosine, BatchApi, BatchOptions, EmbedError, EmbedKind, Embedder, Embedding, JobState, Result,
+    cosine, BatchApi, BatchOptions, Document, EmbedError, EmbedKind, Embedder, Embedding, JobState,
+    Result,
 };
 pub use local::{load_local, load_local_on};
 pub use provider::EmbedderChoice;

@@ -28,7 +28,7 @@ use crate::gemma::dense::Dense;
 use crate::gemma::encoder::Encoder;
 use crate::gemma::error::{GemmaError, Result};
 use crate::gemma::kernels::Packing;
-use crate::gemma::options::Prompt;
+use crate::gemma::options::{Prompt, NO_TITLE};
 use crate::gemma::precision::Precision;
 use crate::gemma::tokenizer::TextTokenizer;
 use crate::gemma::weights::EmbeddingTable;
@@ -152,12 +152,47 @@ impl GemmaEmbedder {
     /// [`tokenize`](Self::tokenize) for many texts (in parallel), in order.
     pub fn tokenize_batch(&self, texts: &[&str], prompt: Prompt) -> Result<Vec<(Vec<u32>, bool)>> {
         let prompt = self.prompt(prompt);
+        let inputs: Vec<(&str, &str)> = texts.iter().map(|t| (prompt, *t)).collect();
+        self.tokenize_prompted(&inputs)
+    }
+
+    /// Whether the document prompt has a title to fill: `title: none` as EmbeddingGemma
+    /// was trained with (a model directory's own prompt may not).
+    pub fn takes_titles(&self) -> bool {
+        self.document_prompt.contains(NO_TITLE)
+    }
+
+    /// Token ids of documents `(title, text)` behind the document prompt with each title in
+    /// place of its `none` ([`takes_titles`](Self::takes_titles)); an empty title keeps
+    /// `none`.
+    pub fn tokenize_documents(&self, documents: &[(&str, &str)]) -> Result<Vec<(Vec<u32>, bool)>> {
+        let prompts: Vec<String> = documents
+            .iter()
+            .map(
+                |(title, _)| match title.is_empty() || !self.takes_titles() {
+                    true => self.document_prompt.clone(),
+                    false => self
+                        .document_prompt
+                        .replacen(NO_TITLE, &format!("title: {title}"), 1),
+                },
+            )
+            .collect();
+        let inputs: Vec<(&str, &str)> = prompts
+            .iter()
+            .zip(documents)
+            .map(|(prompt, (_, text))| (prompt.as_str(), *text))
+            .collect();
+        self.tokenize_prompted(&inputs)
+    }
+
+    /// Token ids of `(prompt, text)` pairs, truncated to the token limit.
+    fn tokenize_prompted(&self, inputs: &[(&str, &str)]) -> Result<Vec<(Vec<u32>, bool)>> {
         use rayon::prelude::*;
         // Prompt and text as they are: sentence-transformers strips neither (an empty
         // document is the prompt with its trailing space, 9 tokens).
-        let encs = texts
+        let encs = inputs
             .par_iter()
-            .map(|t| self.tokenizer.encode(&format!("{prompt}{t}")))
+            .map(|(prompt, t)| self.tokenizer.encode(&format!("{prompt}{t}")))
             .collect::<Result<Vec<_>>>()?;
         Ok(encs
             .into_iter()

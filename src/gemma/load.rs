@@ -358,6 +358,9 @@ impl GemmaEmbedder {
         // cached under the old fingerprint are not reused for texts that now embed
         // differently.
         hash_part(&mut hasher, "input", b"prompt+text, unstripped");
+        // Documents carry their chunk's title (`title: {title} | text: `) since index
+        // format 7: vectors cached before were embedded as `title: none`.
+        hash_part(&mut hasher, "documents", b"titled");
         // A GGUF file without Dense layers embeds into another space.
         if let Some(Err(_)) = &gguf_dense {
             hash_part(

@@ -25,8 +25,11 @@ use crate::gemma::precision::Precision;
 /// The query prompt EmbeddingGemma was trained with, used when the model directory names
 /// none.
 pub const DEFAULT_QUERY_PROMPT: &str = "task: search result | query: ";
-/// The document prompt EmbeddingGemma was trained with.
+/// The document prompt EmbeddingGemma was trained with. A document with a title (see
+/// `crate::title`) is embedded with the title in place of `none`, as the model card asks.
 pub const DEFAULT_DOCUMENT_PROMPT: &str = "title: none | text: ";
+/// The part of a document prompt a title replaces.
+pub(crate) const NO_TITLE: &str = "title: none";
 
 /// Which of the model's two prompts goes before a text: what the text is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

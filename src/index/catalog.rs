@@ -56,6 +56,9 @@ pub struct ChunkRecord {
     pub hash: String,
     /// The chunk's text.
     pub text: String,
+    /// What the embedder is told the chunk is from (`title`): empty for none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
     /// Its entry's annotations (2026.9 semantics; default otherwise).
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
@@ -80,6 +83,28 @@ pub struct ChunkKey {
     pub id: String,
     pub path: String,
     pub start_line: usize,
+}
+
+/// A chunk that has no vector yet: what embedding it needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unembedded {
+    pub id: String,
+    /// sha256 of `text`.
+    pub hash: String,
+    /// Its title (empty for none).
+    pub title: String,
+    pub text: String,
+}
+
+impl Unembedded {
+    /// What identifies its vector for one embedder: the text's hash, and the title when
+    /// there is one (a chunk under a renamed heading embeds anew).
+    pub fn input_hash(&self) -> String {
+        match self.title.is_empty() {
+            true => self.hash.clone(),
+            false => crate::digest::sha256_hex(format!("{}\n{}", self.title, self.hash).as_bytes()),
+        }
+    }
 }
 
 /// A file (re)indexed, with its new chunks as `(id, record)`.
@@ -312,7 +337,7 @@ impl Catalog {
     }
 
     /// Chunks that have no vector yet, as `(id, hash, text)`.
-    pub fn chunks_without_vectors(&self) -> Result<Vec<(String, String, String)>> {
+    pub fn chunks_without_vectors(&self) -> Result<Vec<Unembedded>> {
         let txn = self.begin_read()?;
         let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         let vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
@@ -321,7 +346,12 @@ impl Catalog {
             let (key, value) = row.map_err(|e| self.err(e))?;
             if vectors.get(key.value()).map_err(|e| self.err(e))?.is_none() {
                 let chunk: ChunkRecord = self.decode(key.value(), value.value())?;
-                out.push((key.value().to_string(), chunk.hash, chunk.text));
+                out.push(Unembedded {
+                    id: key.value().to_string(),
+                    hash: chunk.hash,
+                    title: chunk.title,
+                    text: chunk.text,
+                });
             }
         }
         Ok(out)

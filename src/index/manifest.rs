@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 /// 4: the analyzer brings text to Unicode NFC before tokenizing.
 /// 5: the text index stores each chunk's annotations (importance, triggers, project).
 /// 6: a transcript chunk's annotations say who wrote its messages and when.
-pub const FORMAT_VERSION: u32 = 6;
+/// 7: a Markdown chunk has a title (its heading trail, `crate::title`), part of its id and
+///    of what the local model embeds.
+pub const FORMAT_VERSION: u32 = 7;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.

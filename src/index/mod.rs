@@ -30,6 +30,7 @@ pub(crate) mod analyzer;
 pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod manifest;
+pub(crate) mod stopwords;
 pub(crate) mod text;
 mod tolerant_dir;
 pub(crate) mod vector;

@@ -27,6 +27,7 @@ use tantivy::{
 
 use super::analyzer::{analyzer, terms, AnalyzerMode, ANALYZER_NAME};
 use super::catalog::{ChunkKey, ChunkRecord};
+use super::stopwords;
 use super::tolerant_dir::TolerantDirectory;
 use crate::error::{Error, Result};
 
@@ -221,10 +222,20 @@ impl TextIndex {
     }
 
     /// Top `limit` chunks by BM25 over the query's terms, OR semantics: a chunk matching any
-    /// term is a candidate, and more matching terms score higher. With `source`, only that
+    /// term is a candidate, and more matching terms score higher. With `content_only`, the
+    /// query's function words are left out ([`stopwords`]). With `source`, only that
     /// source's chunks (scores unchanged).
-    pub fn search(&self, query: &str, limit: usize, source: Option<&str>) -> Result<Vec<TextHit>> {
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        source: Option<&str>,
+        content_only: bool,
+    ) -> Result<Vec<TextHit>> {
         let mut query_terms = terms(query, AnalyzerMode::Query);
+        if content_only {
+            query_terms = stopwords::content_terms(query_terms);
+        }
         query_terms.sort();
         query_terms.dedup();
         if query_terms.is_empty() || limit == 0 {
@@ -423,6 +434,8 @@ impl TextIndex {
             end_line: number_of(self.fields.end_line),
             hash: text_of(self.fields.hash),
             text: text_of(self.fields.text),
+            // Titles feed the embedder only; the text index keeps none.
+            title: String::new(),
             annotations: match text_of(self.fields.annotations) {
                 json if json.is_empty() => Default::default(),
                 json => serde_json::from_str(&json).map_err(|e| {
@@ -546,6 +559,7 @@ mod tests {
             end_line: start_line + 1,
             hash: format!("h{start_line}"),
             text: text.into(),
+            title: String::new(),
             annotations: Default::default(),
         }
     }
@@ -599,7 +613,7 @@ mod tests {
         writer.commit(2).unwrap();
         index.reload().unwrap();
 
-        let hits = index.search("postgres vaccine", 10, None).unwrap();
+        let hits = index.search("postgres vaccine", 10, None, true).unwrap();
         assert_eq!(hits.len(), 3);
         for hit in &hits {
             let (id, chunk) = docs.iter().find(|(id, _)| *id == hit.key.id).unwrap();
@@ -624,7 +638,7 @@ mod tests {
         writer.finish().unwrap();
         index.reload().unwrap();
         let ids: Vec<String> = index
-            .search("postgres", 10, None)
+            .search("postgres", 10, None, true)
             .unwrap()
             .into_iter()
             .map(|h| h.key.id)

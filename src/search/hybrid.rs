@@ -29,12 +29,66 @@ pub struct VectorCandidate {
     pub cosine: f64,
 }
 
-/// Normalised weights (they sum to 1) and the fusion rule.
+/// Normalised weights (they sum to 1), the fusion rule, and the model's calibration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FusionParams {
     pub vector_weight: f64,
     pub text_weight: f64,
     pub fusion: Fusion,
+    /// Puts the vector side's cosines on the scale `minScore` means (memoria's semantics);
+    /// `None`: cosines as they are.
+    pub calibration: Option<Calibration>,
+}
+
+/// A model's cosine similarities put on one scale, so that `minScore` means the same for
+/// every model: a vector score of 0.5 is the cosine at which the model's true matches
+/// begin (the weakest planted answers of `tests/data/personal`), and 0 is below anything
+/// related.
+/// `x / (x + (midpoint − floor))` with `x = max(0, cosine − floor)`: monotone, 0 at the
+/// floor, 0.5 at the midpoint, approaching 1 and never reaching it, so the vector side
+/// keeps its order and its scores stay in 0..1.
+///
+/// EmbeddingGemma's cosines are low: on LoCoMo (titled chunks) the evidence chunks' cosines
+/// to their question run 0.36 (5th percentile) / 0.48 (median); in a newcomer's notes
+/// (`tests/data/personal`) the planted answers scored 0.26–0.41 and unrelated notes below
+/// 0.25. Under the documented formula a match found by meaning alone scored `0.7 × cosine`
+/// ≈ 0.18–0.29 and fell under the 0.35 default. A model without a measured calibration
+/// keeps its cosines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// The cosine that maps to 0.
+    pub floor: f64,
+    /// The cosine that maps to 0.5.
+    pub midpoint: f64,
+}
+
+impl Calibration {
+    /// EmbeddingGemma-300m with its task prompts (measured with `memoria eval`).
+    pub const EMBEDDINGGEMMA: Calibration = Calibration {
+        floor: 0.10,
+        midpoint: 0.25,
+    };
+
+    /// The calibration of a model, when one was measured: EmbeddingGemma, by its name
+    /// (the local model's directory or GGUF file, or what an OpenAI-compatible server
+    /// calls it).
+    pub fn for_model(model: Option<&str>) -> Option<Calibration> {
+        model
+            .is_some_and(|m| m.to_ascii_lowercase().contains("embeddinggemma"))
+            .then_some(Calibration::EMBEDDINGGEMMA)
+    }
+
+    /// The calibrated score of `cosine`.
+    pub fn apply(self, cosine: f64) -> f64 {
+        let x = (cosine - self.floor).max(0.0);
+        let half = (self.midpoint - self.floor).max(f64::MIN_POSITIVE);
+        x / (x + half)
+    }
+}
+
+/// `cosine` through `calibration`, when there is one.
+fn calibrated(cosine: f64, calibration: Option<Calibration>) -> f64 {
+    calibration.map_or(cosine, |c| c.apply(cosine))
 }
 
 /// Merges both candidate lists by chunk id. A chunk missing on one side scores 0 there.
@@ -74,7 +128,7 @@ pub fn fuse(
     }
     for (rank, candidate) in vector.into_iter().enumerate() {
         let component = match params.fusion {
-            Fusion::Weighted => candidate.cosine,
+            Fusion::Weighted => calibrated(candidate.cosine, params.calibration),
             Fusion::MinMax => normalise(candidate.cosine, cosine_range),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
@@ -120,13 +174,14 @@ fn normalise(v: f64, (lo, hi): (f64, f64)) -> f64 {
     }
 }
 
-/// Vector-only ranking (hybrid disabled, or the keyword index unavailable): score = cosine.
-pub fn vector_hits(vector: Vec<VectorCandidate>) -> Vec<Ranked> {
+/// Vector-only ranking (hybrid disabled, or the keyword index unavailable): score = cosine,
+/// calibrated when there is a calibration.
+pub fn vector_hits(vector: Vec<VectorCandidate>, calibration: Option<Calibration>) -> Vec<Ranked> {
     vector
         .into_iter()
         .map(|c| Ranked {
             key: c.key,
-            score: c.cosine,
+            score: calibrated(c.cosine, calibration),
             text_score: 0.0,
             vector_score: Some(c.cosine),
         })
@@ -349,7 +404,42 @@ mod tests {
         vector_weight: 0.7,
         text_weight: 0.3,
         fusion: Fusion::Weighted,
+        calibration: None,
     };
+
+    #[test]
+    fn calibration_table() {
+        let c = Calibration::EMBEDDINGGEMMA;
+        let rows = [
+            (0.0, 0.0),
+            (0.1, 0.0),
+            (0.25, 0.5),
+            (0.4, 2.0 / 3.0),
+            (1.0, 0.9 / 1.05),
+        ];
+        for (cosine, want) in rows {
+            assert!((c.apply(cosine) - want).abs() < 1e-12, "{cosine}");
+        }
+        for model in [
+            "embeddinggemma-300m",
+            "hf:ggml-org/embeddinggemma-300M-GGUF",
+        ] {
+            assert_eq!(Calibration::for_model(Some(model)), Some(c), "{model}");
+        }
+        assert_eq!(Calibration::for_model(Some("text-embedding-3-small")), None);
+        assert_eq!(Calibration::for_model(None), None);
+        // Weighted fusion and vector-only hits read the calibrated score; the reported
+        // vector score stays the cosine.
+        let params = FusionParams {
+            calibration: Some(c),
+            ..WEIGHTED
+        };
+        let hits = fuse(Vec::new(), vec![vec_("v", 0.25)], &params);
+        assert!((hits[0].score - 0.35).abs() < 1e-12);
+        assert_eq!(hits[0].vector_score, Some(0.25));
+        let hits = vector_hits(vec![vec_("v", 0.25)], Some(c));
+        assert!((hits[0].score - 0.5).abs() < 1e-12);
+    }
 
     #[test]
     fn weighted_merge_table() {
@@ -379,6 +469,7 @@ mod tests {
             vector_weight: 0.5,
             text_weight: 0.5,
             fusion: Fusion::MinMax,
+            calibration: None,
         };
         let hits = fuse(
             vec![kw("a", 10.0), kw("b", 2.0)],

@@ -198,7 +198,10 @@ impl Searcher<'_> {
             embedder
                 .map(|embedder| self.vector_candidates(embedder.as_ref(), embedded, pool, source))
         };
-        let run_keyword = || view.text()?.search(query, pool, source);
+        // memoria's keyword side leaves out the query's function words; 2026.9's keeps
+        // OpenClaw's terms (its parity is tested against the real OpenClaw).
+        let content_only = !self.settings.semantics.is_2026_9();
+        let run_keyword = || view.text()?.search(query, pool, source, content_only);
         let (vector_outcome, keyword) = if hybrid || embedder.is_none() {
             let (v, k) = rayon::join(run_vector, run_keyword);
             (v, Some(k))
@@ -251,14 +254,20 @@ impl Searcher<'_> {
                 (Some(keyword?), None)
             }
         };
+        let current = self.settings.semantics.is_2026_9();
         let params = FusionParams {
             vector_weight: q.hybrid.vector_weight,
             text_weight: q.hybrid.text_weight,
             fusion: q.hybrid.fusion,
+            // memoria's semantics put the model's cosines on minScore's scale; 2026.9's keep
+            // OpenClaw's raw cosines.
+            calibration: match current {
+                true => None,
+                false => hybrid::Calibration::for_model(state.model.as_deref()),
+            },
         };
         // MMR compares candidates' texts and 2026.9's ranking reads their annotations, so
         // both read every candidate's chunk; otherwise only the returned chunks are read.
-        let current = self.settings.semantics.is_2026_9();
         let mut chunks: HashMap<String, ChunkRecord> = HashMap::new();
         if q.hybrid.mmr.enabled || current {
             let ids: Vec<String> = keyword
@@ -306,7 +315,9 @@ impl Searcher<'_> {
                     v[..head(v.len())].to_vec(),
                     &params,
                 ),
-                (None, Some(v)) => hybrid::vector_hits(v[..head(v.len())].to_vec()),
+                (None, Some(v)) => {
+                    hybrid::vector_hits(v[..head(v.len())].to_vec(), params.calibration)
+                }
                 (Some(k), None) => keyword_hits(k[..head(k.len())].to_vec()),
                 (None, None) => Vec::new(),
             };

@@ -6,10 +6,10 @@ use super::report::{SyncProgress, SyncReport};
 use crate::config::Settings;
 use crate::digest::sha256_hex;
 use crate::embed::backfill::{self, PendingJob};
-use crate::embed::{BatchApi, EmbedKind, Embedder};
+use crate::embed::{BatchApi, Document, Embedder};
 use crate::error::Result;
 use crate::index::cache::{cache_key, EmbeddingCache};
-use crate::index::catalog::Catalog;
+use crate::index::catalog::{Catalog, Unembedded};
 use crate::index::vector::{VectorIndex, VectorParams};
 use crate::index::{AgentDir, Identity, WriterLock};
 use std::collections::HashSet;
@@ -82,7 +82,11 @@ pub(super) fn embed_missing(
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
 ) -> Result<u64> {
-    let missing = catalog.chunks_without_vectors()?;
+    let mut missing = catalog.chunks_without_vectors()?;
+    if !plan.embedder.uses_titles() {
+        // Its vectors do not depend on titles: neither do their cache keys.
+        missing.iter_mut().for_each(|m| m.title.clear());
+    }
     let cache = if plan.cache_enabled && !missing.is_empty() {
         Some(EmbeddingCache::open(&dir.root().join("cache.redb"))?)
     } else {
@@ -91,7 +95,7 @@ pub(super) fn embed_missing(
     let dims = plan.embedder.dims();
     let keys: Vec<String> = missing
         .iter()
-        .map(|(_, hash, _)| cache_key(&plan.cache_key, hash))
+        .map(|m| cache_key(&plan.cache_key, &m.input_hash()))
         .collect();
 
     let store = Store {
@@ -111,7 +115,7 @@ pub(super) fn embed_missing(
         };
         if let Some(previous) = previous {
             let misses: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
-            let ids: Vec<&str> = misses.iter().map(|&i| batch[i].0.as_str()).collect();
+            let ids: Vec<&str> = misses.iter().map(|&i| batch[i].id.as_str()).collect();
             for (&i, vector) in misses.iter().zip(previous.vectors_by_ids(&ids)?) {
                 vectors[i] = vector;
             }
@@ -119,7 +123,7 @@ pub(super) fn embed_missing(
         let mut found = Vec::new();
         for (i, vector) in vectors.into_iter().enumerate() {
             match vector.filter(|v| v.len() == dims) {
-                Some(vector) => found.push((batch[i].0.clone(), vector)),
+                Some(vector) => found.push((batch[i].id.clone(), vector)),
                 None => todo.push(offset + i), // a stored vector of another size is not ours
             }
         }
@@ -136,7 +140,7 @@ pub(super) fn embed_missing(
         let outcome = run_batches(dir, lock, api, plan, &missing, &todo, report)?;
         let mut embedded = Vec::new();
         todo.retain(|&i| {
-            let hash = &missing[i].1;
+            let hash = &missing[i].hash;
             if let Some(vector) = outcome.vectors.get(hash) {
                 embedded.push((i, vector.clone()));
                 false
@@ -156,10 +160,16 @@ pub(super) fn embed_missing(
     // Direct requests.
     let total = todo.len();
     for (n, batch) in todo.chunks(EMBED_BATCH).enumerate() {
-        let texts: Vec<&str> = batch.iter().map(|&i| missing[i].2.as_str()).collect();
-        let embedded = match plan.embedder.embed(&texts, EmbedKind::Document) {
+        let documents: Vec<Document> = batch
+            .iter()
+            .map(|&i| Document {
+                title: &missing[i].title,
+                text: &missing[i].text,
+            })
+            .collect();
+        let embedded = match plan.embedder.embed_documents(&documents) {
             Ok(embedded)
-                if embedded.len() == texts.len()
+                if embedded.len() == documents.len()
                     && embedded.iter().all(|e| e.vector.len() == dims) =>
             {
                 embedded
@@ -199,7 +209,7 @@ impl Store<'_> {
     /// Stores the vectors of `missing[i]` for each `(i, vector)`, counted as embedded.
     fn put(
         &self,
-        missing: &[(String, String, String)],
+        missing: &[Unembedded],
         keys: &[String],
         embedded: Vec<(usize, Vec<f32>)>,
         report: &mut SyncReport,
@@ -213,7 +223,7 @@ impl Store<'_> {
             .collect();
         let found: Vec<(String, Vec<f32>)> = embedded
             .into_iter()
-            .map(|(i, vector)| (missing[i].0.clone(), vector))
+            .map(|(i, vector)| (missing[i].id.clone(), vector))
             .collect();
         report.embedded += found.len();
         self.catalog.put_vectors(&found)?;
@@ -241,7 +251,7 @@ pub(super) fn run_batches(
     lock: &WriterLock,
     api: &dyn BatchApi,
     plan: &EmbedPlan,
-    missing: &[(String, String, String)],
+    missing: &[Unembedded],
     todo: &[usize],
     report: &mut SyncReport,
 ) -> Result<backfill::Outcome> {
@@ -260,7 +270,7 @@ pub(super) fn run_batches(
     }
     let items: Vec<(&str, &str)> = todo
         .iter()
-        .map(|&i| (missing[i].1.as_str(), missing[i].2.as_str()))
+        .map(|&i| (missing[i].hash.as_str(), missing[i].text.as_str()))
         .collect();
     let save = |jobs: &[PendingJob]| -> std::result::Result<(), String> {
         let bytes = match jobs.is_empty() {

@@ -12,6 +12,7 @@ use crate::config::{Semantics, SessionSyncSettings};
 use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
 use crate::index::catalog::{ChunkRecord, FileRecord, Upsert};
+use crate::title;
 use crate::transcript;
 use crate::workspace::{decode_text, Discovery, MemoryFile, SourceKind};
 use std::fs;
@@ -61,8 +62,10 @@ pub fn chunk_id(
     start: usize,
     end: usize,
     hash: &str,
+    title: &str,
 ) -> String {
-    let mut id = sha256_hex(format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}").as_bytes());
+    let mut id =
+        sha256_hex(format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}:{title}").as_bytes());
     id.truncate(32);
     id
 }
@@ -215,10 +218,20 @@ pub(super) fn process_file(
         semantics,
         u64::try_from(stat.mtime_ns / 1_000_000).unwrap_or(0),
     );
+    // A Markdown chunk's title is read from the lines as they are (the heading trail above
+    // it); a transcript's chunks have none.
+    let titles = match file.source {
+        SourceKind::Memory => {
+            let starts: Vec<usize> = chunks.iter().map(|(c, _)| c.start_line).collect();
+            title::chunk_titles(&file.rel_path, &text, &starts)
+        }
+        SourceKind::Sessions => vec![String::new(); chunks.len()],
+    };
     let chunks: Vec<(String, ChunkRecord)> = chunks
         .into_iter()
+        .zip(titles)
         .enumerate()
-        .map(|(ordinal, (chunk, annotations))| {
+        .map(|(ordinal, ((chunk, annotations), title))| {
             let id = chunk_id(
                 source,
                 &file.rel_path,
@@ -226,6 +239,7 @@ pub(super) fn process_file(
                 chunk.start_line,
                 chunk.end_line,
                 &chunk.hash,
+                &title,
             );
             let record = ChunkRecord {
                 path: file.rel_path.clone(),
@@ -234,6 +248,7 @@ pub(super) fn process_file(
                 end_line: chunk.end_line,
                 hash: chunk.hash,
                 text: chunk.text,
+                title,
                 annotations,
             };
             (id, record)
