@@ -53,7 +53,10 @@ fn settings(root: &Path) -> Settings {
     // The documented merge, as a config naming the weights gets it (no weights named is
     // min-max fusion, tested in `search::hybrid`).
     settings.query.hybrid.fusion = Fusion::Weighted;
-    (settings.query.hybrid.vector_weight, settings.query.hybrid.text_weight) = (0.7, 0.3);
+    (
+        settings.query.hybrid.vector_weight,
+        settings.query.hybrid.text_weight,
+    ) = (0.7, 0.3);
     settings
 }
 
