@@ -11,7 +11,8 @@
 //!    per search is exactly a real search's.
 //!
 //! The workspace (~128 MB of generated daily logs) and its agent directory persist under
-//! `target/memoria-bench/search/` (override with `MEMORIA_BENCH_DIR`), so only the first
+//! `target/memoria-bench/search/` (override with `MEMORIA_BENCH_DIR`; `MEMORIA_BENCH_MB=12`
+//! makes a ~10k-chunk workspace instead), so only the first
 //! run pays for indexing and the HNSW build. `sync.onSearch` is off, as in a long-lived
 //! process that keeps the index fresh itself; a last pass turns it on (the default) to
 //! show what the per-search freshness check costs.
@@ -165,7 +166,13 @@ fn main() {
     let marker = root.join("workspace.done");
     if !marker.exists() {
         let _ = std::fs::remove_dir_all(&root);
-        generate_workspace(&root.join("workspace"), 128, &vocab);
+        // `MEMORIA_BENCH_MB` sizes the workspace: 128 MB (the default) is ~112k chunks,
+        // 12 MB ~10k.
+        let mb = std::env::var("MEMORIA_BENCH_MB")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(128);
+        generate_workspace(&root.join("workspace"), mb, &vocab);
         std::fs::write(&marker, "").expect("write marker");
     }
     let stand_in = HashEmbedder::new(DIMS);

@@ -134,8 +134,15 @@ fn ranking(settings: &Settings, model: Option<&str>) -> String {
         ),
     };
     out.push_str("; keyword queries without function words");
-    if hybrid::Calibration::for_model(model).is_some() {
-        out.push_str("; EmbeddingGemma's cosines calibrated in weighted and vector-only scores");
+    if let Some(c) =
+        hybrid::Calibration::for_model(model).filter(|_| !settings.query.min_score_configured)
+    {
+        let q = &settings.query;
+        out.push_str(&format!(
+            "; default minScore for EmbeddingGemma {:.3} hybrid, {:.3} vector-only",
+            c.default_min_score(q.min_score, h.vector_weight, h.fusion),
+            c.default_min_score(q.min_score, 1.0, Fusion::Weighted)
+        ));
     }
     out
 }

@@ -42,10 +42,11 @@ fn at(metrics: &Metrics, k: usize) -> f64 {
 }
 
 /// Every planted answer is within the default results of hybrid search, and no question
-/// comes back empty under the default minScore: a match found by meaning alone is not
-/// hidden by the threshold (EmbeddingGemma's calibration), and common words on the keyword
-/// side do not push the answer out. How often each mode puts it first is printed: on this
-/// set the vector side alone is first more often than hybrid (README "How memoria ranks").
+/// comes back empty under the default minScore in either mode: a match found by meaning
+/// alone is not hidden by the threshold (EmbeddingGemma's calibrated default), and common
+/// words on the keyword side do not push the answer out. How often each mode puts it first
+/// is printed: on this set the vector side alone is first more often than hybrid (README
+/// "How memoria ranks").
 #[test]
 fn hybrid_keeps_every_planted_answer() {
     let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
@@ -68,6 +69,7 @@ fn hybrid_keeps_every_planted_answer() {
         1.0,
         "every answer within the results: {hybrid:?}"
     );
+    assert_eq!(vector.empty, 0, "a question came back empty: {vector:?}");
     assert!(
         at(&vector, 6) >= 0.9,
         "the vector side finds the answers: {vector:?}"

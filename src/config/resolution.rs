@@ -210,7 +210,9 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 /// whose decay memoria's `plugins.entries.memoria.config.temporalDecay` may change.
 fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) -> QuerySettings {
     let max_results = to_usize(int_at_least(pick(p, |l| &l.max_results), 6, 1));
-    let min_score = clamp01(pick(p, |l| &l.min_score).unwrap_or(0.35));
+    let configured_min_score = pick(p, |l| &l.min_score);
+    let min_score_configured = configured_min_score.is_some();
+    let min_score = clamp01(configured_min_score.unwrap_or(0.35));
     if semantics.is_2026_9() {
         if [&p.defaults, &p.agent].iter().any(|l| l.sets_hybrid()) {
             warnings.push(
@@ -223,6 +225,7 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
         return QuerySettings {
             max_results,
             min_score,
+            min_score_configured,
             hybrid: HybridSettings {
                 enabled: true,
                 vector_weight: 0.7,
@@ -248,7 +251,7 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
         );
     }
     // A config that names weights gets the documented formula with them; one that names
-    // neither weights nor a fusion gets memoria's: min-max fusion at 0.5 / 0.5, which
+    // neither weights nor a fusion gets memoria's: min-max fusion at 0.55 / 0.45, which
     // `memoria eval` measured best (README "How memoria ranks").
     let (vector_weight, text_weight) = (pick(p, |l| &l.vector_weight), pick(p, |l| &l.text_weight));
     let names_weights = vector_weight.is_some() || text_weight.is_some();
@@ -257,7 +260,7 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
         false => Fusion::MinMax,
     });
     let (default_vector, default_text) = match fusion {
-        Fusion::MinMax => (0.5, 0.5),
+        Fusion::MinMax => (0.55, 0.45),
         Fusion::Weighted | Fusion::Rrf => (0.7, 0.3),
     };
     let vector_weight = clamp01(vector_weight.unwrap_or(default_vector));
@@ -271,6 +274,7 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
     QuerySettings {
         max_results,
         min_score,
+        min_score_configured,
         hybrid: HybridSettings {
             enabled: pick(p, |l| &l.hybrid_enabled).unwrap_or(true),
             vector_weight,

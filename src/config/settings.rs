@@ -412,6 +412,9 @@ pub struct QuerySettings {
     pub max_results: usize,
     /// `minScore` (0.35, clamped to 0..=1).
     pub min_score: f64,
+    /// Whether the config sets `minScore`: then it applies as it is; otherwise memoria's
+    /// semantics may lower it for a calibrated model (`search::hybrid::Calibration`).
+    pub min_score_configured: bool,
     /// `hybrid.*`.
     pub hybrid: HybridSettings,
 }
@@ -422,9 +425,9 @@ pub struct HybridSettings {
     /// `enabled` (true).
     pub enabled: bool,
     /// `vectorWeight`, normalised so that the two weights sum to 1 (0.7 for the weighted
-    /// formula, 0.5 for min-max fusion).
+    /// formula, 0.55 for min-max fusion).
     pub vector_weight: f64,
-    /// `textWeight`, normalised (0.3 weighted, 0.5 min-max).
+    /// `textWeight`, normalised (0.3 weighted, 0.45 min-max).
     pub text_weight: f64,
     /// `candidateMultiplier` (4, clamped to 1..=20).
     pub candidate_multiplier: usize,

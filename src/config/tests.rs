@@ -124,15 +124,15 @@ fn keys_defaults_and_clamps() {
         ("{query: {minScore: -0.2}}", get!(query.min_score), "0.0"),
         ("{}", get!(query.hybrid.enabled), "true"),
         ("{query: {hybrid: {enabled: false}}}", get!(query.hybrid.enabled), "false"),
-        // No weights named: memoria's min-max fusion at 0.5 / 0.5; a weight named, or the
+        // No weights named: memoria's min-max fusion at 0.55 / 0.45; a weight named, or the
         // weighted formula asked for: the documented 0.7 / 0.3 defaults.
-        ("{}", get!(query.hybrid.vector_weight), "0.5"),
-        ("{}", get!(query.hybrid.text_weight), "0.5"),
+        ("{}", get!(query.hybrid.vector_weight), "0.55"),
+        ("{}", get!(query.hybrid.text_weight), "0.45"),
         ("{query: {hybrid: {fusion: 'weighted'}}}", get!(query.hybrid.vector_weight), "0.7"),
         ("{query: {hybrid: {textWeight: 0.3}}}", get!(query.hybrid.vector_weight), "0.7"),
         ("{query: {hybrid: {textWeight: 0.3}}}", get!(query.hybrid.fusion), "Weighted"),
         ("{query: {hybrid: {vectorWeight: 0.7, textWeight: 0.3}}}", get!(query.hybrid.fusion), "Weighted"),
-        ("{query: {hybrid: {fusion: 'minmax'}}}", get!(query.hybrid.text_weight), "0.5"),
+        ("{query: {hybrid: {fusion: 'minmax'}}}", get!(query.hybrid.text_weight), "0.45"),
         ("{query: {hybrid: {vectorWeight: 0.5, textWeight: 0.5}}}", get!(query.hybrid.vector_weight), "0.5"),
         ("{query: {hybrid: {vectorWeight: 1, textWeight: 1}}}", get!(query.hybrid.text_weight), "0.5"),
         // f64 end to end, as JavaScript computes it: 0.3 / 0.4 is 0.7499999999999999 there too.

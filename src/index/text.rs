@@ -278,6 +278,33 @@ impl TextIndex {
         Ok(hits)
     }
 
+    /// How much of `query` the chunk text `text` holds: the share of the query's terms
+    /// (function words left out, as [`search`](Self::search) does), each weighed by its
+    /// BM25 IDF in this index, that are among the text's terms. 1 for a query without
+    /// terms.
+    pub fn query_share(&self, query: &str, text: &str) -> Result<f64> {
+        let mut query_terms = stopwords::content_terms(terms(query, AnalyzerMode::Query));
+        query_terms.sort();
+        query_terms.dedup();
+        let searcher = self.reader.searcher();
+        let docs = searcher.num_docs() as f64;
+        let held: std::collections::HashSet<String> =
+            terms(text, AnalyzerMode::Index).into_iter().collect();
+        let (mut total, mut found) = (0.0, 0.0);
+        for t in &query_terms {
+            let term = Term::from_field_text(self.fields.text, t);
+            let n = searcher
+                .doc_freq(&term)
+                .map_err(|e| Error::text(&self.dir, e))? as f64;
+            let idf = (1.0 + (docs - n + 0.5) / (n + 0.5)).ln();
+            total += idf;
+            if held.contains(t) {
+                found += idf;
+            }
+        }
+        Ok(if total > 0.0 { found / total } else { 1.0 })
+    }
+
     /// The first chunk (lowest start line) of every indexed file whose path `named`
     /// accepts, by path.
     pub fn first_chunks(&self, named: impl Fn(&str) -> bool) -> Result<Vec<ChunkKey>> {

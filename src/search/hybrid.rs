@@ -29,45 +29,53 @@ pub struct VectorCandidate {
     pub cosine: f64,
 }
 
-/// Normalised weights (they sum to 1), the fusion rule, and the model's calibration.
+/// Normalised weights (they sum to 1) and the fusion rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FusionParams {
     pub vector_weight: f64,
     pub text_weight: f64,
     pub fusion: Fusion,
-    /// Puts the vector side's cosines on the scale `minScore` means (memoria's semantics);
-    /// `None`: cosines as they are.
-    pub calibration: Option<Calibration>,
 }
 
-/// A model's cosine similarities put on one scale, so that `minScore` means the same for
-/// every model: a vector score of 0.5 is the cosine at which the model's true matches
-/// begin (the weakest planted answers of `tests/data/personal`), and 0 is below anything
-/// related.
-/// `x / (x + (midpoint − floor))` with `x = max(0, cosine − floor)`: monotone, 0 at the
-/// floor, 0.5 at the midpoint, approaching 1 and never reaching it, so the vector side
-/// keeps its order and its scores stay in 0..1.
+/// The share of a query (its terms weighed by IDF) that the keyword side's best chunk must
+/// hold for the keyword side to count fully in min-max fusion; below it, the keyword
+/// weight shrinks in proportion ([`keyword_confidence`]).
+pub const FULL_KEYWORD_SHARE: f64 = 0.5;
+
+/// How much the keyword side counts in min-max fusion, from the share of the query its
+/// best chunk holds: min-max scales the best keyword chunk to 1 however weak its match, so
+/// in a small workspace one common word (`cat` of "cat-cow", the `day` of a book title)
+/// would weigh as much as a chunk holding the whole question. 1 at [`FULL_KEYWORD_SHARE`]
+/// and above, in proportion below.
+pub fn keyword_confidence(share: f64) -> f64 {
+    (share / FULL_KEYWORD_SHARE).clamp(0.0, 1.0)
+}
+
+/// How far a model's cosines sit below the scale `minScore`'s default was set for, so the
+/// default threshold can mean the same for every model: a match found by meaning alone
+/// passes it when its cosine is at the level of the model's true matches.
 ///
-/// EmbeddingGemma's cosines are low: on LoCoMo (titled chunks) the evidence chunks' cosines
-/// to their question run 0.36 (5th percentile) / 0.48 (median); in a newcomer's notes
-/// (`tests/data/personal`) the planted answers scored 0.26–0.41 and unrelated notes below
-/// 0.25. Under the documented formula a match found by meaning alone scored `0.7 × cosine`
-/// ≈ 0.18–0.29 and fell under the 0.35 default. A model without a measured calibration
-/// keeps its cosines.
+/// EmbeddingGemma's cosines are low. In a newcomer's notes (`tests/data/personal`) the
+/// planted answers scored 0.26–0.41 and unrelated notes mostly below 0.25; on LoCoMo
+/// (titled chunks) evidence chunks score 0.36 (5th percentile) / 0.48 (median). Under the
+/// documented formula a match found by meaning alone scores `0.7 × cosine` ≈ 0.18–0.29,
+/// under the 0.35 default, so such answers came back empty. Its offset is 0.25: the
+/// default threshold is lowered by `offset` for vector-only scores and by
+/// `vectorWeight × offset` for the weighted formula, so a cosine of 0.25 passes where 0.5
+/// would have. Scores and their order are untouched (a calibration that changed the
+/// vector side's scale changed the order too, and cost XQuAD 0.013–0.017 nDCG@10);
+/// min-max and RRF scores are relative to the query's candidates and keep the threshold.
+/// A `minScore` the config sets applies as it is, and a model without a measured offset
+/// keeps the default.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
-    /// The cosine that maps to 0.
-    pub floor: f64,
-    /// The cosine that maps to 0.5.
-    pub midpoint: f64,
+    /// How much lower than the default's intended scale the model's cosines run.
+    pub offset: f64,
 }
 
 impl Calibration {
     /// EmbeddingGemma-300m with its task prompts (measured with `memoria eval`).
-    pub const EMBEDDINGGEMMA: Calibration = Calibration {
-        floor: 0.10,
-        midpoint: 0.25,
-    };
+    pub const EMBEDDINGGEMMA: Calibration = Calibration { offset: 0.25 };
 
     /// The calibration of a model, when one was measured: EmbeddingGemma, by its name
     /// (the local model's directory or GGUF file, or what an OpenAI-compatible server
@@ -78,22 +86,21 @@ impl Calibration {
             .then_some(Calibration::EMBEDDINGGEMMA)
     }
 
-    /// The calibrated score of `cosine`.
-    pub fn apply(self, cosine: f64) -> f64 {
-        let x = (cosine - self.floor).max(0.0);
-        let half = (self.midpoint - self.floor).max(f64::MIN_POSITIVE);
-        x / (x + half)
+    /// The default threshold `min_score` for this model: lowered for vector-only scores
+    /// (`vector_weight` 1) and the weighted formula, unchanged for relative scores.
+    pub fn default_min_score(self, min_score: f64, vector_weight: f64, fusion: Fusion) -> f64 {
+        match fusion {
+            Fusion::Weighted => (min_score - vector_weight * self.offset).max(0.0),
+            Fusion::MinMax | Fusion::Rrf => min_score,
+        }
     }
-}
-
-/// `cosine` through `calibration`, when there is one.
-fn calibrated(cosine: f64, calibration: Option<Calibration>) -> f64 {
-    calibration.map_or(cosine, |c| c.apply(cosine))
 }
 
 /// Merges both candidate lists by chunk id. A chunk missing on one side scores 0 there.
 /// - `Weighted`: `vectorWeight * cosine + textWeight * s/(1+s)` (the documented formula);
-/// - `MinMax`: each side min-max normalised over its candidates, then weighted;
+/// - `MinMax`: each side min-max normalised over its candidates (the keyword side's BM25
+///   through `ln(1 + s)` first: BM25's long tail would otherwise press every hit but the
+///   best toward 0), then weighted;
 /// - `Rrf`: `Σ 1/(60 + rank)` over the sides, scaled so rank 1 on both sides is 1.0
 ///   (keeps scores in 0..1 so `minScore` stays meaningful).
 ///
@@ -103,7 +110,7 @@ pub fn fuse(
     vector: Vec<VectorCandidate>,
     params: &FusionParams,
 ) -> Vec<Ranked> {
-    let bm25_range = range(keyword.iter().map(|k| k.bm25));
+    let bm25_range = range(keyword.iter().map(|k| k.bm25.max(0.0).ln_1p()));
     let cosine_range = range(vector.iter().map(|v| v.cosine));
     let mut merged: HashMap<String, Ranked> = HashMap::new();
     let mut text_component: HashMap<String, f64> = HashMap::new();
@@ -112,7 +119,7 @@ pub fn fuse(
         let ts = text_score(candidate.bm25);
         let component = match params.fusion {
             Fusion::Weighted => ts,
-            Fusion::MinMax => normalise(candidate.bm25, bm25_range),
+            Fusion::MinMax => normalise(candidate.bm25.max(0.0).ln_1p(), bm25_range),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
         text_component.insert(candidate.key.id.clone(), component);
@@ -128,7 +135,7 @@ pub fn fuse(
     }
     for (rank, candidate) in vector.into_iter().enumerate() {
         let component = match params.fusion {
-            Fusion::Weighted => calibrated(candidate.cosine, params.calibration),
+            Fusion::Weighted => candidate.cosine,
             Fusion::MinMax => normalise(candidate.cosine, cosine_range),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
@@ -174,14 +181,13 @@ fn normalise(v: f64, (lo, hi): (f64, f64)) -> f64 {
     }
 }
 
-/// Vector-only ranking (hybrid disabled, or the keyword index unavailable): score = cosine,
-/// calibrated when there is a calibration.
-pub fn vector_hits(vector: Vec<VectorCandidate>, calibration: Option<Calibration>) -> Vec<Ranked> {
+/// Vector-only ranking (hybrid disabled, or the keyword index unavailable): score = cosine.
+pub fn vector_hits(vector: Vec<VectorCandidate>) -> Vec<Ranked> {
     vector
         .into_iter()
         .map(|c| Ranked {
             key: c.key,
-            score: calibrated(c.cosine, calibration),
+            score: c.cosine,
             text_score: 0.0,
             vector_score: Some(c.cosine),
         })
@@ -404,21 +410,32 @@ mod tests {
         vector_weight: 0.7,
         text_weight: 0.3,
         fusion: Fusion::Weighted,
-        calibration: None,
     };
+
+    #[test]
+    fn keyword_confidence_table() {
+        for (share, want) in [(0.0, 0.0), (0.25, 0.5), (0.5, 1.0), (0.9, 1.0), (-1.0, 0.0)] {
+            assert_eq!(keyword_confidence(share), want, "{share}");
+        }
+    }
 
     #[test]
     fn calibration_table() {
         let c = Calibration::EMBEDDINGGEMMA;
+        // (min_score, vector_weight, fusion) → the default threshold.
         let rows = [
-            (0.0, 0.0),
-            (0.1, 0.0),
-            (0.25, 0.5),
-            (0.4, 2.0 / 3.0),
-            (1.0, 0.9 / 1.05),
+            (0.35, 0.7, Fusion::Weighted, 0.175),
+            (0.35, 1.0, Fusion::Weighted, 0.10),
+            (0.1, 0.7, Fusion::Weighted, 0.0),
+            (0.35, 0.5, Fusion::MinMax, 0.35),
+            (0.35, 0.5, Fusion::Rrf, 0.35),
         ];
-        for (cosine, want) in rows {
-            assert!((c.apply(cosine) - want).abs() < 1e-12, "{cosine}");
+        for (min_score, weight, fusion, want) in rows {
+            let got = c.default_min_score(min_score, weight, fusion);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{min_score} {weight} {fusion:?}: {got}"
+            );
         }
         for model in [
             "embeddinggemma-300m",
@@ -428,17 +445,6 @@ mod tests {
         }
         assert_eq!(Calibration::for_model(Some("text-embedding-3-small")), None);
         assert_eq!(Calibration::for_model(None), None);
-        // Weighted fusion and vector-only hits read the calibrated score; the reported
-        // vector score stays the cosine.
-        let params = FusionParams {
-            calibration: Some(c),
-            ..WEIGHTED
-        };
-        let hits = fuse(Vec::new(), vec![vec_("v", 0.25)], &params);
-        assert!((hits[0].score - 0.35).abs() < 1e-12);
-        assert_eq!(hits[0].vector_score, Some(0.25));
-        let hits = vector_hits(vec![vec_("v", 0.25)], Some(c));
-        assert!((hits[0].score - 0.5).abs() < 1e-12);
     }
 
     #[test]
@@ -469,7 +475,6 @@ mod tests {
             vector_weight: 0.5,
             text_weight: 0.5,
             fusion: Fusion::MinMax,
-            calibration: None,
         };
         let hits = fuse(
             vec![kw("a", 10.0), kw("b", 2.0)],

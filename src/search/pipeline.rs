@@ -27,7 +27,7 @@ use super::rank::{
 };
 use crate::annotation;
 use crate::clock;
-use crate::config::Settings;
+use crate::config::{Fusion, Settings};
 use crate::embed::{EmbedKind, Embedder, ResolvedEmbedder};
 use crate::error::Result;
 use crate::fallback::Fallback;
@@ -255,16 +255,10 @@ impl Searcher<'_> {
             }
         };
         let current = self.settings.semantics.is_2026_9();
-        let params = FusionParams {
+        let mut params = FusionParams {
             vector_weight: q.hybrid.vector_weight,
             text_weight: q.hybrid.text_weight,
             fusion: q.hybrid.fusion,
-            // memoria's semantics put the model's cosines on minScore's scale; 2026.9's keep
-            // OpenClaw's raw cosines.
-            calibration: match current {
-                true => None,
-                false => hybrid::Calibration::for_model(state.model.as_deref()),
-            },
         };
         // MMR compares candidates' texts and 2026.9's ranking reads their annotations, so
         // both read every candidate's chunk; otherwise only the returned chunks are read.
@@ -297,6 +291,20 @@ impl Searcher<'_> {
                 true
             });
         }
+        // memoria's min-max fusion: the keyword side counts in proportion to how much of the
+        // query its best chunk holds (`hybrid::keyword_confidence`).
+        if let (false, Fusion::MinMax, Some(k), Some(_)) =
+            (current, params.fusion, keyword.as_ref(), vector.as_ref())
+        {
+            if let Some(best) = k.first() {
+                if !chunks.contains_key(&best.key.id) {
+                    chunks.extend(view.chunks_by_ids(std::slice::from_ref(&best.key.id))?);
+                }
+                let text = chunks.get(&best.key.id).map_or("", |c| c.text.as_str());
+                let share = view.text()?.query_share(query, text)?;
+                params.text_weight *= hybrid::keyword_confidence(share);
+            }
+        }
         let keyword_side = keyword.is_some();
         let active = project::active_set(&options.active_project_keys);
         let decay = self.decay_factors(
@@ -315,9 +323,7 @@ impl Searcher<'_> {
                     v[..head(v.len())].to_vec(),
                     &params,
                 ),
-                (None, Some(v)) => {
-                    hybrid::vector_hits(v[..head(v.len())].to_vec(), params.calibration)
-                }
+                (None, Some(v)) => hybrid::vector_hits(v[..head(v.len())].to_vec()),
                 (Some(k), None) => keyword_hits(k[..head(k.len())].to_vec()),
                 (None, None) => Vec::new(),
             };
@@ -361,6 +367,20 @@ impl Searcher<'_> {
             (Some(_), Some(_)) => SelectMode::Hybrid,
             (None, Some(_)) => SelectMode::VectorOnly,
             _ => SelectMode::KeywordOnly,
+        };
+        // memoria's semantics lower the default threshold for a model whose cosines run low
+        // (`hybrid::Calibration`); a minScore the request or the config sets, and 2026.9's
+        // semantics, keep it.
+        let calibration = hybrid::Calibration::for_model(state.model.as_deref())
+            .filter(|_| options.min_score.is_none() && !q.min_score_configured && !current);
+        let min_score = match (calibration, mode) {
+            (Some(c), SelectMode::Hybrid) => {
+                c.default_min_score(min_score, params.vector_weight, params.fusion)
+            }
+            (Some(c), SelectMode::VectorOnly) => {
+                c.default_min_score(min_score, 1.0, Fusion::Weighted)
+            }
+            _ => min_score,
         };
         let rank = |pool: usize| match current {
             true => self.filter_2026_9(scored(pool), min_score, mode, &chunks),
