@@ -126,11 +126,14 @@ fn ranking(settings: &Settings, model: Option<&str>) -> String {
     }
     let mut out = match h.fusion {
         Fusion::Rrf => "rrf fusion".to_string(),
-        fusion => format!(
-            "{} fusion, vector {} / text {}",
-            fusion.as_str(),
-            h.vector_weight,
-            h.text_weight
+        Fusion::MinMax => format!(
+            "minmax fusion, vector {} / text {}, the keyword side weighed by how much of the \
+             query its best chunk holds",
+            h.vector_weight, h.text_weight
+        ),
+        Fusion::Weighted => format!(
+            "weighted fusion, vector {} / text {}",
+            h.vector_weight, h.text_weight
         ),
     };
     out.push_str("; keyword queries without function words");

@@ -56,14 +56,15 @@ pub fn keyword_confidence(share: f64) -> f64 {
 /// passes it when its cosine is at the level of the model's true matches.
 ///
 /// EmbeddingGemma's cosines are low. In a newcomer's notes (`tests/data/personal`) the
-/// planted answers scored 0.26–0.41 and unrelated notes mostly below 0.25; on LoCoMo
-/// (titled chunks) evidence chunks score 0.36 (5th percentile) / 0.48 (median). Under the
+/// planted answers scored 0.26–0.41 (one, at 0.13, is a miss) and unrelated notes mostly
+/// below 0.25; on LoCoMo (titled chunks) evidence chunks score 0.36 (5th percentile) / 0.48
+/// (median). Under the
 /// documented formula a match found by meaning alone scores `0.7 × cosine` ≈ 0.18–0.29,
 /// under the 0.35 default, so such answers came back empty. Its offset is 0.25: the
 /// default threshold is lowered by `offset` for vector-only scores and by
 /// `vectorWeight × offset` for the weighted formula, so a cosine of 0.25 passes where 0.5
 /// would have. Scores and their order are untouched (a calibration that changed the
-/// vector side's scale changed the order too, and cost XQuAD 0.013–0.017 nDCG@10);
+/// vector side's scale changed the order too, and cost XQuAD 0.013–0.021 nDCG@10);
 /// min-max and RRF scores are relative to the query's candidates and keep the threshold.
 /// A `minScore` the config sets applies as it is, and a model without a measured offset
 /// keeps the default.
