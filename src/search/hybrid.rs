@@ -64,7 +64,8 @@ pub fn keyword_confidence(share: f64) -> f64 {
 /// default threshold is lowered by `offset` for vector-only scores and by
 /// `vectorWeight × offset` for the weighted formula, so a cosine of 0.25 passes where 0.5
 /// would have. Scores and their order are untouched (a calibration that changed the
-/// vector side's scale changed the order too, and cost XQuAD 0.013–0.021 nDCG@10);
+/// vector side's scale changed the order too, and cost XQuAD 0.013–0.021 nDCG@10 when
+/// replayed);
 /// min-max and RRF scores are relative to the query's candidates and keep the threshold.
 /// A `minScore` the config sets applies as it is, and a model without a measured offset
 /// keeps the default.
