@@ -71,6 +71,18 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
+/// The distinct terms a keyword query searches, sorted; with `content_only`, without its
+/// function words ([`stopwords::content_terms`]).
+fn query_terms(query: &str, content_only: bool) -> Vec<String> {
+    let mut out = terms(query, AnalyzerMode::Query);
+    if content_only {
+        out = stopwords::content_terms(out);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A keyword hit: the chunk's ranking key and its raw BM25 score (higher is better).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextHit {
@@ -232,12 +244,7 @@ impl TextIndex {
         source: Option<&str>,
         content_only: bool,
     ) -> Result<Vec<TextHit>> {
-        let mut query_terms = terms(query, AnalyzerMode::Query);
-        if content_only {
-            query_terms = stopwords::content_terms(query_terms);
-        }
-        query_terms.sort();
-        query_terms.dedup();
+        let query_terms = query_terms(query, content_only);
         if query_terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -283,9 +290,7 @@ impl TextIndex {
     /// BM25 IDF in this index, that are among the text's terms. 1 for a query without
     /// terms.
     pub fn query_share(&self, query: &str, text: &str) -> Result<f64> {
-        let mut query_terms = stopwords::content_terms(terms(query, AnalyzerMode::Query));
-        query_terms.sort();
-        query_terms.dedup();
+        let query_terms = query_terms(query, true);
         let searcher = self.reader.searcher();
         let docs = searcher.num_docs() as f64;
         let held: std::collections::HashSet<String> =
