@@ -3,7 +3,8 @@
 //!
 //! MEMORIA_TEST_MODEL_DIR=/path/to/embeddinggemma-300m cargo bench --bench embed
 //! Optional: BENCH_DOCS (default 64), BENCH_ROUNDS (3), BENCH_QUERIES (40), BENCH_DIMS,
-//! BENCH_PRECISION (default `f32,q8`: each is loaded and their rounds alternate).
+//! BENCH_PRECISION (default `f32,q8`: each is loaded and their rounds alternate; any of
+//! f32, q8, bf16, auto). With MEMORIA_PROFILE=1 it prints the encoder's time per step.
 
 use std::time::Instant;
 
@@ -87,7 +88,7 @@ fn main() {
     let precisions: Vec<Precision> = std::env::var("BENCH_PRECISION")
         .unwrap_or_else(|_| "f32,q8".into())
         .split(',')
-        .map(|p| p.parse().expect("BENCH_PRECISION: f32, q8 or auto"))
+        .map(|p| p.parse().expect("BENCH_PRECISION: f32, q8, bf16 or auto"))
         .collect();
     println!("threads: {}", rayon::current_num_threads());
     let models: Vec<(String, GemmaEmbedder)> = precisions
@@ -149,6 +150,8 @@ fn main() {
         );
     }
 
+    print_profile("documents, warm-up included");
+
     let mut lat = vec![Vec::with_capacity(n_queries); models.len()];
     let mut cpu = vec![0f64; models.len()];
     let qtokens = models[0]
@@ -179,5 +182,14 @@ fn main() {
     }
     if let Some(kib) = vm_hwm_kib() {
         println!("peak RSS (VmHWM): {:.0} MiB", kib as f64 / 1024.0);
+    }
+    print_profile("queries");
+}
+
+/// The encoder's time per step since the last report, with `MEMORIA_PROFILE` set (every
+/// precision of the run together: profile one precision per run).
+fn print_profile(what: &str) {
+    if let Some(report) = memoria::gemma::profile_report() {
+        println!("encoder steps for the {what} (MEMORIA_PROFILE):\n{report}");
     }
 }

@@ -2,8 +2,14 @@
 //! arithmetic shared by the embedder and the vector index.
 //!
 //! Every SIMD kernel in the crate dispatches on [`level`]: the embedding kernels
-//! (`gemma::kernels`, `gemma::matmul`, `gemma::q8`) and the vector index's dot product. One detection,
-//! one override (`MEMORIA_EMBED_SIMD=avx2|scalar`, to test every path on one machine).
+//! (`gemma::kernels`, `gemma::matmul`, `gemma::q8`, `gemma::bf16`) and the vector index's dot
+//! product. The int8 and bf16 kernels also use the [`extensions`] beyond a level's baseline:
+//! VNNI's `vpdpbusd`, AVX512-BF16's `vdpbf16ps` and AMX's tiles.
+//!
+//! One detection, one override: `MEMORIA_EMBED_SIMD` caps what the kernels use, to test and
+//! measure every path on one machine: `scalar`, `avx2`, `avx2-vnni` (AVX2 and 256-bit
+//! VNNI), `avx512` (AVX-512 without VNNI, BF16 or AMX), `avx512-vnni` (every AVX-512
+//! extension, no AMX); unset or `best` takes all the CPU has.
 
 use std::sync::OnceLock;
 
@@ -16,21 +22,88 @@ pub(crate) enum Level {
     Avx512,
 }
 
-/// The instruction set the kernels use: the best the CPU has, or lower when the
-/// environment says `MEMORIA_EMBED_SIMD=avx2|scalar` (to test every path on one machine).
+/// Instructions beyond a [`Level`]'s baseline that some kernels use, each only where the
+/// CPU has it and the override allows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Extensions {
+    /// 512-bit `vpdpbusd` (AVX512-VNNI); implies the level is AVX-512.
+    pub vnni512: bool,
+    /// 256-bit `vpdpbusd` (AVX-VNNI, or AVX512-VNNI with VL).
+    pub vnni256: bool,
+    /// `vdpbf16ps` and `vcvtne2ps2bf16` (AVX512-BF16); implies the level is AVX-512.
+    pub bf16: bool,
+    /// AMX tiles with `tdpbf16ps`, the kernel having granted this process the tile state.
+    pub amx_bf16: bool,
+}
+
+/// What the override asks for (`MEMORIA_EMBED_SIMD`, see the module docs).
+struct Cap {
+    level: Level,
+    vnni256: bool,
+    avx512_extensions: bool,
+    amx: bool,
+}
+
+fn cap() -> &'static Cap {
+    static CAP: OnceLock<Cap> = OnceLock::new();
+    CAP.get_or_init(|| {
+        let value = std::env::var("MEMORIA_EMBED_SIMD").unwrap_or_default();
+        let cap = |level, vnni256, avx512_extensions, amx| Cap {
+            level,
+            vnni256,
+            avx512_extensions,
+            amx,
+        };
+        match value.trim() {
+            "scalar" => cap(Level::Scalar, false, false, false),
+            "avx2" => cap(Level::Avx2, false, false, false),
+            "avx2-vnni" => cap(Level::Avx2, true, false, false),
+            "avx512" => cap(Level::Avx512, false, false, false),
+            "avx512-vnni" => cap(Level::Avx512, true, true, false),
+            other => {
+                if !matches!(other, "" | "best") {
+                    tracing::warn!(
+                        "MEMORIA_EMBED_SIMD={other:?} is not one of scalar, avx2, avx2-vnni, \
+                         avx512, avx512-vnni, best: using everything the CPU has"
+                    );
+                }
+                cap(Level::Avx512, true, true, true)
+            }
+        }
+    })
+}
+
+/// The instruction set the kernels use: the best the CPU has, or lower when
+/// `MEMORIA_EMBED_SIMD` says so (see the module docs).
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
-        let cap = match std::env::var("MEMORIA_EMBED_SIMD").as_deref() {
-            Ok("scalar") => Level::Scalar,
-            Ok("avx2") => Level::Avx2,
-            _ => Level::Avx512,
-        };
+        let cap = cap().level;
         let best = detect();
         match (cap, best) {
             (Level::Scalar, _) | (_, Level::Scalar) => Level::Scalar,
             (Level::Avx2, _) | (_, Level::Avx2) => Level::Avx2,
             _ => Level::Avx512,
+        }
+    })
+}
+
+/// The extensions the kernels may use: what the CPU has, within [`level`] and the override.
+pub(crate) fn extensions() -> Extensions {
+    static EXT: OnceLock<Extensions> = OnceLock::new();
+    *EXT.get_or_init(|| {
+        let cap = cap();
+        let level = level();
+        let cpu = detect_extensions();
+        let avx512 = level == Level::Avx512 && cap.avx512_extensions;
+        let vnni256 = level != Level::Scalar && cap.vnni256 && cpu.vnni256;
+        let bf16 = avx512 && cpu.bf16;
+        Extensions {
+            vnni512: avx512 && cpu.vnni512,
+            vnni256,
+            bf16,
+            // The AMX kernel converts activations with AVX512-BF16.
+            amx_bf16: bf16 && cap.amx && cpu.amx_bf16 && amx_permission().is_ok(),
         }
     })
 }
@@ -56,6 +129,67 @@ fn detect() -> Level {
         }
         Level::Scalar
     }
+}
+
+/// The extensions the CPU reports, before the level and the override narrow them; AMX as
+/// CPUID reports it, before the kernel is asked for the tile state.
+pub(crate) fn detect_extensions() -> Extensions {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let avx512vnni = std::is_x86_feature_detected!("avx512vnni")
+            && std::is_x86_feature_detected!("avx512vl");
+        // CPUID leaf 7: EDX bit 22 is AMX-BF16, bit 24 AMX-TILE (the std macro does not
+        // name AMX on stable Rust).
+        let edx = if std::arch::x86_64::__get_cpuid_max(0).0 >= 7 {
+            std::arch::x86_64::__cpuid_count(7, 0).edx
+        } else {
+            0
+        };
+        Extensions {
+            vnni512: avx512vnni,
+            vnni256: avx512vnni || std::is_x86_feature_detected!("avxvnni"),
+            bf16: std::is_x86_feature_detected!("avx512bf16"),
+            amx_bf16: edx & (1 << 22) != 0 && edx & (1 << 24) != 0,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    Extensions::default()
+}
+
+/// Asks Linux for the AMX tile state (`arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)`), once
+/// per process. The error says why AMX is not used: the kernel refused, or this is not
+/// Linux on x86-64.
+pub(crate) fn amx_permission() -> Result<(), &'static str> {
+    static GRANTED: OnceLock<Result<(), &'static str>> = OnceLock::new();
+    *GRANTED.get_or_init(|| {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            const ARCH_PRCTL: isize = 158;
+            const ARCH_REQ_XCOMP_PERM: usize = 0x1023;
+            const XFEATURE_XTILEDATA: usize = 18;
+            let ret: isize;
+            // SAFETY: arch_prctl with this request only changes which extended states the
+            // process may use; it reads and writes no memory of ours.
+            unsafe {
+                std::arch::asm!(
+                    "syscall",
+                    inlateout("rax") ARCH_PRCTL => ret,
+                    in("rdi") ARCH_REQ_XCOMP_PERM,
+                    in("rsi") XFEATURE_XTILEDATA,
+                    lateout("rcx") _,
+                    lateout("r11") _,
+                    options(nostack),
+                );
+            }
+            if ret == 0 {
+                Ok(())
+            } else {
+                Err("the Linux kernel refused the AMX tile state (arch_prctl)")
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        Err("AMX is used on Linux x86-64 only")
+    })
 }
 
 /// Dot product, compiled for AVX-512 and AVX2 with FMA when the CPU has them (runtime

@@ -28,6 +28,11 @@ fn q8_model() -> Option<&'static GemmaEmbedder> {
     MODEL.get_or_init(|| packed_model(Precision::Q8)).as_ref()
 }
 
+fn bf16_model() -> Option<&'static GemmaEmbedder> {
+    static MODEL: OnceLock<Option<GemmaEmbedder>> = OnceLock::new();
+    MODEL.get_or_init(|| packed_model(Precision::Bf16)).as_ref()
+}
+
 /// Loads `path` twice with a new cache: the first load writes the pack, the second (the one
 /// returned) maps it, with the table-driven tokenizer.
 fn load_from_new_pack(path: impl AsRef<std::path::Path>, options: GemmaOptions) -> GemmaEmbedder {
@@ -123,7 +128,7 @@ fn model_from_source(precision: Precision) -> Option<GemmaEmbedder> {
 /// bit-identical vectors for queries and a packed batch of documents, in each precision.
 #[test]
 fn packed_model_equals_source_model() {
-    for precision in [Precision::F32, Precision::Q8] {
+    for precision in [Precision::F32, Precision::Q8, Precision::Bf16] {
         packed_equals_source(precision);
     }
 }
@@ -131,6 +136,7 @@ fn packed_model_equals_source_model() {
 fn packed_equals_source(precision: Precision) {
     let packed = match precision {
         Precision::Q8 => q8_model(),
+        Precision::Bf16 => bf16_model(),
         _ => model(),
     };
     let (Some(packed), Some(source)) = (packed, model_from_source(precision)) else {
@@ -338,6 +344,30 @@ fn golden_cases_match_pytorch_in_q8() {
         worst.0, worst.1
     );
     assert!(worst.0 >= 0.995, "q8: cosine {} for {:?}", worst.0, worst.1);
+}
+
+/// bf16 (bf16 weights and activations, f32 sums) against PyTorch f32: worst cosine ≥ 0.9995
+/// (the gate for every precision `auto` may choose), from a packed model (the bf16 panels
+/// round-trip through the pack), and a fingerprint of its own. Here it runs whichever bf16
+/// kernel the CPU has (AMX, AVX512-BF16, or the widened f32 path, whose arithmetic is the
+/// same up to the order of the sums).
+#[test]
+fn golden_cases_match_pytorch_in_bf16() {
+    let (Some(bf16), Some(f32_model), Some(cases)) = (bf16_model(), model(), golden()) else {
+        return;
+    };
+    assert_ne!(bf16.fingerprint(), f32_model.fingerprint());
+    let worst = worst_golden_cosine(bf16, &cases);
+    eprintln!(
+        "bf16 worst cosine to PyTorch f32: {} ({:?})",
+        worst.0, worst.1
+    );
+    assert!(
+        worst.0 >= 0.9995,
+        "bf16: cosine {} for {:?}",
+        worst.0,
+        worst.1
+    );
 }
 
 /// The GGUF files made by the shared tool (llama.cpp's converter) match PyTorch within the q8

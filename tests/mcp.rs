@@ -453,10 +453,16 @@ fn hybrid_search_with_the_real_model_matches_the_cli() {
     let status: Value = serde_json::from_str(&cli(&g, &["status", "--json"])).unwrap();
     let embedding = &status["embedding"];
     assert_eq!(embedding["dims"], 768);
-    // The precision `auto` chose: q8 where the int8 kernel runs, else f32.
+    // The precision `auto` chose, and why: q8, bf16 or f32 by the CPU's instructions.
     let device = embedding["device"].as_str().unwrap();
     assert!(
-        device.starts_with("cpu, q8 (auto), ") || device.starts_with("cpu, f32 (auto), "),
+        [
+            "cpu, q8 (auto: ",
+            "cpu, f32 (auto: ",
+            "cpu, bf16 (auto: AMX), "
+        ]
+        .iter()
+        .any(|p| device.starts_with(p)),
         "{status}"
     );
     // …and where the model was loaded from (the packed model, after the first start).

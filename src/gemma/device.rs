@@ -8,7 +8,8 @@
 //! reason. On the CPU, the load takes the packed-model cache (`$MEMORIA_CACHE_DIR`, see
 //! [`cache_dir`](crate::gemma::locate::cache_dir)) and the precision of
 //! `MEMORIA_PRECISION`, and the words say which kernels run (`AVX-512`, `AVX2`, `AVX2
-//! int8`, `scalar`), where the weights came from and which tokenizer runs.
+//! int8`, `AVX512-VNNI int8`, `AMX bf16`, `scalar`, …), where the weights came from and
+//! which tokenizer runs.
 
 use std::path::Path;
 
@@ -19,8 +20,9 @@ use crate::gemma::error::{GemmaError, Result};
 use crate::gemma::gguf::is_gguf;
 use crate::gemma::locate::{cache_dir, dense_source};
 use crate::gemma::options::GemmaOptions;
-use crate::gemma::precision::Precision;
-use crate::simd::{level, Level};
+use crate::gemma::precision::{auto_reason, Precision};
+use crate::gemma::{bf16, q8};
+use crate::simd::{amx_permission, detect_extensions, level, Level};
 
 /// The device models run on: the first CUDA or Metal device when built with that feature,
 /// else the CPU.
@@ -65,8 +67,8 @@ pub(crate) fn load_on_best_device(dir: &Path) -> Result<(GemmaEmbedder, String)>
         match on_gpu {
             Ok(embedder) => {
                 let mut words = gpu_words().to_string();
-                if matches!(Precision::from_env(), Ok(Precision::Q8)) {
-                    words.push_str(" (precision q8 applies to the CPU kernels only)");
+                if let Ok(p @ (Precision::Q8 | Precision::Bf16)) = Precision::from_env() {
+                    words.push_str(&format!(" (precision {p} applies to the CPU kernels only)"));
                 }
                 with_dense(&mut words, &embedder);
                 return Ok((embedder, words));
@@ -92,21 +94,25 @@ pub(crate) fn load_on_best_device(dir: &Path) -> Result<(GemmaEmbedder, String)>
     };
     let asked = options.precision;
     let embedder = GemmaEmbedder::load(dir, &Device::Cpu, options)?;
-    // The int8 kernel is AVX2 on both SIMD levels.
     let kernels = match (level(), embedder.precision()) {
-        (Level::Scalar, Precision::Q8) => "scalar int8",
-        (_, Precision::Q8) => "AVX2 int8",
-        (Level::Avx512, _) => "AVX-512",
-        (Level::Avx2, _) => "AVX2",
-        (Level::Scalar, _) => "scalar",
+        (_, Precision::Q8) => q8::Kernel::best().name().to_string(),
+        (_, Precision::Bf16) => bf16::Kernel::best().name().to_string(),
+        (Level::Avx512, _) => "AVX-512".to_string(),
+        (Level::Avx2, _) => "AVX2".to_string(),
+        (Level::Scalar, _) => "scalar".to_string(),
     };
     let chosen = match asked {
-        Precision::Auto => " (auto)",
-        _ => "",
+        Precision::Auto => format!(" (auto: {})", auto_reason()),
+        _ => String::new(),
     };
     let mut words = format!("cpu, {}{chosen}, {kernels} kernels", embedder.precision());
     if let Some(why) = gpu_failed {
         words.push_str(&format!(" ({why})"));
+    }
+    if detect_extensions().amx_bf16 {
+        if let Err(why) = amx_permission() {
+            words.push_str(&format!(" (the CPU has AMX, unused: {why})"));
+        }
     }
     words.push_str(&format!(
         "; loaded from {}; tokenizer: {}",

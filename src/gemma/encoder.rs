@@ -12,6 +12,8 @@ use crate::gemma::kernels::{self, AttnDims, Packing};
 use crate::gemma::matmul::{Projection, WeightFormat};
 use crate::gemma::model_files::{GemmaConfig, LayerKind};
 use crate::gemma::pack::Pack;
+use crate::gemma::precision::Precision;
+use crate::gemma::profile::{time, Step};
 use crate::gemma::weights::TensorSource;
 
 /// Which implementation runs the non-matmul work.
@@ -116,12 +118,14 @@ pub struct Encoder {
     device: Device,
     dtype: DType,
     kernels: Kernels,
+    /// Attention in the `bf16` precision's arithmetic (`attention_bf16.rs`).
+    bf16: bool,
 }
 
 impl Encoder {
     /// Loads every tensor but the embedding table from `file` (names without `model.`), the
-    /// fused kernels' projections from `pack` when it holds them; with `q8`, the fused
-    /// kernels' projections are Q8_0.
+    /// fused kernels' projections from `pack` when it holds them, in the format of
+    /// `precision` (f16 panels for `f32`, Q8_0 for `q8`, bf16 for `bf16`).
     #[allow(clippy::too_many_arguments)]
     pub fn load(
         cfg: &GemmaConfig,
@@ -130,7 +134,7 @@ impl Encoder {
         device: &Device,
         dtype: DType,
         kernels: Kernels,
-        q8: bool,
+        precision: Precision,
         max_pos: usize,
     ) -> Result<Self> {
         let h = cfg.hidden_size;
@@ -143,8 +147,11 @@ impl Encoder {
             Kernels::Generic
         };
         let format = match kernels {
-            Kernels::Fused if q8 => WeightFormat::Q8,
-            Kernels::Fused => WeightFormat::Half,
+            Kernels::Fused => match precision {
+                Precision::Q8 => WeightFormat::Q8,
+                Precision::Bf16 => WeightFormat::Bf16,
+                Precision::F32 | Precision::Auto => WeightFormat::Half,
+            },
             Kernels::Generic => WeightFormat::Tensor,
         };
         let mut layers = Vec::with_capacity(cfg.num_layers);
@@ -195,6 +202,7 @@ impl Encoder {
             device: device.clone(),
             dtype,
             kernels,
+            bf16: kernels == Kernels::Fused && precision == Precision::Bf16,
         })
     }
 
@@ -249,15 +257,20 @@ impl Encoder {
     fn forward_fused(&self, x: &Tensor, packing: &Packing) -> Result<Tensor> {
         let eps = self.cfg.rms_norm_eps as f32;
         let dims = self.dims();
+        let norm = |x: &Tensor, w: &Norm| -> Result<Tensor> {
+            let op = kernels::RmsNorm { w1: &w.host, eps };
+            time(Step::Norms, || Ok(x.apply_op1_no_bwd(&op)?))
+        };
+        let add_norm = |x: &Tensor, o: &Tensor, w: &Norm| -> Result<Tensor> {
+            let op = kernels::AddRmsNorm { w1: &w.host, eps };
+            time(Step::Norms, || Ok(x.apply_op2_no_bwd(o, &op)?))
+        };
         let mut x = x.clone();
         for layer in &self.layers {
             let rope = self.rope(layer.kind);
-            let h = x.apply_op1_no_bwd(&kernels::RmsNorm {
-                w1: &layer.input_norm.host,
-                eps,
-            })?;
-            let qkv = layer.wqkv.forward(&h)?;
-            let planar = qkv.apply_op1_no_bwd(&kernels::QkNormRope {
+            let h = norm(&x, &layer.input_norm)?;
+            let qkv = time(Step::LinearQkv, || layer.wqkv.forward(&h))?;
+            let qk = kernels::QkNormRope {
                 dims,
                 q_w1: &layer.q_norm.host,
                 k_w1: &layer.k_norm.host,
@@ -265,39 +278,24 @@ impl Encoder {
                 cos: &rope.cos,
                 sin: &rope.sin,
                 positions: &packing.positions,
-            })?;
-            let attn = planar.apply_op1_no_bwd(&kernels::PackedAttention {
+            };
+            let planar = time(Step::QkNormRope, || qkv.apply_op1_no_bwd(&qk))?;
+            let attention = kernels::PackedAttention {
                 dims,
                 packing,
                 window: self.window(layer.kind),
-            })?;
-            let o = layer.wo.forward(&attn)?;
-            x = x.apply_op2_no_bwd(
-                &o,
-                &kernels::AddRmsNorm {
-                    w1: &layer.post_attn_norm.host,
-                    eps,
-                },
-            )?;
-            let h = x.apply_op1_no_bwd(&kernels::RmsNorm {
-                w1: &layer.pre_ff_norm.host,
-                eps,
-            })?;
-            let gu = layer.wgu.forward(&h)?;
-            let act = gu.apply_op1_no_bwd(&kernels::GeluMul)?;
-            let dn = layer.wd.forward(&act)?;
-            x = x.apply_op2_no_bwd(
-                &dn,
-                &kernels::AddRmsNorm {
-                    w1: &layer.post_ff_norm.host,
-                    eps,
-                },
-            )?;
+                bf16: self.bf16,
+            };
+            let attn = time(Step::Attention, || planar.apply_op1_no_bwd(&attention))?;
+            let o = time(Step::LinearO, || layer.wo.forward(&attn))?;
+            x = add_norm(&x, &o, &layer.post_attn_norm)?;
+            let h = norm(&x, &layer.pre_ff_norm)?;
+            let gu = time(Step::LinearGateUp, || layer.wgu.forward(&h))?;
+            let act = time(Step::GeluMul, || gu.apply_op1_no_bwd(&kernels::GeluMul))?;
+            let dn = time(Step::LinearDown, || layer.wd.forward(&act))?;
+            x = add_norm(&x, &dn, &layer.post_ff_norm)?;
         }
-        Ok(x.apply_op1_no_bwd(&kernels::RmsNorm {
-            w1: &self.final_norm.host,
-            eps,
-        })?)
+        norm(&x, &self.final_norm)
     }
 
     /// RMSNorm in f32 whatever the working dtype, as Gemma's reference does.

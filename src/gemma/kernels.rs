@@ -10,6 +10,8 @@
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
 use rayon::prelude::*;
 
+use crate::gemma::attention_bf16;
+pub(crate) use crate::gemma::cpu::{contiguous_f32, SyncPtr};
 use crate::simd::{level, Level};
 
 /// Defines a function compiled three times (AVX-512, AVX2+FMA, baseline) and dispatched
@@ -220,25 +222,6 @@ fn rows_per_task(rows: usize, width: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
     let even = rows.div_ceil(threads * 4).max(1);
     even.max(min_rows)
-}
-
-/// The f32 values of a contiguous CPU tensor, or an error naming the op (`what`).
-pub(crate) fn contiguous_f32<'a>(
-    s: &'a CpuStorage,
-    l: &Layout,
-    what: &str,
-) -> candle_core::Result<&'a [f32]> {
-    let data = match s {
-        CpuStorage::F32(d) => d.as_slice(),
-        other => bail!(
-            "{what}: expected f32, got {:?}",
-            candle_core::backend::BackendStorage::dtype(other)
-        ),
-    };
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(&data[a..b]),
-        None => bail!("{what}: input must be contiguous"),
-    }
 }
 
 /// `x * rsqrt(mean(x²) + eps) * w1` over the last dimension.
@@ -467,13 +450,10 @@ pub struct PackedAttention<'a> {
     pub dims: AttnDims,
     pub packing: &'a Packing,
     pub window: Option<usize>,
+    /// The `bf16` precision: q, k, v and the probabilities rounded to bf16, f32 sums
+    /// (`attention_bf16.rs`); on AMX tiles where the CPU has them.
+    pub bf16: bool,
 }
-
-/// A raw pointer into an output buffer that rayon tasks write disjoint parts of.
-pub(crate) struct SyncPtr(pub(crate) *mut f32);
-// SAFETY: used only to write disjoint regions of one buffer from rayon tasks.
-unsafe impl Send for SyncPtr {}
-unsafe impl Sync for SyncPtr {}
 
 /// Query tokens per attention task.
 const Q_BLOCK: usize = 64;
@@ -491,30 +471,43 @@ impl CustomOp1 for PackedAttention<'_> {
             bail!("packed-attention: {} values for {t} tokens", x.len());
         }
         let (qw, kw, hd) = (d.q_width(), d.kv_width(), d.head_dim);
+        let amx = self.bf16 && attention_bf16::amx_runs(hd);
+        // Without AMX, bf16 is the f32 products of rounded inputs.
+        let rounded;
+        let x = if self.bf16 && !amx {
+            rounded = attention_bf16::round_all(x);
+            &rounded[..]
+        } else {
+            x
+        };
+        let bf16 = self.bf16;
         let (q, rest) = x.split_at(t * qw);
         let (k, v) = rest.split_at(t * kw);
         let group = d.heads / d.kv_heads;
         // With one kv head all query heads of a token are consecutive rows of stride D.
         let mqa = d.kv_heads == 1;
         let mut tasks = Vec::new();
-        for &(off, len) in &self.packing.seqs {
+        for (seq, &(off, len)) in self.packing.seqs.iter().enumerate() {
             let heads: Vec<usize> = if mqa { vec![0] } else { (0..d.heads).collect() };
             for h in heads {
                 let mut i0 = 0;
                 while i0 < len {
                     let i1 = (i0 + Q_BLOCK).min(len);
-                    tasks.push((off, len, h, i0, i1));
+                    tasks.push((seq, off, len, h, i0, i1));
                     i0 = i1;
                 }
             }
         }
+        // AMX: every sequence's keys and values packed once, for all its query blocks.
+        let packed_kv =
+            amx.then(|| attention_bf16::PackedKv::new(k, v, d.kv_heads, hd, &self.packing.seqs));
         // Every value of `out` is written by exactly one task's second gemm (alpha = 0).
         let mut out: Vec<f32> = Vec::with_capacity(t * qw);
         let out_ptr = SyncPtr(out.as_mut_ptr());
         let window = self.window;
-        tasks
-            .par_iter()
-            .for_each_init(Vec::<f32>::new, |scores, &(off, len, h, i0, i1)| {
+        tasks.par_iter().for_each_init(
+            || (Vec::<f32>::new(), attention_bf16::Scratch::default()),
+            |(scores, scratch), &(seq, off, len, h, i0, i1)| {
                 let out_ptr = &out_ptr;
                 let (k0, k1) = match window {
                     Some(w) => (i0.saturating_sub(w - 1), (i1 - 1 + w).min(len)),
@@ -530,6 +523,46 @@ impl CustomOp1 for PackedAttention<'_> {
                     ((off + i0) * qw + h * hd, qw)
                 };
                 let kv_off = (off + k0) * kw + g * hd;
+                let range = |r: usize| {
+                    let i = i0 + r / rows_per_tok;
+                    match window {
+                        Some(w) => (i.saturating_sub(w - 1).max(k0) - k0, (i + w).min(k1) - k0),
+                        None => (0, nk),
+                    }
+                };
+                #[cfg(target_arch = "x86_64")]
+                if let Some(kv) = &packed_kv {
+                    // All the sequence's keys: a window's keys beyond it get probability 0
+                    // from the softmax's range, and AMX's products cost less than slicing
+                    // the packed panels would.
+                    let full = |r: usize| {
+                        let i = i0 + r / rows_per_tok;
+                        match window {
+                            Some(w) => (i.saturating_sub(w - 1), (i + w).min(len)),
+                            None => (0, len),
+                        }
+                    };
+                    // SAFETY: `amx_runs` checked the CPU; q rows i0..i1 of this sequence
+                    // and head, `kv` packed for these sequences; this task alone writes
+                    // its output rows.
+                    unsafe {
+                        attention_bf16::task_amx(
+                            q.as_ptr().add(q_off),
+                            q_rs,
+                            m,
+                            kv,
+                            seq,
+                            g,
+                            len,
+                            hd,
+                            full,
+                            softmax_range,
+                            out_ptr.0.add(q_off),
+                            scratch,
+                        )
+                    };
+                    return;
+                }
                 scores.clear();
                 scores.reserve(m * nk);
                 // SAFETY: every pointer/stride pair below stays inside its buffer: q rows
@@ -561,12 +594,12 @@ impl CustomOp1 for PackedAttention<'_> {
                     scores.set_len(m * nk);
                 }
                 for r in 0..m {
-                    let i = i0 + r / rows_per_tok;
-                    let (lo, hi) = match window {
-                        Some(w) => (i.saturating_sub(w - 1).max(k0) - k0, (i + w).min(k1) - k0),
-                        None => (0, nk),
-                    };
-                    softmax_range(&mut scores[r * nk..(r + 1) * nk], lo, hi);
+                    let (lo, hi) = range(r);
+                    let row = &mut scores[r * nk..(r + 1) * nk];
+                    softmax_range(row, lo, hi);
+                    if bf16 {
+                        attention_bf16::round_in_place(row);
+                    }
                 }
                 unsafe {
                     gemm::gemm(
@@ -591,7 +624,8 @@ impl CustomOp1 for PackedAttention<'_> {
                         gemm::Parallelism::None,
                     );
                 }
-            });
+            },
+        );
         // SAFETY: the tasks cover every (token, head) row of every sequence.
         unsafe { out.set_len(t * qw) };
         Ok((CpuStorage::F32(out), Shape::from((t, qw))))

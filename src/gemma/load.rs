@@ -14,7 +14,7 @@
 //! the weights file's header and a few KiB of every tensor (a re-export or a fine-tune
 //! changes it without reading 1.2 GB), the Dense layers, then the prompts, the output size,
 //! the token limit, how inputs are formed and, when they change the vectors, the space (a
-//! GGUF file without Dense layers) and the precision (q8). A model loaded from its pack
+//! GGUF file without Dense layers) and the precision (q8, bf16). A model loaded from its pack
 //! gets the same fingerprint as from its files: the pack holds the hash state after the
 //! source files. Every string hashed here is part of every index's identity: changing one
 //! re-embeds every user's memory.
@@ -273,9 +273,10 @@ impl GemmaEmbedder {
             }
             Weights::Gguf(g) => g.table(cfg.vocab_size, cfg.hidden_size)?,
         };
-        let q8 = precision == Precision::Q8;
         let source = weights.source();
-        let encoder = Encoder::load(&cfg, source, pack, device, dtype, kernels, q8, max_tokens)?;
+        let encoder = Encoder::load(
+            &cfg, source, pack, device, dtype, kernels, precision, max_tokens,
+        )?;
         phase("encoder loaded");
         let embed_scale = (cfg.hidden_size as f64).sqrt() as f32;
 
@@ -370,13 +371,20 @@ impl GemmaEmbedder {
             );
         }
         // f32 vectors agree with PyTorch to f32 noise and keep the fingerprint they always
-        // had; q8 vectors differ by more, so they never share an index or cache with them.
-        if q8 {
-            hash_part(
+        // had; q8 and bf16 vectors differ by more, so they never share an index or cache
+        // with them (nor with each other).
+        match precision {
+            Precision::Q8 => hash_part(
                 &mut hasher,
                 "precision",
                 b"q8: Q8_0 weights, int8 activations",
-            );
+            ),
+            Precision::Bf16 => hash_part(
+                &mut hasher,
+                "precision",
+                b"bf16: bf16 weights, activations and attention, f32 sums",
+            ),
+            Precision::F32 | Precision::Auto => {}
         }
         let fingerprint = format!("embeddinggemma:{dims}:{}", hex(&hasher.finalize()));
 

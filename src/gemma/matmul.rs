@@ -21,8 +21,9 @@ use half::f16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
+use crate::gemma::bf16::{self, Bf16Weight};
+use crate::gemma::cpu::{contiguous_f32, gemm_f32, SyncPtr};
 use crate::gemma::error::{GemmaError, Result};
-use crate::gemma::kernels::{contiguous_f32, SyncPtr};
 use crate::gemma::pack::Pack;
 use crate::gemma::q8::{self, Q8Weight};
 use crate::gemma::slab::Slab;
@@ -42,6 +43,8 @@ pub enum WeightFormat {
     /// Q8_0 panels for the int8 CPU kernels (`q8.rs`); f16 where a weight's inner size is
     /// not whole blocks of 32.
     Q8,
+    /// bf16 panels for the bf16 CPU kernels (`bf16.rs`).
+    Bf16,
 }
 
 /// A linear layer's weight (`[out, in]`, no bias), held the way the path that runs it wants.
@@ -52,6 +55,8 @@ pub enum Projection {
     Half { name: String, weight: HalfWeight },
     /// Q8_0 in host memory or a packed model, multiplied by [`q8::Linear`].
     Q8 { name: String, weight: Q8Weight },
+    /// bf16 in host memory or a packed model, multiplied by [`bf16::Linear`].
+    Bf16 { name: String, weight: Bf16Weight },
     /// A tensor on the model's device in the working dtype, multiplied by candle.
     Tensor(Tensor),
 }
@@ -88,7 +93,15 @@ impl Projection {
             names.iter().map(|&(n, _)| n).collect::<Vec<_>>().join("+")
         );
         let q8 = format == WeightFormat::Q8 && cols.is_multiple_of(q8::BLOCK);
-        if q8 {
+        let half = format != WeightFormat::Bf16 && !q8;
+        if format == WeightFormat::Bf16 {
+            let packed = pack
+                .and_then(|p| p.bf16_weight(&name, rows, cols))
+                .and_then(|data| Bf16Weight::from_packed(data, rows, cols));
+            if let Some(weight) = packed {
+                return Ok(Projection::Bf16 { name, weight });
+            }
+        } else if q8 {
             let packed = pack
                 .and_then(|p| p.q8_weight(&name, rows, cols))
                 .and_then(|data| Q8Weight::from_packed(data, rows, cols));
@@ -115,10 +128,17 @@ impl Projection {
         for &(part, r) in names {
             let part = format!("{prefix}{part}");
             let values = file.read_f32(&part, &[r, cols])?;
-            if !q8 && !fits_half(&values) {
+            if half && !fits_half(&values) {
                 return Err(beyond(&part, "f16"));
             }
             all.extend_from_slice(&values);
+        }
+        if format == WeightFormat::Bf16 {
+            // Rounding checks every value is finite; the section names the tensors.
+            return match Bf16Weight::quantize(&all, rows, cols) {
+                Some(weight) => Ok(Projection::Bf16 { name, weight }),
+                None => Err(beyond(&name, "bf16")),
+            };
         }
         if q8 {
             // Quantising checks every value is finite; the section names the tensors.
@@ -136,6 +156,7 @@ impl Projection {
         Ok(match self {
             Projection::Half { weight, .. } => x.apply_op1_no_bwd(&Linear { w: weight })?,
             Projection::Q8 { weight, .. } => x.apply_op1_no_bwd(&q8::Linear { w: weight })?,
+            Projection::Bf16 { weight, .. } => x.apply_op1_no_bwd(&bf16::Linear { w: weight })?,
             Projection::Tensor(w) => x.matmul(&w.t()?)?,
         })
     }
@@ -275,45 +296,6 @@ impl CustomOp1 for Linear<'_> {
             });
         }
         Ok((CpuStorage::F32(y), Shape::from((m, n))))
-    }
-}
-
-/// `y = x · wt` with the gemm crate, for `wt: [K, N]` row-major; `y` is empty with
-/// capacity m×n on entry.
-fn gemm_f32(x: &[f32], m: usize, k: usize, wt: &[f32], n: usize, y: &mut Vec<f32>) {
-    let threads = rayon::current_num_threads();
-    let par = if threads > 1 && m * n * k > 64 * 64 * 64 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
-    assert!(y.capacity() >= m * n && x.len() >= m * k && wt.len() >= n * k);
-    // SAFETY: x is m×k row-major, wt is k×n row-major, y has room for m×n row-major
-    // values; all in bounds (checked above).
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            y.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            x.as_ptr(),
-            1,
-            k as isize,
-            wt.as_ptr(),
-            1,
-            n as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            par,
-        );
-        // gemm with alpha = 0 and read_dst = false wrote every value.
-        y.set_len(m * n);
     }
 }
 

@@ -48,6 +48,11 @@
 //! (it implements its trait for [`GemmaEmbedder`] and chooses when the local model serves),
 //! and nothing in `gemma/` imports from it.
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
+mod attention_bf16;
+mod bf16;
+mod cpu;
 mod dense;
 mod device;
 mod embedder;
@@ -63,9 +68,11 @@ mod options;
 mod pack;
 mod pack_plan;
 mod precision;
+mod profile;
 mod q8;
 mod slab;
 mod tokenizer;
+mod vnni;
 mod weights;
 
 pub use device::default_device;
@@ -83,3 +90,4 @@ pub use options::{
     MATRYOSHKA_DIMS,
 };
 pub use precision::{Precision, PRECISION_VAR};
+pub use profile::profile_report;

@@ -73,8 +73,9 @@ pub fn source_files(dir: &Path, files: &[String]) -> std::io::Result<Vec<SourceF
 }
 
 /// Where the pack of the model made from `sources` (the model directory, or a GGUF file and
-/// the directory its Dense layers come from) for the kernels of `precision` (`f32`, `q8`)
-/// lives under `cache_dir`: `packed/<hash>.pack` for f32, `packed/<hash>-q8.pack` for q8.
+/// the directory its Dense layers come from) for the kernels of `precision` (`f32`, `q8`,
+/// `bf16`) lives under `cache_dir`: `packed/<hash>.pack` for f32, `packed/<hash>-q8.pack`
+/// for q8, `packed/<hash>-bf16.pack` for bf16.
 pub fn path_for(cache_dir: &Path, sources: &[&Path], precision: &str) -> PathBuf {
     let key: Vec<String> = sources
         .iter()
@@ -103,6 +104,8 @@ enum Kind {
     F16,
     /// Q8_0 weight panels, as bytes (`q8.rs`).
     Q8,
+    /// bf16 weight panels, as u16 bits (`bf16.rs`).
+    Bf16,
 }
 
 impl Kind {
@@ -111,6 +114,7 @@ impl Kind {
             Kind::Table => 8,
             Kind::F16 => 2,
             Kind::Q8 => 1,
+            Kind::Bf16 => 2,
         }
     }
 }
@@ -142,6 +146,7 @@ struct Header {
 pub enum Panels<'a> {
     F16(&'a [f16]),
     Q8(&'a [u8]),
+    Bf16(&'a [u16]),
 }
 
 /// A weight to pack: its name and `[rows, cols]` panels.
@@ -179,6 +184,7 @@ pub fn write(path: &Path, contents: &PackContents) -> std::io::Result<()> {
         let (kind, bytes) = match w.data {
             Panels::F16(v) => (Kind::F16, as_bytes(v)),
             Panels::Q8(v) => (Kind::Q8, v),
+            Panels::Bf16(v) => (Kind::Bf16, as_bytes(v)),
         };
         parts.push((
             section(&w.name, kind, w.rows, w.cols, &mut offset, bytes),
@@ -336,6 +342,14 @@ impl Pack {
         let s = self
             .section(name)
             .filter(|s| s.kind == Kind::Q8 && (s.rows, s.cols) == (rows, cols))?;
+        Slab::mapped(&self.map, s.offset, s.len)
+    }
+
+    /// The bf16 weight panels named `name`, when they hold a `[rows, cols]` weight.
+    pub fn bf16_weight(&self, name: &str, rows: usize, cols: usize) -> Option<Slab<u16>> {
+        let s = self
+            .section(name)
+            .filter(|s| s.kind == Kind::Bf16 && (s.rows, s.cols) == (rows, cols))?;
         Slab::mapped(&self.map, s.offset, s.len)
     }
 

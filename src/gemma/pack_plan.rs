@@ -139,6 +139,12 @@ impl PackPlan {
                     cols: weight.cols(),
                     data: Panels::Q8(weight.bytes()),
                 }),
+                Projection::Bf16 { name, weight } => Some(PackWeight {
+                    name: name.clone(),
+                    rows: weight.rows(),
+                    cols: weight.cols(),
+                    data: Panels::Bf16(weight.panels()),
+                }),
                 Projection::Tensor(_) => None,
             })
             .collect();

@@ -3,15 +3,18 @@
 //! - `f32`: weights held as f16 (lossless for EmbeddingGemma's trained weights, see
 //!   `matmul.rs`), products and sums in f32. The reference: PyTorch f32 to 1e-6.
 //! - `q8`: weights in Q8_0 and activations quantised to int8 per block of 32, integer
-//!   products (`q8.rs`). Vectors move by about 1e-3 in cosine, so a `q8` index has its own
-//!   fingerprint and never mixes with `f32` vectors.
-//! - `auto` (the default): `q8` where it was measured faster than `f32`: CPUs whose best
-//!   level is AVX2 (documents 1.26×, queries 1.33× on a 2-core Zen 3). On AVX-512 CPUs the
-//!   `f32` kernels use 512-bit FMAs while the int8 kernel is 256-bit, and no such machine
-//!   was at hand to compare them, so `auto` keeps `f32` there (`q8` can be asked for).
-//!   Scalar-only CPUs keep `f32`. The choice depends on the CPU alone, never on a timing,
-//!   so one machine always builds the same fingerprint. q8's accuracy is gated in CI
-//!   against the PyTorch golden vectors (worst cosine ≥ 0.995).
+//!   products (`q8.rs`; VNNI's `vpdpbusd` where the CPU has it, `vnni.rs`). Golden worst
+//!   cosine 0.9997.
+//! - `bf16`: weights, activations and attention's inputs rounded to bf16, products summed
+//!   in f32 (`bf16.rs`, `attention_bf16.rs`); on AMX tiles (`amx.rs`) or AVX512-BF16 where
+//!   the CPU has them, else the same arithmetic through f32 products. Golden worst cosine
+//!   0.99998.
+//! - `auto` (the default), chosen from measurements on each kind of CPU (README, "Embedding
+//!   speed"): `bf16` with AMX (documents 1.95× `f32` on a 2-core Xeon), `q8` with
+//!   AVX512-VNNI but no AMX (1.44×) and on AVX2 (1.26×), `f32` on AVX-512 CPUs without
+//!   VNNI and on scalar-only ones. The choice depends on the CPU alone, never on a timing,
+//!   so one machine always builds the same fingerprint. Every precision `auto` may choose
+//!   is gated in CI against the PyTorch golden vectors.
 //!
 //! The setting is `MEMORIA_PRECISION` (the CLI's `--precision` sets it) or
 //! [`GemmaOptions::precision`](crate::gemma::GemmaOptions) for library users. GPUs and the
@@ -20,7 +23,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::simd::{level, Level};
+use crate::simd::{extensions, level, Extensions, Level};
 
 /// The environment variable that chooses the precision.
 pub const PRECISION_VAR: &str = "MEMORIA_PRECISION";
@@ -32,16 +35,19 @@ pub enum Precision {
     F32,
     /// Q8_0 weights, int8 activations.
     Q8,
+    /// bf16 weights and activations, f32 sums.
+    Bf16,
     /// The fastest that passes the accuracy gates on this CPU.
     #[default]
     Auto,
 }
 
 impl Precision {
-    /// `auto` resolved on this CPU: [`Precision::F32`] or [`Precision::Q8`].
+    /// `auto` resolved on this CPU: [`Precision::F32`], [`Precision::Q8`] or
+    /// [`Precision::Bf16`].
     pub fn resolve(self) -> Precision {
         match self {
-            Precision::Auto => auto_on(level()),
+            Precision::Auto => auto_on(level(), extensions()),
             other => other,
         }
     }
@@ -62,17 +68,30 @@ impl Precision {
         match self {
             Precision::F32 => "f32",
             Precision::Q8 => "q8",
+            Precision::Bf16 => "bf16",
             Precision::Auto => "auto",
         }
     }
 }
 
-/// What `auto` is on a CPU of `level` (see the module docs).
-fn auto_on(level: Level) -> Precision {
+/// What `auto` is on a CPU of `level` with `ext` (see the module docs), and why in words.
+fn auto_on(level: Level, ext: Extensions) -> Precision {
+    auto_why(level, ext).0
+}
+
+fn auto_why(level: Level, ext: Extensions) -> (Precision, &'static str) {
     match level {
-        Level::Avx2 => Precision::Q8,
-        Level::Avx512 | Level::Scalar => Precision::F32,
+        Level::Avx512 if ext.amx_bf16 => (Precision::Bf16, "AMX"),
+        Level::Avx512 if ext.vnni512 => (Precision::Q8, "AVX512-VNNI, no AMX"),
+        Level::Avx2 => (Precision::Q8, "AVX2"),
+        Level::Avx512 => (Precision::F32, "AVX-512 without VNNI"),
+        Level::Scalar => (Precision::F32, "no SIMD kernels"),
     }
+}
+
+/// Why `auto` resolves as it does on this CPU (`AMX`, `AVX2`, …), for `status`.
+pub(crate) fn auto_reason() -> &'static str {
+    auto_why(level(), extensions()).1
 }
 
 impl fmt::Display for Precision {
@@ -89,12 +108,10 @@ impl FromStr for Precision {
             "f32" => Ok(Precision::F32),
             "q8" | "q8_0" | "int8" => Ok(Precision::Q8),
             "auto" => Ok(Precision::Auto),
-            "bf16" => Err(
-                "`bf16` has no CPU kernel in this build (it needs AVX512-BF16 or AMX, and none \
-                 was written yet); use f32, q8 or auto"
-                    .into(),
-            ),
-            other => Err(format!("unknown precision `{other}` (f32, q8 or auto)")),
+            "bf16" | "bfloat16" => Ok(Precision::Bf16),
+            other => Err(format!(
+                "unknown precision `{other}` (f32, q8, bf16 or auto)"
+            )),
         }
     }
 }
@@ -111,12 +128,14 @@ mod tests {
             (" q8_0 ", Ok(Precision::Q8)),
             ("int8", Ok(Precision::Q8)),
             ("auto", Ok(Precision::Auto)),
+            ("bf16", Ok(Precision::Bf16)),
+            ("BFloat16", Ok(Precision::Bf16)),
         ] {
             assert_eq!(text.parse::<Precision>(), want, "{text}");
         }
-        for bad in ["bf16", "fp16", ""] {
+        for bad in ["fp16", "int4", ""] {
             let err = bad.parse::<Precision>().unwrap_err();
-            assert!(err.contains("f32, q8 or auto"), "{bad}: {err}");
+            assert!(err.contains("f32, q8, bf16 or auto"), "{bad}: {err}");
         }
     }
 
@@ -124,13 +143,27 @@ mod tests {
     fn explicit_choices_resolve_to_themselves() {
         assert_eq!(Precision::F32.resolve(), Precision::F32);
         assert_eq!(Precision::Q8.resolve(), Precision::Q8);
-        assert_eq!(Precision::Auto.resolve(), auto_on(level()));
-        for (cpu, want) in [
-            (Level::Avx2, Precision::Q8),
-            (Level::Avx512, Precision::F32),
-            (Level::Scalar, Precision::F32),
+        assert_eq!(Precision::Bf16.resolve(), Precision::Bf16);
+        assert_eq!(Precision::Auto.resolve(), auto_on(level(), extensions()));
+        let none = Extensions::default();
+        let vnni = Extensions {
+            vnni512: true,
+            vnni256: true,
+            ..none
+        };
+        let amx = Extensions {
+            bf16: true,
+            amx_bf16: true,
+            ..vnni
+        };
+        for (cpu, ext, want) in [
+            (Level::Avx2, none, Precision::Q8),
+            (Level::Avx512, none, Precision::F32),
+            (Level::Avx512, vnni, Precision::Q8),
+            (Level::Avx512, amx, Precision::Bf16),
+            (Level::Scalar, none, Precision::F32),
         ] {
-            assert_eq!(auto_on(cpu), want, "{cpu:?}");
+            assert_eq!(auto_on(cpu, ext), want, "{cpu:?} {ext:?}");
         }
     }
 }

@@ -23,6 +23,7 @@ pub trait Plain: Copy + 'static {}
 impl Plain for u64 {}
 impl Plain for f16 {}
 impl Plain for u8 {}
+impl Plain for u16 {}
 
 /// Values owned in memory, or lying in a memory-mapped pack.
 pub enum Slab<T: Plain> {
