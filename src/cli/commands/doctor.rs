@@ -217,8 +217,13 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
                 format!("{} ({layout})", location.dir.display()),
             ));
         }
-        // A GGUF file without Dense layers embeds into a space of its own: say so.
+        // Where it runs, in what precision, on which kernels and why (`cpu, bf16 (auto:
+        // AMX), AMX bf16 kernels`).
         let device = status.embedding.as_ref().and_then(|e| e.device.as_deref());
+        if let Some(runs) = device.and_then(|d| d.split("; ").next()) {
+            out.push(ok("embedding", runs.to_string()));
+        }
+        // A GGUF file without Dense layers embeds into a space of its own: say so.
         if let Some(at) = device.and_then(|d| d.find("no Dense layers")) {
             out.push(ok("model", device.unwrap_or_default()[at..].to_string()));
         }
