@@ -11,7 +11,7 @@ use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
 use rayon::prelude::*;
 
 use crate::gemma::attention_bf16;
-pub(crate) use crate::gemma::cpu::{contiguous_f32, SyncPtr};
+use crate::gemma::cpu::{contiguous_f32, SyncPtr};
 use crate::simd::{level, Level};
 
 /// Defines a function compiled three times (AVX-512, AVX2+FMA, baseline) and dispatched
@@ -523,11 +523,12 @@ impl CustomOp1 for PackedAttention<'_> {
                     ((off + i0) * qw + h * hd, qw)
                 };
                 let kv_off = (off + k0) * kw + g * hd;
-                let range = |r: usize| {
+                // The keys row r sees among keys k0..k1, as offsets from k0.
+                let keys = move |r: usize, k0: usize, k1: usize| {
                     let i = i0 + r / rows_per_tok;
                     match window {
                         Some(w) => (i.saturating_sub(w - 1).max(k0) - k0, (i + w).min(k1) - k0),
-                        None => (0, nk),
+                        None => (0, k1 - k0),
                     }
                 };
                 #[cfg(target_arch = "x86_64")]
@@ -535,13 +536,6 @@ impl CustomOp1 for PackedAttention<'_> {
                     // All the sequence's keys: a window's keys beyond it get probability 0
                     // from the softmax's range, and AMX's products cost less than slicing
                     // the packed panels would.
-                    let full = |r: usize| {
-                        let i = i0 + r / rows_per_tok;
-                        match window {
-                            Some(w) => (i.saturating_sub(w - 1), (i + w).min(len)),
-                            None => (0, len),
-                        }
-                    };
                     // SAFETY: `amx_runs` checked the CPU; q rows i0..i1 of this sequence
                     // and head, `kv` packed for these sequences; this task alone writes
                     // its output rows.
@@ -555,7 +549,7 @@ impl CustomOp1 for PackedAttention<'_> {
                             g,
                             len,
                             hd,
-                            full,
+                            |r| keys(r, 0, len),
                             softmax_range,
                             out_ptr.0.add(q_off),
                             scratch,
@@ -594,7 +588,7 @@ impl CustomOp1 for PackedAttention<'_> {
                     scores.set_len(m * nk);
                 }
                 for r in 0..m {
-                    let (lo, hi) = range(r);
+                    let (lo, hi) = keys(r, k0, k1);
                     let row = &mut scores[r * nk..(r + 1) * nk];
                     softmax_range(row, lo, hi);
                     if bf16 {
