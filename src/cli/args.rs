@@ -68,7 +68,7 @@ pub struct Cli {
         value_name = "DIR"
     )]
     pub model: Option<PathBuf>,
-    /// Local model arithmetic on the CPU: f32, q8 or auto (the fastest that passes the
+    /// Local model arithmetic on the CPU: f32, q8, bf16 or auto (the fastest that passes the
     /// accuracy gates here). Sets $MEMORIA_PRECISION for this run.
     #[arg(
         long,
