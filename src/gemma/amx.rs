@@ -21,9 +21,7 @@
 
 use std::arch::asm;
 
-use rayon::prelude::*;
-
-use crate::gemma::cpu::SyncPtr;
+use crate::gemma::cpu::{par_tiles, SyncPtr};
 
 /// Columns of a B tile: 16 outputs, `bf16.rs`'s panel width (asserted there).
 pub const PANEL: usize = 16;
@@ -73,18 +71,9 @@ pub fn matmul(x: &[u16], m: usize, kp: usize, w: &[u16], n: usize, y: *mut f32) 
     const ROWS_PER_TASK: usize = 16 * ROWS;
     let panels = n.div_ceil(PANEL);
     check(x, m, kp, w, panels);
-    let pairs = panels.div_ceil(2);
-    let row_tasks = m.div_ceil(ROWS_PER_TASK);
-    let threads = rayon::current_num_threads().max(1);
-    let groups = (threads * 4).div_ceil(row_tasks).clamp(1, pairs);
-    let per_group = pairs.div_ceil(groups);
-    let groups = pairs.div_ceil(per_group);
     let yp = SyncPtr(y);
-    (0..row_tasks * groups).into_par_iter().for_each(|t| {
+    par_tiles(m, ROWS_PER_TASK, panels.div_ceil(2), 1, 4, |rows, pairs| {
         let yp = &yp;
-        let (rt, g) = (t / groups, t % groups);
-        let rows = rt * ROWS_PER_TASK..((rt + 1) * ROWS_PER_TASK).min(m);
-        let pairs = g * per_group..((g + 1) * per_group).min(pairs);
         let _tiles = Tiles::configure();
         // SAFETY: tiles configured; `check` vouched for x and w; this task alone writes
         // these rows × these panels' columns of y (m × n, stride n).

@@ -170,13 +170,7 @@ mod tests {
             eprintln!("bf16 attention on AMX: skipped: no amx_bf16 (or the kernel refused it)");
             return;
         }
-        let mut seed = 0x1234_5678_9abc_def1_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
-        };
+        let mut next = crate::gemma::cpu::test_values(0x1234_5678_9abc_def1_u64);
         // (query rows, keys, window): a tail of rows and keys, and a windowed row range.
         for &(m, nk, window) in &[
             (1, 1, None),

@@ -34,11 +34,11 @@
 
 use std::cell::RefCell;
 
-use candle_core::{bail, CpuStorage, CustomOp1, Layout, Shape};
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 use half::bf16;
 use rayon::prelude::*;
 
-use crate::gemma::cpu::{contiguous_f32, SyncPtr};
+use crate::gemma::cpu::{linear_input, par_tiles, SyncPtr};
 use crate::gemma::slab::Slab;
 use crate::simd::extensions;
 
@@ -203,12 +203,8 @@ impl CustomOp1 for Linear<'_> {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let x = contiguous_f32(s, l, self.name())?;
-        let (m, k) = l.shape().dims2()?;
-        let (n, wk) = (self.w.rows, self.w.cols);
-        if k != wk {
-            bail!("linear: x {:?} vs w [{n}, {wk}]", l.dims());
-        }
+        let n = self.w.rows;
+        let (x, m, k) = linear_input(s, l, self.name(), (n, self.w.cols))?;
         if m == 0 || n == 0 || k == 0 {
             return Ok((CpuStorage::F32(vec![0f32; m * n]), Shape::from((m, n))));
         }
@@ -301,20 +297,11 @@ fn matmul(
 #[cfg(target_arch = "x86_64")]
 fn dot_rows(xb: &[u16], m: usize, kp: usize, w: &[u16], n: usize, y: *mut f32) {
     const ROWS_PER_TASK: usize = 64;
-    let panels = n.div_ceil(PANEL);
-    let row_tasks = m.div_ceil(ROWS_PER_TASK);
-    let threads = rayon::current_num_threads().max(1);
-    // Whole steps of 3 panels (the kernel's width), enough tasks to balance the threads.
-    let steps = panels.div_ceil(3);
-    let groups = (threads * 4).div_ceil(row_tasks).clamp(1, steps);
-    let per_group = steps.div_ceil(groups) * 3;
-    let groups = panels.div_ceil(per_group);
     let yp = SyncPtr(y);
-    (0..row_tasks * groups).into_par_iter().for_each(|t| {
+    // Whole steps of 3 panels (the kernel's width), enough tasks to balance the threads.
+    par_tiles(m, ROWS_PER_TASK, n.div_ceil(PANEL), 3, 4, |rows, panels| {
         let yp = &yp;
-        let (rt, g) = (t / groups, t % groups);
-        let (r0, r1) = (rt * ROWS_PER_TASK, ((rt + 1) * ROWS_PER_TASK).min(m));
-        let (p0, p1) = (g * per_group, ((g + 1) * per_group).min(panels));
+        let (r0, r1, p0, p1) = (rows.start, rows.end, panels.start, panels.end);
         // SAFETY: the extension check chose this kernel, so the CPU has AVX512-BF16; this
         // task alone writes rows r0..r1 × the columns of panels p0..p1; xb holds m rows of
         // kp values and w the panels.
@@ -465,22 +452,15 @@ mod simd {
 mod tests {
     use super::*;
 
-    fn values(n: usize, seed: &mut u64, scale: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| {
-                *seed ^= *seed << 13;
-                *seed ^= *seed >> 7;
-                *seed ^= *seed << 17;
-                ((*seed >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0) * scale
-            })
-            .collect()
+    fn values(n: usize, next: &mut impl FnMut() -> f32, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| next() * scale).collect()
     }
 
     #[test]
     fn weight_layout_round_trips_and_refuses_non_finite() {
-        let mut seed = 7;
+        let mut next = crate::gemma::cpu::test_values(7);
         let (n, k) = (19, 40);
-        let w = values(n * k, &mut seed, 2.0);
+        let w = values(n * k, &mut next, 2.0);
         let q = Bf16Weight::quantize(&w, n, k).unwrap();
         assert_eq!(q.panels().len(), 2 * 64 * PANEL);
         let mut wide = vec![0f32; padded(k) * n];
@@ -522,7 +502,7 @@ mod tests {
 
     #[test]
     fn every_kernel_matches_the_reference() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15;
+        let mut next = crate::gemma::cpu::test_values(0x9e37_79b9_7f4a_7c15);
         for kernel in [Kernel::Amx, Kernel::Avx512Bf16, Kernel::Widened] {
             if let Err(why) = runs(kernel) {
                 eprintln!("{}: skipped: {why}", kernel.name());
@@ -541,8 +521,8 @@ mod tests {
                 (70, 1152, 24),
                 (130, 64, 290),
             ] {
-                let x = values(m * k, &mut seed, 3.0);
-                let w = values(n * k, &mut seed, 0.5);
+                let x = values(m * k, &mut next, 3.0);
+                let w = values(n * k, &mut next, 0.5);
                 let q = Bf16Weight::quantize(&w, n, k).unwrap();
                 let (mut xb, mut wide, mut y) = (Vec::new(), Vec::new(), Vec::with_capacity(m * n));
                 matmul(&x, m, &q, kernel, &mut xb, &mut wide, &mut y);
@@ -575,9 +555,9 @@ mod tests {
             eprintln!("vcvtne2ps2bf16: skipped: no avx512_bf16");
             return;
         }
-        let mut seed = 3;
+        let mut next = crate::gemma::cpu::test_values(3);
         for len in [1, 31, 32, 33, 64, 100] {
-            let mut x = values(len, &mut seed, 100.0);
+            let mut x = values(len, &mut next, 100.0);
             x[0] = 1.0 + 1.0 / 256.0; // a tie
             let mut got = vec![0u16; len];
             #[cfg(target_arch = "x86_64")]

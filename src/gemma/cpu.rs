@@ -5,6 +5,7 @@
 //! another for it.
 
 use candle_core::{bail, CpuStorage, Layout};
+use rayon::prelude::*;
 
 /// The f32 values of a contiguous CPU tensor, or an error naming the op (`what`).
 pub(crate) fn contiguous_f32<'a>(
@@ -67,5 +68,59 @@ pub(crate) fn gemm_f32(x: &[f32], m: usize, k: usize, wt: &[f32], n: usize, y: &
         );
         // gemm with alpha = 0 and read_dst = false wrote every value.
         y.set_len(m * n);
+    }
+}
+
+/// A linear layer's input: x as `[m, k]` f32 and the weight's `[n, k]`, checked to agree;
+/// returns `(x, m, k)`. The error names the op's shapes.
+pub(crate) fn linear_input<'a>(
+    s: &'a CpuStorage,
+    l: &Layout,
+    what: &str,
+    (n, wk): (usize, usize),
+) -> candle_core::Result<(&'a [f32], usize, usize)> {
+    let x = contiguous_f32(s, l, what)?;
+    let (m, k) = l.shape().dims2()?;
+    if k != wk {
+        bail!("linear: x {:?} vs w [{n}, {wk}]", l.dims());
+    }
+    Ok((x, m, k))
+}
+
+/// Runs `task(rows, units)` in parallel over blocks of `rows_per_task` of m rows × groups
+/// of the `units` output units (panels, panel pairs), every group a whole number of `step`
+/// units (a kernel's width), with enough groups for about `per_thread` tasks per thread.
+/// Each task owns its rows × units, so tasks may write their outputs without locks.
+pub(crate) fn par_tiles(
+    m: usize,
+    rows_per_task: usize,
+    units: usize,
+    step: usize,
+    per_thread: usize,
+    task: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
+) {
+    let row_tasks = m.div_ceil(rows_per_task);
+    let threads = rayon::current_num_threads().max(1);
+    let steps = units.div_ceil(step);
+    let groups = (threads * per_thread).div_ceil(row_tasks).clamp(1, steps);
+    let per_group = steps.div_ceil(groups) * step;
+    let groups = units.div_ceil(per_group);
+    (0..row_tasks * groups).into_par_iter().for_each(|t| {
+        let (rt, g) = (t / groups, t % groups);
+        task(
+            rt * rows_per_task..((rt + 1) * rows_per_task).min(m),
+            g * per_group..((g + 1) * per_group).min(units),
+        )
+    });
+}
+
+/// A deterministic stream of values in [-1, 1) (xorshift64), for the kernels' tests.
+#[cfg(test)]
+pub(crate) fn test_values(mut seed: u64) -> impl FnMut() -> f32 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
     }
 }

@@ -16,13 +16,13 @@
 
 use std::cell::RefCell;
 
-use candle_core::{bail, CpuStorage, CustomOp1, DType, Device, Layout, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp1, DType, Device, Layout, Shape, Tensor};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
 use crate::gemma::bf16::{self, Bf16Weight};
-use crate::gemma::cpu::{contiguous_f32, gemm_f32, SyncPtr};
+use crate::gemma::cpu::{gemm_f32, linear_input, SyncPtr};
 use crate::gemma::error::{GemmaError, Result};
 use crate::gemma::pack::Pack;
 use crate::gemma::q8::{self, Q8Weight};
@@ -263,12 +263,8 @@ impl CustomOp1 for Linear<'_> {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let x = contiguous_f32(s, l, self.name())?;
-        let (m, k) = l.shape().dims2()?;
-        let (n, wk) = (self.w.rows, self.w.cols);
-        if k != wk {
-            bail!("linear: x {:?} vs w [{n}, {wk}]", l.dims());
-        }
+        let n = self.w.rows;
+        let (x, m, k) = linear_input(s, l, self.name(), (n, self.w.cols))?;
         let mut y: Vec<f32> = Vec::with_capacity(m * n);
         if m == 0 || n == 0 {
         } else if k == 0 {

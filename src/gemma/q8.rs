@@ -32,11 +32,11 @@
 //! With VNNI (AVX512-VNNI, or AVX-VNNI on AVX2 CPUs) the same panels go through `vpdpbusd`
 //! instead (`vnni.rs`), and the activations are stored as `x + 128` for it ([`Kernel`]).
 
-use candle_core::{bail, CpuStorage, CustomOp1, Layout, Shape};
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 use half::f16;
 use rayon::prelude::*;
 
-use crate::gemma::cpu::{contiguous_f32, SyncPtr};
+use crate::gemma::cpu::{linear_input, par_tiles, SyncPtr};
 use crate::gemma::slab::Slab;
 #[cfg(target_arch = "x86_64")]
 use crate::gemma::vnni;
@@ -244,12 +244,8 @@ impl CustomOp1 for Linear<'_> {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let x = contiguous_f32(s, l, self.name())?;
-        let (m, k) = l.shape().dims2()?;
-        let (n, wk) = (self.w.rows, self.w.cols);
-        if k != wk {
-            bail!("linear: x {:?} vs w [{n}, {wk}]", l.dims());
-        }
+        let n = self.w.rows;
+        let (x, m, k) = linear_input(s, l, self.name(), (n, self.w.cols))?;
         let y = if m > 0 && n > 0 && k > 0 {
             // Not zeroed first: for a document batch that is megabytes of stores per layer,
             // and every value is written below.
@@ -271,21 +267,13 @@ fn matmul(x: &[f32], m: usize, w: &Q8Weight, y: *mut f32) {
     let (n, k) = (w.rows, w.cols);
     let kernel = Kernel::best();
     let xq = quantize_rows(x, m, k, kernel);
-    let panels = n.div_ceil(PANEL);
-    let row_tasks = m.div_ceil(ROWS_PER_TASK);
-    // Enough tasks to balance the threads, each a few panels wide.
-    let threads = rayon::current_num_threads().max(1);
-    let groups = (threads * 8).div_ceil(row_tasks).clamp(1, panels);
-    let per_group = panels.div_ceil(groups);
-    let groups = panels.div_ceil(per_group);
     let yp = SyncPtr(y);
     let blocks = k / BLOCK;
-    (0..row_tasks * groups).into_par_iter().for_each(|t| {
+    // Enough tasks to balance the threads, each a few panels wide.
+    par_tiles(m, ROWS_PER_TASK, n.div_ceil(PANEL), 1, 8, |rows, panels| {
         let yp = &yp;
-        let (rt, g) = (t / groups, t % groups);
-        let (r0, r1) = (rt * ROWS_PER_TASK, ((rt + 1) * ROWS_PER_TASK).min(m));
-        let (p0, p1) = (g * per_group, ((g + 1) * per_group).min(panels));
-        for p in p0..p1 {
+        let (r0, r1) = (rows.start, rows.end);
+        for p in panels {
             let wp = &w.data[p * blocks * PANEL_BLOCK_BYTES..][..blocks * PANEL_BLOCK_BYTES];
             let cols = (n - p * PANEL).min(PANEL);
             let mut i = r0;
@@ -296,7 +284,7 @@ fn matmul(x: &[f32], m: usize, w: &Q8Weight, y: *mut f32) {
                 let mut out = [[0f32; PANEL]; MR];
                 kernel.panel(xq_rows, xd_rows, mr, k, wp, &mut out);
                 for (r, o) in out.iter().take(mr).enumerate() {
-                    // SAFETY: this task alone writes rows r0..r1, columns of panels p0..p1.
+                    // SAFETY: this task alone writes rows r0..r1, columns of its panels.
                     unsafe {
                         let dst = yp.0.add((i + r) * n + p * PANEL);
                         std::ptr::copy_nonoverlapping(o.as_ptr(), dst, cols);
@@ -683,13 +671,7 @@ mod tests {
     fn every_kernel_matches_the_scalar_panel() {
         // Random values, the extremes of both sides (±127 after quantisation, the bytes
         // where x + 128 reaches 0 and 255), zeros, and every row count up to MR.
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
-        };
+        let mut next = crate::gemma::cpu::test_values(0x2545_f491_4f6c_dd1d_u64);
         let kernels = [
             Kernel::Vnni512,
             Kernel::Vnni256 { vex: false },
