@@ -131,6 +131,11 @@ fn ranking(settings: &Settings, model: Option<&str>) -> String {
              query its best chunk holds",
             h.vector_weight, h.text_weight
         ),
+        Fusion::ZScore => format!(
+            "zscore fusion, vector {} / text {}, the keyword side counted above its mean and \
+             weighed by how much of the query its best chunk holds",
+            h.vector_weight, h.text_weight
+        ),
         Fusion::Weighted => format!(
             "weighted fusion, vector {} / text {}",
             h.vector_weight, h.text_weight

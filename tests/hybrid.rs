@@ -51,7 +51,7 @@ fn settings(root: &Path) -> Settings {
     settings.workspace = workspace(root);
     settings.provider = ProviderKind::Local;
     // The documented merge, as a config naming the weights gets it (no weights named is
-    // min-max fusion, tested in `search::hybrid`).
+    // z-score fusion, tested in `search::hybrid`).
     settings.query.hybrid.fusion = Fusion::Weighted;
     (
         settings.query.hybrid.vector_weight,

@@ -46,6 +46,7 @@ const FUSIONS: &[(&str, Fusion)] = &[
     ("weighted", Fusion::Weighted),
     ("rrf", Fusion::Rrf),
     ("minmax", Fusion::MinMax),
+    ("zscore", Fusion::ZScore),
 ];
 
 const BACKENDS: &[(&str, Backend)] = &[("builtin", Backend::Builtin), ("qmd", Backend::Qmd)];

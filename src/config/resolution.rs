@@ -251,15 +251,16 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
         );
     }
     // A config that names weights gets the documented formula with them; one that names
-    // neither weights nor a fusion gets memoria's: min-max fusion at 0.55 / 0.45, which
+    // neither weights nor a fusion gets memoria's: z-score fusion at 0.5 / 0.5, which
     // `memoria eval` measured best (README "How memoria ranks").
     let (vector_weight, text_weight) = (pick(p, |l| &l.vector_weight), pick(p, |l| &l.text_weight));
     let names_weights = vector_weight.is_some() || text_weight.is_some();
     let fusion = pick(p, |l| &l.fusion).unwrap_or(match names_weights {
         true => Fusion::Weighted,
-        false => Fusion::MinMax,
+        false => Fusion::ZScore,
     });
     let (default_vector, default_text) = match fusion {
+        Fusion::ZScore => (0.5, 0.5),
         Fusion::MinMax => (0.55, 0.45),
         Fusion::Weighted | Fusion::Rrf => (0.7, 0.3),
     };

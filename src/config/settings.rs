@@ -113,9 +113,12 @@ pub enum Fusion {
     Weighted,
     /// Reciprocal rank fusion.
     Rrf,
-    /// Min/max-normalised scores, then the weighted sum: memoria's default for a config
-    /// that names no weights.
+    /// Min/max-normalised scores, then the weighted sum.
     MinMax,
+    /// Each side's scores as z-scores over its candidates, the keyword side's counted only
+    /// above its mean, then the weighted sum rescaled to 0..1: memoria's default for a
+    /// config that names no weights.
+    ZScore,
 }
 
 impl Fusion {
@@ -125,6 +128,7 @@ impl Fusion {
             Fusion::Weighted => "weighted",
             Fusion::Rrf => "rrf",
             Fusion::MinMax => "minmax",
+            Fusion::ZScore => "zscore",
         }
     }
 }
@@ -425,9 +429,9 @@ pub struct HybridSettings {
     /// `enabled` (true).
     pub enabled: bool,
     /// `vectorWeight`, normalised so that the two weights sum to 1 (0.7 for the weighted
-    /// formula, 0.55 for min-max fusion).
+    /// formula, 0.55 for min-max fusion, 0.5 for z-score fusion).
     pub vector_weight: f64,
-    /// `textWeight`, normalised (0.3 weighted, 0.45 min-max).
+    /// `textWeight`, normalised (0.3 weighted, 0.45 min-max, 0.5 z-score).
     pub text_weight: f64,
     /// `candidateMultiplier` (4, clamped to 1..=20).
     pub candidate_multiplier: usize,

@@ -124,10 +124,11 @@ fn keys_defaults_and_clamps() {
         ("{query: {minScore: -0.2}}", get!(query.min_score), "0.0"),
         ("{}", get!(query.hybrid.enabled), "true"),
         ("{query: {hybrid: {enabled: false}}}", get!(query.hybrid.enabled), "false"),
-        // No weights named: memoria's min-max fusion at 0.55 / 0.45; a weight named, or the
-        // weighted formula asked for: the documented 0.7 / 0.3 defaults.
-        ("{}", get!(query.hybrid.vector_weight), "0.55"),
-        ("{}", get!(query.hybrid.text_weight), "0.45"),
+        // No weights named: memoria's z-score fusion at 0.5 / 0.5; a weight named, or the
+        // weighted formula asked for: the documented 0.7 / 0.3 defaults; min-max asked for:
+        // 0.55 / 0.45.
+        ("{}", get!(query.hybrid.vector_weight), "0.5"),
+        ("{}", get!(query.hybrid.text_weight), "0.5"),
         ("{query: {hybrid: {fusion: 'weighted'}}}", get!(query.hybrid.vector_weight), "0.7"),
         ("{query: {hybrid: {textWeight: 0.3}}}", get!(query.hybrid.vector_weight), "0.7"),
         ("{query: {hybrid: {textWeight: 0.3}}}", get!(query.hybrid.fusion), "Weighted"),
@@ -149,7 +150,8 @@ fn keys_defaults_and_clamps() {
         ("{query: {hybrid: {candidateMultiplier: 0}}}", get!(query.hybrid.candidate_multiplier), "1"),
         ("{query: {hybrid: {candidateMultiplier: 0.5}}}", get!(query.hybrid.candidate_multiplier), "1"),
         ("{query: {hybrid: {candidateMultiplier: 99}}}", get!(query.hybrid.candidate_multiplier), "20"),
-        ("{}", get!(query.hybrid.fusion), "MinMax"),
+        ("{}", get!(query.hybrid.fusion), "ZScore"),
+        ("{query: {hybrid: {fusion: 'zscore'}}}", get!(query.hybrid.fusion), "ZScore"),
         ("{query: {hybrid: {fusion: 'weighted'}}}", get!(query.hybrid.fusion), "Weighted"),
         ("{query: {hybrid: {fusion: 'rrf'}}}", get!(query.hybrid.fusion), "Rrf"),
         ("{query: {hybrid: {fusion: 'minmax'}}}", get!(query.hybrid.fusion), "MinMax"),
@@ -370,8 +372,8 @@ fn error_messages() {
             "agents.defaults.memorySearch.store.driver: expected one of \"sqlite\", got \"lance\"",
         ),
         (
-            "{agents: {defaults: {memorySearch: {query: {hybrid: {fusion: 'zscore'}}}}}}",
-            "agents.defaults.memorySearch.query.hybrid.fusion: expected one of \"weighted\", \"rrf\", \"minmax\", got \"zscore\"",
+            "{agents: {defaults: {memorySearch: {query: {hybrid: {fusion: 'borda'}}}}}}",
+            "agents.defaults.memorySearch.query.hybrid.fusion: expected one of \"weighted\", \"rrf\", \"minmax\", \"zscore\", got \"borda\"",
         ),
         (
             "{agents: {list: [{id: 'a', memorySearch: {query: {hybrid: {mmr: {lambda: true}}}}}]}}",

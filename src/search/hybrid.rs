@@ -1,8 +1,9 @@
 //! Hybrid fusion of keyword and vector candidates (SPEC §5.3–5.7).
 //!
-//! The default is OpenClaw's documented weighted sum; `rrf` and `minmax` are memoria's
-//! alternatives (`query.hybrid.fusion`), measured in `memoria eval`. Temporal decay and
-//! MMR are optional post-steps. All functions are pure.
+//! A config that names weights gets OpenClaw's documented weighted sum; one that names none
+//! gets memoria's z-score fusion; `rrf` and `minmax` are the other choices
+//! (`query.hybrid.fusion`), all measured in `memoria eval` (README "How memoria ranks").
+//! Temporal decay and MMR are optional post-steps. All functions are pure.
 
 use std::collections::{HashMap, HashSet};
 
@@ -38,11 +39,11 @@ pub struct FusionParams {
 }
 
 /// The share of a query (its terms weighed by IDF) that the keyword side's best chunk must
-/// hold for the keyword side to count fully in min-max fusion; below it, the keyword
+/// hold for the keyword side to count fully in min-max and z-score fusion; below it, the keyword
 /// weight shrinks in proportion ([`keyword_confidence`]).
 pub const FULL_KEYWORD_SHARE: f64 = 0.5;
 
-/// How much the keyword side counts in min-max fusion, from the share of the query its
+/// How much the keyword side counts in min-max and z-score fusion, from the share of the query its
 /// best chunk holds: min-max scales the best keyword chunk to 1 however weak its match, so
 /// in a small workspace one common word (`cat` of "cat-cow", the `day` of a book title)
 /// would weigh as much as a chunk holding the whole question. 1 at [`FULL_KEYWORD_SHARE`]
@@ -93,7 +94,7 @@ impl Calibration {
     pub fn default_min_score(self, min_score: f64, vector_weight: f64, fusion: Fusion) -> f64 {
         match fusion {
             Fusion::Weighted => (min_score - vector_weight * self.offset).max(0.0),
-            Fusion::MinMax | Fusion::Rrf => min_score,
+            Fusion::MinMax | Fusion::ZScore | Fusion::Rrf => min_score,
         }
     }
 }
@@ -103,6 +104,10 @@ impl Calibration {
 /// - `MinMax`: each side min-max normalised over its candidates (the keyword side's BM25
 ///   through `ln(1 + s)` first: BM25's long tail would otherwise press every hit but the
 ///   best toward 0), then weighted;
+/// - `ZScore`: each side standardised over its candidates (`(x - mean) / sd`, BM25 through
+///   `ln(1 + s)` first), the keyword side counted only above its mean, a chunk missing from
+///   a side scored at that side's mean (0), then weighted and rescaled to 0..1 over the
+///   candidates ([`standardise`]);
 /// - `Rrf`: `Σ 1/(60 + rank)` over the sides, scaled so rank 1 on both sides is 1.0
 ///   (keeps scores in 0..1 so `minScore` stays meaningful).
 ///
@@ -114,6 +119,8 @@ pub fn fuse(
 ) -> Vec<Ranked> {
     let bm25_range = range(keyword.iter().map(|k| k.bm25.max(0.0).ln_1p()));
     let cosine_range = range(vector.iter().map(|v| v.cosine));
+    let bm25_spread = Spread::of(keyword.iter().map(|k| k.bm25.max(0.0).ln_1p()));
+    let cosine_spread = Spread::of(vector.iter().map(|v| v.cosine));
     let mut merged: HashMap<String, Ranked> = HashMap::new();
     let mut text_component: HashMap<String, f64> = HashMap::new();
     let mut vector_component: HashMap<String, f64> = HashMap::new();
@@ -122,6 +129,7 @@ pub fn fuse(
         let component = match params.fusion {
             Fusion::Weighted => ts,
             Fusion::MinMax => normalise(candidate.bm25.max(0.0).ln_1p(), bm25_range),
+            Fusion::ZScore => standardise(candidate.bm25.max(0.0).ln_1p(), bm25_spread).max(0.0),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
         text_component.insert(candidate.key.id.clone(), component);
@@ -139,6 +147,7 @@ pub fn fuse(
         let component = match params.fusion {
             Fusion::Weighted => candidate.cosine,
             Fusion::MinMax => normalise(candidate.cosine, cosine_range),
+            Fusion::ZScore => standardise(candidate.cosine, cosine_spread),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
         vector_component.insert(candidate.key.id.clone(), component);
@@ -152,20 +161,63 @@ pub fn fuse(
             })
             .vector_score = Some(candidate.cosine);
     }
-    merged
+    let mut hits: Vec<Ranked> = merged
         .into_values()
         .map(|mut hit| {
             let t = text_component.get(&hit.key.id).copied().unwrap_or(0.0);
             let v = vector_component.get(&hit.key.id).copied().unwrap_or(0.0);
             hit.score = match params.fusion {
-                Fusion::Weighted | Fusion::MinMax => {
+                Fusion::Weighted | Fusion::MinMax | Fusion::ZScore => {
                     params.vector_weight * v + params.text_weight * t
                 }
                 Fusion::Rrf => (t + v) * (RRF_K + 1.0) / 2.0,
             };
             hit
         })
-        .collect()
+        .collect();
+    if params.fusion == Fusion::ZScore {
+        // z-scores are unbounded: the candidates' own range maps them onto 0..1.
+        let fused = range(hits.iter().map(|h| h.score));
+        for hit in &mut hits {
+            hit.score = normalise(hit.score, fused);
+        }
+    }
+    hits
+}
+
+/// Mean and standard deviation of one side's candidate scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    mean: f64,
+    sd: f64,
+}
+
+impl Spread {
+    /// The population mean and standard deviation of `values` (0 and 0 when empty).
+    pub fn of(values: impl Iterator<Item = f64> + Clone) -> Spread {
+        let (n, sum) = values
+            .clone()
+            .fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
+        if n == 0 {
+            return Spread { mean: 0.0, sd: 0.0 };
+        }
+        let mean = sum / n as f64;
+        let var = values.map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        Spread {
+            mean,
+            sd: var.sqrt(),
+        }
+    }
+}
+
+/// `(v - mean) / sd`; 1 when every candidate scored the same (one hit alone counts as one
+/// deviation above the mean: a word found in a single chunk still lifts it).
+pub fn standardise(v: f64, spread: Spread) -> f64 {
+    if spread.sd > 1e-12 {
+        (v - spread.mean) / spread.sd
+    } else {
+        1.0
+    }
 }
 
 fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
@@ -500,6 +552,47 @@ mod tests {
         assert!((a.score - 1.0).abs() < 1e-12, "rank 1 on both sides is 1.0");
         let b = hits.iter().find(|h| h.key.id == "b").unwrap();
         assert!((b.score - 61.0 / 62.0 / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zscore_fusion_table() {
+        let e = std::f64::consts::E;
+        let params = FusionParams {
+            vector_weight: 0.5,
+            text_weight: 0.5,
+            fusion: Fusion::ZScore,
+        };
+        // ln(1 + bm25) of 1 and 3: z -1 and +1, the keyword side counted above its mean only;
+        // cosines 0.2 and 0.6: z -1 and +1; a side's missing chunk scores its mean (0).
+        // Fused: a -0.5, b 0.5, c 0.5, then rescaled onto 0..1.
+        let hits = fuse(
+            vec![kw("a", e - 1.0), kw("b", e.powi(3) - 1.0)],
+            vec![vec_("a", 0.2), vec_("c", 0.6)],
+            &params,
+        );
+        assert_eq!(
+            scores(&hits),
+            vec![("a".into(), 0.0), ("b".into(), 1.0), ("c".into(), 1.0)]
+        );
+        // A lone keyword hit counts as one deviation above the mean; an empty side adds 0.
+        let hits = fuse(
+            vec![kw("x", 0.5)],
+            vec![vec_("a", 0.2), vec_("c", 0.4), vec_("d", 0.6)],
+            &params,
+        );
+        // Cosines 0.2, 0.4, 0.6: z ±√1.5, weighed ±z with z = 0.5·√1.5; x weighs 0.5.
+        let z = 0.5 * 1.5f64.sqrt();
+        assert_eq!(
+            scores(&hits),
+            vec![
+                ("a".into(), 0.0),
+                ("c".into(), 0.5),
+                ("d".into(), 1.0),
+                ("x".into(), ((z + 0.5) / (2.0 * z) * 1e6).round() / 1e6)
+            ]
+        );
+        let hits = fuse(Vec::new(), vec![vec_("a", 0.3)], &params);
+        assert_eq!(scores(&hits), vec![("a".into(), 1.0)]);
     }
 
     #[test]

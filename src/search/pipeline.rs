@@ -291,9 +291,9 @@ impl Searcher<'_> {
                 true
             });
         }
-        // memoria's min-max fusion: the keyword side counts in proportion to how much of the
-        // query its best chunk holds (`hybrid::keyword_confidence`).
-        if let (false, Fusion::MinMax, Some(k), Some(_)) =
+        // memoria's min-max and z-score fusions: the keyword side counts in proportion to
+        // how much of the query its best chunk holds (`hybrid::keyword_confidence`).
+        if let (false, Fusion::MinMax | Fusion::ZScore, Some(k), Some(_)) =
             (current, params.fusion, keyword.as_ref(), vector.as_ref())
         {
             if let Some(best) = k.first() {
