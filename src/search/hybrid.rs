@@ -105,9 +105,9 @@ impl Calibration {
 ///   through `ln(1 + s)` first: BM25's long tail would otherwise press every hit but the
 ///   best toward 0), then weighted;
 /// - `ZScore`: each side standardised over its candidates (`(x - mean) / sd`, BM25 through
-///   `ln(1 + s)` first), the keyword side counted only above its mean, a chunk missing from
-///   a side scored at that side's mean (0), then weighted and rescaled to 0..1 over the
-///   candidates ([`standardise`]);
+///   `ln(1 + s)` first: [`standardise`]), the keyword side counted only above its mean, a
+///   chunk missing from a side scored at that side's mean (0), then weighted and mapped
+///   onto 0..1 ([`squash`]);
 /// - `Rrf`: `Σ 1/(60 + rank)` over the sides, scaled so rank 1 on both sides is 1.0
 ///   (keeps scores in 0..1 so `minScore` stays meaningful).
 ///
@@ -176,13 +176,19 @@ pub fn fuse(
         })
         .collect();
     if params.fusion == Fusion::ZScore {
-        // z-scores are unbounded: the candidates' own range maps them onto 0..1.
-        let fused = range(hits.iter().map(|h| h.score));
         for hit in &mut hits {
-            hit.score = normalise(hit.score, fused);
+            hit.score = squash(hit.score);
         }
     }
     hits
+}
+
+/// Maps a fused z-score onto 0..1 with the logistic curve that follows the normal CDF
+/// within 0.01 (`1 / (1 + e^(-1.702 z))`): 0.5 at the candidates' mean, 0.85 one deviation
+/// above, 0.97 two. Scaling by the candidates' own range instead gave the best candidate
+/// 1.0 whatever it was, so no `minScore` could ever say "nothing stands out".
+pub fn squash(z: f64) -> f64 {
+    1.0 / (1.0 + (-1.702 * z).exp())
 }
 
 /// Mean and standard deviation of one side's candidate scores.
@@ -564,15 +570,20 @@ mod tests {
         };
         // ln(1 + bm25) of 1 and 3: z -1 and +1, the keyword side counted above its mean only;
         // cosines 0.2 and 0.6: z -1 and +1; a side's missing chunk scores its mean (0).
-        // Fused: a -0.5, b 0.5, c 0.5, then rescaled onto 0..1.
+        // Fused: a -0.5, b 0.5, c 0.5, then squashed.
         let hits = fuse(
             vec![kw("a", e - 1.0), kw("b", e.powi(3) - 1.0)],
             vec![vec_("a", 0.2), vec_("c", 0.6)],
             &params,
         );
+        let s = |z: f64| (squash(z) * 1e6).round() / 1e6;
         assert_eq!(
             scores(&hits),
-            vec![("a".into(), 0.0), ("b".into(), 1.0), ("c".into(), 1.0)]
+            vec![
+                ("a".into(), s(-0.5)),
+                ("b".into(), s(0.5)),
+                ("c".into(), s(0.5))
+            ]
         );
         // A lone keyword hit counts as one deviation above the mean; an empty side adds 0.
         let hits = fuse(
@@ -585,14 +596,18 @@ mod tests {
         assert_eq!(
             scores(&hits),
             vec![
-                ("a".into(), 0.0),
+                ("a".into(), s(-z)),
                 ("c".into(), 0.5),
-                ("d".into(), 1.0),
-                ("x".into(), ((z + 0.5) / (2.0 * z) * 1e6).round() / 1e6)
+                ("d".into(), s(z)),
+                ("x".into(), s(0.5))
             ]
         );
         let hits = fuse(Vec::new(), vec![vec_("a", 0.3)], &params);
-        assert_eq!(scores(&hits), vec![("a".into(), 1.0)]);
+        assert_eq!(scores(&hits), vec![("a".into(), s(0.5))]);
+        // The curve: the normal CDF within 0.01.
+        for (z, cdf) in [(0.0, 0.5), (1.0, 0.8413), (2.0, 0.9772), (-1.0, 0.1587)] {
+            assert!((squash(z) - cdf).abs() < 0.01, "{z}");
+        }
     }
 
     #[test]
