@@ -93,6 +93,9 @@ impl Embedder for GemmaQueries {
     fn max_tokens(&self) -> usize {
         self.gemma.max_tokens()
     }
+    fn embeds_passages(&self) -> bool {
+        self.gemma.embeds_passages()
+    }
 }
 
 fn open(root: &std::path::Path, embedder: Arc<dyn Embedder>, sync_on_search: bool) -> Memory {

@@ -65,6 +65,7 @@ mod freshness;
 pub mod gemma;
 mod index;
 mod live;
+mod passage;
 mod payload;
 pub mod project;
 mod qmd;

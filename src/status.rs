@@ -119,10 +119,20 @@ fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<Emb
 }
 
 /// How searches rank, in words (see [`Status::ranking`]).
-fn ranking(settings: &Settings, model: Option<&str>) -> String {
+fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
+    let passages = match passages {
+        true => format!(
+            "; chunks of {}+ lines also found by their {}-line passages",
+            crate::passage::MIN_LINES,
+            crate::passage::LINES
+        ),
+        false => String::new(),
+    };
     let h = &settings.query.hybrid;
     if settings.semantics.is_2026_9() {
-        return "OpenClaw 2026.9's: weighted 0.7 / 0.3 over its keyword score, MMR".into();
+        return format!(
+            "OpenClaw 2026.9's: weighted 0.7 / 0.3 over its keyword score, MMR{passages}"
+        );
     }
     let mut out = match h.fusion {
         Fusion::Rrf => "rrf fusion".to_string(),
@@ -142,6 +152,7 @@ fn ranking(settings: &Settings, model: Option<&str>) -> String {
         ),
     };
     out.push_str("; keyword queries without function words");
+    out.push_str(&passages);
     if let Some(c) =
         hybrid::Calibration::for_model(model).filter(|_| !settings.query.min_score_configured)
     {
@@ -271,7 +282,15 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
             d if d.enabled => format!("{}-day half-life", d.half_life_days),
             _ => "off".into(),
         },
-        ranking: ranking(agent.settings(), served.model.as_deref()),
+        ranking: ranking(
+            agent.settings(),
+            served.model.as_deref(),
+            agent
+                .resolved()
+                .embedder
+                .as_ref()
+                .is_some_and(|e| e.embeds_passages()),
+        ),
         qmd,
         mode: served.mode.as_str().to_string(),
         provider: served.provider,

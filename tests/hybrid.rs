@@ -872,3 +872,67 @@ fn the_builder_opens_a_workspace_a_state_dir_and_a_model() {
         .open()
         .is_err());
 }
+
+#[test]
+fn a_long_chunk_is_found_by_its_best_passage() {
+    // Twelve lines on twelve things: the chunk's one vector dilutes the line asked about,
+    // its passage holding that line does not; an edit takes the old passages away.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.query.hybrid.enabled = false;
+    s.query.min_score = 0.0;
+    let topics = [
+        "bought new running shoes",
+        "the quokka sanctuary opens at nine",
+        "call the bank about the mortgage",
+        "repaint the hallway in sage green",
+        "dentist moved to tuesday",
+        "tomatoes ripening on the balcony",
+        "review the terraform plan",
+        "grandma turns ninety in may",
+        "the printer needs cyan toner",
+        "renew the passport before june",
+        "try the ramen place downtown",
+        "backup drive is almost full",
+    ];
+    let log = tmp.path().join("ws/memory/2026-11-18.md");
+    fs::write(&log, topics.join("\n")).unwrap();
+    let with = |passages: bool| {
+        let embedder = Arc::new(HashEmbedder {
+            passages,
+            ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
+        });
+        let mut s = s.clone();
+        s.store.dir = Some(tmp.path().join(format!("store-{passages}")));
+        open(s, embedder)
+    };
+    let cosine = |memory: &Memory| {
+        let response = memory
+            .search("quokka sanctuary opens", &SearchOptions::default())
+            .unwrap();
+        let hit = response
+            .hits
+            .iter()
+            .find(|h| h.path == "memory/2026-11-18.md");
+        hit.and_then(|h| h.vector_score).unwrap_or(0.0)
+    };
+    let (plain, passages) = (with(false), with(true));
+    let diluted = cosine(&plain);
+    let best = cosine(&passages);
+    assert!(
+        best > diluted + 0.1,
+        "passage {best} against chunk {diluted}"
+    );
+    // Status counts chunks with a vector, not passages.
+    let count = |m: &Memory| m.status().unwrap().vectors;
+    assert_eq!(count(&passages), count(&plain));
+    // The line gone, its passages go too: the chunk scores what it now holds.
+    let kept: Vec<&str> = topics
+        .iter()
+        .copied()
+        .filter(|t| !t.contains("quokka"))
+        .collect();
+    fs::write(&log, kept.join("\n")).unwrap();
+    passages.sync(false, &|_| {}).unwrap();
+    assert!(cosine(&passages) < diluted, "stale passages were searched");
+}

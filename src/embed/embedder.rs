@@ -66,6 +66,12 @@ pub trait Embedder: Send + Sync {
     fn batch_api(&self) -> Option<&dyn BatchApi> {
         None
     }
+    /// Whether each long chunk's passages (windows of a few lines) get vectors of their own
+    /// besides the chunk's, searched with them: the local model only (measured with it; a
+    /// remote provider would bill every passage). README "How memoria ranks".
+    fn embeds_passages(&self) -> bool {
+        false
+    }
     /// Whether [`embed_documents`](Self::embed_documents) reads titles. Only then do titles
     /// key the cached vectors.
     fn uses_titles(&self) -> bool {

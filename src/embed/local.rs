@@ -56,6 +56,10 @@ impl Embedder for GemmaEmbedder {
         self.takes_titles()
     }
 
+    fn embeds_passages(&self) -> bool {
+        true
+    }
+
     fn embed_documents(&self, documents: &[Document]) -> Result<Vec<Embedding>> {
         let pairs: Vec<(&str, &str)> = documents.iter().map(|d| (d.title, d.text)).collect();
         embed_tokens(self, self.tokenize_documents(&pairs)?)

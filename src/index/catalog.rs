@@ -16,6 +16,7 @@ use redb::{
 use serde::{Deserialize, Serialize};
 
 use crate::annotation::Annotations;
+use crate::passage;
 
 use super::cache::{decode_vector, encode_vector};
 use crate::error::{Error, Result};
@@ -23,7 +24,8 @@ use crate::error::{Error, Result};
 const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
 const CHUNKS: TableDefinition<&str, &[u8]> = TableDefinition::new("chunks");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-/// chunk id → embedding (little-endian f32).
+/// chunk id → embedding (little-endian f32); a chunk's passages under `<chunk id>#<n>`
+/// ([`passage::id`]).
 const VECTORS: TableDefinition<&str, &[u8]> = TableDefinition::new("vectors");
 
 /// What the catalog knows about one indexed file.
@@ -85,9 +87,11 @@ pub struct ChunkKey {
     pub start_line: usize,
 }
 
-/// A chunk that has no vector yet: what embedding it needs.
+/// A vector not computed yet, a chunk's own or one of its passages': what embedding it
+/// needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unembedded {
+    /// The chunk's id, or its passage's ([`passage::id`]).
     pub id: String,
     /// sha256 of `text`.
     pub hash: String,
@@ -289,6 +293,16 @@ impl Catalog {
             for id in &stale {
                 chunks.remove(id.as_str()).map_err(|e| self.err(e))?;
                 vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
+                let (lo, hi) = passage::id_range(id);
+                let passages: Vec<String> = vectors
+                    .range(lo.as_str()..hi.as_str())
+                    .map_err(|e| self.err(e))?
+                    .map(|row| row.map(|(key, _)| key.value().to_string()))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|e| self.err(e))?;
+                for id in &passages {
+                    vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
+                }
             }
             for path in &batch.removals {
                 files.remove(path.as_str()).map_err(|e| self.err(e))?;
@@ -336,18 +350,39 @@ impl Catalog {
         Ok(seq.map_or(0, |v| v.value()))
     }
 
-    /// Chunks that have no vector yet, as `(id, hash, text)`.
-    pub fn chunks_without_vectors(&self) -> Result<Vec<Unembedded>> {
+    /// The vectors not stored yet: each chunk's own, and with `passages` its passages'
+    /// ([`passage::windows`]), a chunk's passages before its own vector.
+    pub fn chunks_without_vectors(&self, passages: bool) -> Result<Vec<Unembedded>> {
         let txn = self.begin_read()?;
         let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         let vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let has =
+            |id: &str| -> Result<bool> { Ok(vectors.get(id).map_err(|e| self.err(e))?.is_some()) };
         let mut out = Vec::new();
         for row in chunks.iter().map_err(|e| self.err(e))? {
             let (key, value) = row.map_err(|e| self.err(e))?;
-            if vectors.get(key.value()).map_err(|e| self.err(e))?.is_none() {
-                let chunk: ChunkRecord = self.decode(key.value(), value.value())?;
+            let id = key.value();
+            let own = has(id)?;
+            if own && !passages {
+                continue;
+            }
+            let chunk: ChunkRecord = self.decode(id, value.value())?;
+            if passages {
+                for (n, text) in passage::windows(&chunk.text).into_iter().enumerate() {
+                    let passage_id = passage::id(id, n + 1);
+                    if !has(&passage_id)? {
+                        out.push(Unembedded {
+                            id: passage_id,
+                            hash: crate::digest::sha256_hex(text.as_bytes()),
+                            title: chunk.title.clone(),
+                            text,
+                        });
+                    }
+                }
+            }
+            if !own {
                 out.push(Unembedded {
-                    id: key.value().to_string(),
+                    id: id.to_string(),
                     hash: chunk.hash,
                     title: chunk.title,
                     text: chunk.text,
@@ -357,7 +392,8 @@ impl Catalog {
         Ok(out)
     }
 
-    /// Stores vectors of existing chunks (ids no longer in the catalog are skipped) and
+    /// Stores vectors of existing chunks and their passages (ids whose chunk is no longer in
+    /// the catalog are skipped) and
     /// returns the new vector seq (the text-facing `seq` is unchanged: no chunk changed).
     pub fn put_vectors(&self, items: &[(String, Vec<f32>)]) -> Result<u64> {
         let txn = self.begin_write()?;
@@ -367,7 +403,8 @@ impl Catalog {
             let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             for (id, vector) in items {
-                if chunks.get(id.as_str()).map_err(|e| self.err(e))?.is_some() {
+                let chunk = passage::chunk_of(id);
+                if chunks.get(chunk).map_err(|e| self.err(e))?.is_some() {
                     let bytes = encode_vector(vector);
                     vectors
                         .insert(id.as_str(), bytes.as_slice())
@@ -392,7 +429,7 @@ impl Catalog {
         Ok(out)
     }
 
-    /// Every stored vector, as `(chunk id, vector)`.
+    /// Every stored vector, as `(id, vector)`: chunks' own and their passages'.
     pub fn vectors(&self) -> Result<Vec<(String, Vec<f32>)>> {
         let txn = self.begin_read()?;
         let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
@@ -416,4 +453,83 @@ fn bump(
     let current = meta.get(key)?.map_or(0, |v| v.value());
     meta.insert(key, current + 1)?;
     Ok(current + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(text: &str) -> ChunkRecord {
+        ChunkRecord {
+            path: "memory/a.md".into(),
+            source: "memory".into(),
+            start_line: 1,
+            end_line: text.lines().count(),
+            hash: crate::digest::sha256_hex(text.as_bytes()),
+            text: text.into(),
+            title: "a".into(),
+            annotations: Annotations::default(),
+        }
+    }
+
+    #[test]
+    fn passages_are_embedded_with_their_chunk_and_removed_with_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(&tmp.path().join("catalog.redb")).unwrap();
+        let long = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight";
+        let chunks = vec![
+            ("aa".to_string(), chunk(long)),
+            ("bb".to_string(), chunk("short")),
+        ];
+        let record = FileRecord {
+            source: "memory".into(),
+            hash: String::new(),
+            size: 0,
+            mtime_ns: 0,
+            chunk_ids: vec!["aa".into(), "bb".into()],
+            lossy: false,
+        };
+        let upsert = Upsert {
+            path: "memory/a.md".into(),
+            record,
+            chunks,
+        };
+        let batch = Batch {
+            upserts: vec![upsert],
+            ..Batch::default()
+        };
+        catalog.commit(&batch, &|_| None).unwrap();
+        let ids = |passages| -> Vec<String> {
+            let missing = catalog.chunks_without_vectors(passages).unwrap();
+            missing.into_iter().map(|m| m.id).collect()
+        };
+        assert_eq!(ids(false), ["aa", "bb"]);
+        // A chunk's passages come before its own vector: a sync cut short never leaves a
+        // chunk that looks embedded without them.
+        assert_eq!(ids(true), ["aa#1", "aa#2", "aa#3", "aa", "bb"]);
+        let missing = catalog.chunks_without_vectors(true).unwrap();
+        assert_eq!(missing[1].text, "three\nfour\nfive\nsix");
+        assert_eq!(missing[1].title, "a");
+        let vectors: Vec<(String, Vec<f32>)> = ids(true)
+            .into_iter()
+            .chain(["cc#1".to_string()]) // no such chunk: skipped
+            .map(|id| (id, vec![1.0, 0.0]))
+            .collect();
+        catalog.put_vectors(&vectors).unwrap();
+        assert!(ids(true).is_empty());
+        let stored: Vec<String> = catalog
+            .vectors()
+            .unwrap()
+            .into_iter()
+            .map(|v| v.0)
+            .collect();
+        assert_eq!(stored, ["aa", "aa#1", "aa#2", "aa#3", "bb"]);
+        let removal = Batch {
+            removals: vec!["memory/a.md".into()],
+            ..Batch::default()
+        };
+        let old = |_: &str| Some(vec!["aa".to_string(), "bb".to_string()]);
+        catalog.commit(&removal, &old).unwrap();
+        assert!(catalog.vectors().unwrap().is_empty());
+    }
 }

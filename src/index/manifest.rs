@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 /// 6: a transcript chunk's annotations say who wrote its messages and when.
 /// 7: a Markdown chunk has a title (its heading trail, `crate::title`), part of its id and
 ///    of what the local model embeds.
-pub const FORMAT_VERSION: u32 = 7;
+/// 8: with the local model, a chunk of eight content lines or more also has its passages'
+///    vectors (`crate::passage`).
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.

@@ -9,6 +9,7 @@
 //!   flush.json           the compaction cycle of each session's last memory flush
 //!   gen-000001/          one index generation
 //!     catalog.redb       source of truth: files, chunks (text, lines, hash), vectors
+//!                        (a chunk's under its id, its passages' under `<id>#<n>`)
 //!     text/              tantivy BM25 index, derived; commit payload = catalog seq
 //!     vectors/           exact or HNSW vector index, derived; tagged with the catalog seq
 //! ```

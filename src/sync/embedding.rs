@@ -82,7 +82,7 @@ pub(super) fn embed_missing(
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
 ) -> Result<u64> {
-    let mut missing = catalog.chunks_without_vectors()?;
+    let mut missing = catalog.chunks_without_vectors(plan.embedder.embeds_passages())?;
     if !plan.embedder.uses_titles() {
         // Its vectors do not depend on titles: neither do their cache keys.
         missing.iter_mut().for_each(|m| m.title.clear());
@@ -323,7 +323,11 @@ pub(super) fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPla
         }
     }
     let vectors = catalog.vectors()?;
-    let count = vectors.len() as u64;
+    // Chunks with a vector (their passages' vectors are searched, not counted).
+    let count = vectors
+        .iter()
+        .filter(|(id, _)| !crate::passage::is_passage(id))
+        .count() as u64;
     let dims = plan.embedder.dims();
     let index = match loaded {
         Some((mut index, _)) if index.dims() == dims => {

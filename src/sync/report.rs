@@ -15,11 +15,11 @@ pub enum SyncProgress {
         /// Bytes to do.
         bytes_total: u64,
     },
-    /// Embedding chunks that have no vector yet.
+    /// Embedding the chunks (and their passages) that have no vector yet.
     Embedding {
-        /// Chunks embedded so far.
+        /// Chunks and passages embedded so far.
         chunks_done: usize,
-        /// Chunks to embed.
+        /// Chunks and passages to embed.
         chunks_total: usize,
     },
 }
@@ -43,9 +43,10 @@ pub struct SyncReport {
     pub bytes: u64,
     /// Wall-clock seconds the sync took.
     pub seconds: f64,
-    /// Chunks embedded by the model in this sync (cache hits excluded).
+    /// Vectors of chunks and their passages embedded by the model in this sync (cache hits
+    /// excluded).
     pub embedded: usize,
-    /// Chunks whose vectors were not computed: they came from the embedding cache or, in a
+    /// Vectors (of chunks and passages) not computed: they came from the embedding cache or, in a
     /// rebuild with the same embedder, from the generation it replaced.
     pub cached: usize,
     /// Why embedding stopped, if it failed (the keyword index is up to date regardless).

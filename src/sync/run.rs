@@ -302,7 +302,7 @@ pub fn sync(
         let vectors = update_vector_index(&catalog, &gen_dir.join("vectors"), plan)?;
         embedding = Some(EmbeddingStats {
             vectors,
-            missing: catalog.chunks_without_vectors()?.len() as u64,
+            missing: catalog.chunks_without_vectors(false)?.len() as u64,
             error: report.embed_error.clone(),
             awaiting_batch,
         });
@@ -313,7 +313,7 @@ pub fn sync(
         // A keyword-only sync of an index built with an embedder (`--provider none` for
         // once): its new chunks have no vector yet, which the next sync with the embedder
         // sees as missing and embeds.
-        let missing = catalog.chunks_without_vectors()?.len() as u64;
+        let missing = catalog.chunks_without_vectors(false)?.len() as u64;
         embedding = Some(EmbeddingStats {
             vectors: (catalog.chunk_count()?).saturating_sub(missing),
             missing,

@@ -12,6 +12,8 @@ pub struct HashEmbedder {
     pub documents: AtomicUsize,
     pub fail: bool,
     pub fingerprint: String,
+    /// Embeds chunks' passages as the local model does.
+    pub passages: bool,
 }
 
 impl HashEmbedder {
@@ -21,6 +23,7 @@ impl HashEmbedder {
             documents: AtomicUsize::new(0),
             fail: false,
             fingerprint: format!("hash-{dims}"),
+            passages: false,
         })
     }
 }
@@ -63,5 +66,8 @@ impl Embedder for HashEmbedder {
     }
     fn max_tokens(&self) -> usize {
         2048
+    }
+    fn embeds_passages(&self) -> bool {
+        self.passages
     }
 }

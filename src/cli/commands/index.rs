@@ -69,7 +69,7 @@ pub fn index(memory: Memory, force: bool, model_flag: bool) -> Result<ExitCode> 
                 bar.reset();
                 bar.set_style(
                     ProgressStyle::with_template(
-                        "{spinner} embedding [{bar:30}] {pos}/{len} chunks {rate} eta {eta}",
+                        "{spinner} embedding [{bar:30}] {pos}/{len} texts {rate} eta {eta}",
                     )
                     .map(|style| {
                         style.with_key("rate", |state: &ProgressState, w: &mut dyn Write| {

@@ -1,0 +1,125 @@
+//! Passages: the few-line windows of a chunk that the local model embeds besides the
+//! chunk itself, so a long chunk is judged by its best passage (pure).
+//!
+//! A ~400-token chunk of a daily log holds ten to fifteen lines, often chat turns or notes
+//! on unrelated things. Its one vector averages them all, and a question about one line
+//! meets a diluted match: on LoCoMo the evidence chunk sat at rank 7–15 on the vector side
+//! for most questions hybrid missed. So every chunk with at least [`MIN_LINES`] content
+//! lines also gets a vector per window of [`LINES`] lines, one every [`STRIDE`] lines, and
+//! the vector side scores a chunk by the best of its vectors (README "How memoria ranks").
+//! A shorter chunk is not diluted much, and a window of most of it is a second vector of
+//! nearly the same text that lifts it for any query near a part of it (it cost a
+//! newcomer's six-line `MEMORY.md` two right answers in `tests/data/personal`).
+//! Blank lines and Markdown headings are not content: the heading already is the chunk's
+//! title. A passage's vector is stored under [`id`]`(chunk, n)`, which [`chunk_of`] maps
+//! back.
+
+/// Content lines per passage.
+pub const LINES: usize = 4;
+
+/// Content lines from one passage's start to the next one's.
+pub const STRIDE: usize = 2;
+
+/// The fewest content lines a chunk with passages has: each passage is at most half of it.
+/// (Changing [`LINES`], [`STRIDE`] or this changes stored vectors: bump the index format.)
+pub const MIN_LINES: usize = 2 * LINES;
+
+/// What separates a chunk id from its passage number in a vector's id (chunk ids are hex).
+const MARK: char = '#';
+
+/// The passages of a chunk's `text`: empty when it has fewer than [`MIN_LINES`] content
+/// lines (the chunk's own vector is then its only one). Each is its lines joined by `\n`;
+/// the last may be shorter.
+pub fn windows(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| {
+            let t = line.trim_start();
+            !t.is_empty() && !t.starts_with('#')
+        })
+        .collect();
+    if lines.len() < MIN_LINES {
+        return Vec::new();
+    }
+    (0..lines.len() - LINES + STRIDE)
+        .step_by(STRIDE)
+        .map(|start| lines[start..(start + LINES).min(lines.len())].join("\n"))
+        .collect()
+}
+
+/// The id of the `n`-th passage (from 1) of chunk `chunk`.
+pub fn id(chunk: &str, n: usize) -> String {
+    format!("{chunk}{MARK}{n}")
+}
+
+/// The chunk a vector id belongs to: the id itself for a chunk's own vector.
+pub fn chunk_of(id: &str) -> &str {
+    id.split_once(MARK).map_or(id, |(chunk, _)| chunk)
+}
+
+/// Whether a vector id is a passage's rather than a chunk's own.
+pub fn is_passage(id: &str) -> bool {
+    id.contains(MARK)
+}
+
+/// The key range of chunk `chunk`'s passage vectors in a table sorted by id: `chunk#` up
+/// to, not including, `chunk$` (`$` follows `#`).
+pub fn id_range(chunk: &str) -> (String, String) {
+    (format!("{chunk}{MARK}"), format!("{chunk}$"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_table() {
+        let lines = |n: usize| -> String {
+            (1..=n)
+                .map(|i| format!("line {i}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let cases: &[(&str, Vec<&str>)] = &[
+            ("", vec![]),
+            ("one\ntwo\nthree\nfour", vec![]),
+            // Headings and blank lines are not content: still four lines.
+            ("# Day\n\none\ntwo\n\nthree\n## Later\nfour\n", vec![]),
+            // Seven lines: fewer than MIN_LINES.
+            ("one\ntwo\nthree\nfour\nfive\nsix\nseven", vec![]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(windows(text), *want, "{text:?}");
+        }
+        assert_eq!(
+            windows(&format!("# Day\n\n{}", lines(9))),
+            vec![
+                "line 1\nline 2\nline 3\nline 4",
+                "line 3\nline 4\nline 5\nline 6",
+                "line 5\nline 6\nline 7\nline 8",
+                "line 7\nline 8\nline 9",
+            ]
+        );
+        // Every content line is in a passage, and passages start every STRIDE lines.
+        for n in MIN_LINES..40 {
+            let w = windows(&lines(n));
+            assert_eq!(w.len(), (n - LINES).div_ceil(STRIDE) + 1, "{n} lines");
+            assert!(
+                w.last().unwrap().ends_with(&format!("line {n}")),
+                "{n} lines"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_round_trip() {
+        assert_eq!(id("ab12", 3), "ab12#3");
+        assert_eq!(chunk_of("ab12#3"), "ab12");
+        assert_eq!(chunk_of("ab12"), "ab12");
+        assert!(is_passage("ab12#1") && !is_passage("ab12"));
+        let (lo, hi) = id_range("ab12");
+        assert!(lo.as_str() <= "ab12#1" && "ab12#99" < hi.as_str());
+        assert!(!("ab12" >= lo.as_str() && "ab12" < hi.as_str()));
+        assert!(!("ab123" >= lo.as_str() && "ab123" < hi.as_str()));
+    }
+}
