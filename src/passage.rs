@@ -35,7 +35,7 @@ pub fn windows(text: &str) -> Vec<String> {
         .lines()
         .filter(|line| {
             let t = line.trim_start();
-            !t.is_empty() && !t.starts_with('#')
+            !t.is_empty() && crate::title::heading(t).is_none()
         })
         .collect();
     if lines.len() < MIN_LINES {
@@ -87,6 +87,15 @@ mod tests {
             ("# Day\n\none\ntwo\n\nthree\n## Later\nfour\n", vec![]),
             // Seven lines: fewer than MIN_LINES.
             ("one\ntwo\nthree\nfour\nfive\nsix\nseven", vec![]),
+            // `#1` and `#tag` are not headings: eight lines.
+            (
+                "#1 one\ntwo\nthree\nfour\nfive\nsix\nseven\n#tag",
+                vec![
+                    "#1 one\ntwo\nthree\nfour",
+                    "three\nfour\nfive\nsix",
+                    "five\nsix\nseven\n#tag",
+                ],
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(windows(text), *want, "{text:?}");

@@ -17,7 +17,7 @@
 pub const MAX_TITLE_CHARS: usize = 120;
 
 /// The level and text of an ATX heading line.
-fn heading(line: &str) -> Option<(usize, &str)> {
+pub(crate) fn heading(line: &str) -> Option<(usize, &str)> {
     let level = line.bytes().take_while(|&b| b == b'#').count();
     if !(1..=6).contains(&level) {
         return None;

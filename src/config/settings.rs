@@ -116,8 +116,8 @@ pub enum Fusion {
     /// Min/max-normalised scores, then the weighted sum.
     MinMax,
     /// Each side's scores as z-scores over its candidates, the keyword side's counted only
-    /// above its mean, then the weighted sum rescaled to 0..1: memoria's default for a
-    /// config that names no weights.
+    /// above its mean, then the weighted sum mapped onto 0..1 by a logistic curve: memoria's
+    /// default for a config that names no weights.
     ZScore,
 }
 
