@@ -14,6 +14,13 @@
 //! title. A passage's vector is stored under [`id`]`(chunk, n)`, which [`chunk_of`] maps
 //! back.
 
+/// Whether a sync embeds passages and searches use them: with an embedder that embeds them
+/// (the local model), except under OpenClaw 2026.9's semantics (`semantics_2026_9`), whose
+/// vector side scores chunks alone (memoria ranks as it does there).
+pub fn searched(embeds_passages: bool, semantics_2026_9: bool) -> bool {
+    embeds_passages && !semantics_2026_9
+}
+
 /// Content lines per passage.
 pub const LINES: usize = 4;
 

@@ -120,19 +120,9 @@ fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<Emb
 
 /// How searches rank, in words (see [`Status::ranking`]).
 fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
-    let passages = match passages {
-        true => format!(
-            "; chunks of {}+ lines also found by their {}-line passages",
-            crate::passage::MIN_LINES,
-            crate::passage::LINES
-        ),
-        false => String::new(),
-    };
     let h = &settings.query.hybrid;
     if settings.semantics.is_2026_9() {
-        return format!(
-            "OpenClaw 2026.9's: weighted 0.7 / 0.3 over its keyword score, MMR{passages}"
-        );
+        return "OpenClaw 2026.9's: weighted 0.7 / 0.3 over its keyword score, MMR".into();
     }
     let mut out = match h.fusion {
         Fusion::Rrf => "rrf fusion".to_string(),
@@ -152,7 +142,13 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
         ),
     };
     out.push_str("; keyword queries without function words");
-    out.push_str(&passages);
+    if passages {
+        out.push_str(&format!(
+            "; chunks of {}+ lines also found by their {}-line passages",
+            crate::passage::MIN_LINES,
+            crate::passage::LINES
+        ));
+    }
     if let Some(c) =
         hybrid::Calibration::for_model(model).filter(|_| !settings.query.min_score_configured)
     {
@@ -285,11 +281,12 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         ranking: ranking(
             agent.settings(),
             served.model.as_deref(),
-            agent
-                .resolved()
-                .embedder
-                .as_ref()
-                .is_some_and(|e| e.embeds_passages()),
+            agent.resolved().embedder.as_ref().is_some_and(|e| {
+                crate::passage::searched(
+                    e.embeds_passages(),
+                    agent.settings().semantics.is_2026_9(),
+                )
+            }),
         ),
         qmd,
         mode: served.mode.as_str().to_string(),

@@ -897,15 +897,17 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     ];
     let log = tmp.path().join("ws/memory/2026-11-18.md");
     fs::write(&log, topics.join("\n")).unwrap();
-    let with = |passages: bool| {
+    let with_semantics = |passages: bool, semantics: memoria::config::Semantics| {
         let embedder = Arc::new(HashEmbedder {
             passages,
             ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
         });
         let mut s = s.clone();
-        s.store.dir = Some(tmp.path().join(format!("store-{passages}")));
+        s.semantics = semantics;
+        s.store.dir = Some(tmp.path().join(format!("store-{passages}-{semantics:?}")));
         open(s, embedder)
     };
+    let with = |passages: bool| with_semantics(passages, s.semantics);
     let cosine = |memory: &Memory| {
         let response = memory
             .search("quokka sanctuary opens", &SearchOptions::default())
@@ -926,6 +928,15 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     // Status counts chunks with a vector, not passages.
     let count = |m: &Memory| m.status().unwrap().vectors;
     assert_eq!(count(&passages), count(&plain));
+    // OpenClaw 2026.9's semantics score chunks alone, as OpenClaw does.
+    let openclaw = memoria::config::Semantics::OpenClaw2026_9;
+    let (plain_2026_9, passages_2026_9) = (
+        with_semantics(false, openclaw),
+        with_semantics(true, openclaw),
+    );
+    let chunk_alone = cosine(&plain_2026_9);
+    assert!(chunk_alone > 0.0, "the 2026.9 search found the log");
+    assert_eq!(cosine(&passages_2026_9), chunk_alone);
     // The line gone, its passages go too: the chunk scores what it now holds.
     let kept: Vec<&str> = topics
         .iter()

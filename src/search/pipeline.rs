@@ -478,7 +478,10 @@ impl Searcher<'_> {
             Some(_) => pool.saturating_mul(CORPUS_OVERFETCH),
             None => pool,
         };
-        let fetch = match embedder.embeds_passages() {
+        let fetch = match passage::searched(
+            embedder.embeds_passages(),
+            self.settings.semantics.is_2026_9(),
+        ) {
             true => fetch.saturating_mul(PASSAGE_OVERFETCH),
             false => fetch,
         };

@@ -12,6 +12,7 @@ use crate::index::cache::{cache_key, EmbeddingCache};
 use crate::index::catalog::{Catalog, Unembedded};
 use crate::index::vector::{VectorIndex, VectorParams};
 use crate::index::{AgentDir, Identity, WriterLock};
+use crate::passage;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -29,6 +30,8 @@ pub(crate) struct EmbedPlan<'a> {
     pub(crate) vector_params: VectorParams,
     /// `remote.batch.wait` may be honoured (not in a sync a search waits for).
     pub(crate) batch_may_wait: bool,
+    /// Long chunks' passages get vectors too ([`passage::searched`]).
+    pub(crate) passages: bool,
 }
 
 impl<'a> EmbedPlan<'a> {
@@ -59,6 +62,7 @@ impl<'a> EmbedPlan<'a> {
             cache_max_entries: settings.cache.max_entries,
             vector_params,
             batch_may_wait: true,
+            passages: passage::searched(embedder.embeds_passages(), settings.semantics.is_2026_9()),
         }
     }
 }
@@ -82,7 +86,7 @@ pub(super) fn embed_missing(
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
 ) -> Result<u64> {
-    let mut missing = catalog.chunks_without_vectors(plan.embedder.embeds_passages())?;
+    let mut missing = catalog.chunks_without_vectors(plan.passages)?;
     if !plan.embedder.uses_titles() {
         // Its vectors do not depend on titles: neither do their cache keys.
         missing.iter_mut().for_each(|m| m.title.clear());
@@ -326,7 +330,7 @@ pub(super) fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPla
     // Chunks with a vector (their passages' vectors are searched, not counted).
     let count = vectors
         .iter()
-        .filter(|(id, _)| !crate::passage::is_passage(id))
+        .filter(|(id, _)| !passage::is_passage(id))
         .count() as u64;
     let dims = plan.embedder.dims();
     let index = match loaded {
