@@ -178,7 +178,13 @@ fn main() {
         generate_workspace(&root.join("workspace"), mb, &vocab);
         std::fs::write(&marker, "").expect("write marker");
     }
-    let stand_in = HashEmbedder::new(DIMS);
+    // Documents embed their passages, as the local model's do (`passage`).
+    let stand_in = Arc::new(HashEmbedder {
+        passages: true,
+        ..Arc::try_unwrap(HashEmbedder::new(DIMS))
+            .ok()
+            .expect("a fresh embedder")
+    });
     let memory = open(&root, stand_in.clone(), false);
     let t = Instant::now();
     let report = memory.sync(false, &|_| {}).expect("sync");
