@@ -117,9 +117,11 @@ pub fn fuse(
     vector: Vec<VectorCandidate>,
     params: &FusionParams,
 ) -> Vec<Ranked> {
-    let bm25_range = range(keyword.iter().map(|k| k.bm25.max(0.0).ln_1p()));
+    // BM25 through `ln(1 + s)` before min-max or z-scores.
+    let log_bm25 = |k: &KeywordCandidate| k.bm25.max(0.0).ln_1p();
+    let bm25_range = range(keyword.iter().map(log_bm25));
     let cosine_range = range(vector.iter().map(|v| v.cosine));
-    let bm25_spread = Spread::of(keyword.iter().map(|k| k.bm25.max(0.0).ln_1p()));
+    let bm25_spread = Spread::of(keyword.iter().map(log_bm25));
     let cosine_spread = Spread::of(vector.iter().map(|v| v.cosine));
     let mut merged: HashMap<String, Ranked> = HashMap::new();
     let mut text_component: HashMap<String, f64> = HashMap::new();
@@ -128,8 +130,8 @@ pub fn fuse(
         let ts = text_score(candidate.bm25);
         let component = match params.fusion {
             Fusion::Weighted => ts,
-            Fusion::MinMax => normalise(candidate.bm25.max(0.0).ln_1p(), bm25_range),
-            Fusion::ZScore => standardise(candidate.bm25.max(0.0).ln_1p(), bm25_spread).max(0.0),
+            Fusion::MinMax => normalise(log_bm25(&candidate), bm25_range),
+            Fusion::ZScore => standardise(log_bm25(&candidate), bm25_spread).max(0.0),
             Fusion::Rrf => 1.0 / (RRF_K + rank as f64 + 1.0),
         };
         text_component.insert(candidate.key.id.clone(), component);

@@ -486,11 +486,13 @@ impl Searcher<'_> {
             false => fetch,
         };
         // A chunk scores the best of its own vector and its passages' (nearest first, so
-        // the first of its vectors met is its best).
+        // the first of its vectors met is its best); its key is read once.
+        let mut seen = HashSet::new();
         let nearest: Vec<(String, f32)> = vectors
             .search(&query_vector, fetch)
             .into_iter()
             .map(|(id, cosine)| (passage::chunk_of(&id).to_string(), cosine))
+            .filter(|(id, _)| seen.insert(id.clone()))
             .collect();
         let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
         let keys = self
