@@ -10,7 +10,8 @@ scores BEIR sets.
   python benches/scifact_anchor.py MODEL_DIR [SCIFACT_DIR] [QRELS]
 
 MODEL_DIR defaults to $MEMORIA_TEST_MODEL_DIR, SCIFACT_DIR to ../shared/eval/scifact, QRELS
-to its qrels/train.tsv. Env: BENCH_THREADS (2), BENCH_BATCH (16), BENCH_MAX_TOKENS (2048).
+to its qrels/train.tsv. Env: BENCH_THREADS (2), BENCH_BATCH (16), BENCH_MAX_TOKENS (2048),
+BENCH_CACHE (a .npy file that keeps the document vectors embedded so far, to resume a run).
 """
 
 import json
@@ -54,13 +55,28 @@ def main():
     # the prompt is written into the text and no prompt is added.
     texts = [f"title: {d.get('title') or 'none'} | text: {d['text']}" for d in corpus]
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    embedded = model.encode(
-        [texts[i] for i in order],
-        batch_size=batch,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
+    # Embedded in slices so a long run shows its progress and, with BENCH_CACHE=FILE.npy,
+    # resumes where a stopped run left off.
+    cache = os.environ.get("BENCH_CACHE")
+    done = list(np.load(cache)) if cache and os.path.exists(cache) else []
+    step = 128
+    for at in range(len(done), len(order), step):
+        part = model.encode(
+            [texts[i] for i in order[at : at + step]],
+            batch_size=batch,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        done.extend(part)
+        if cache:
+            np.save(cache, np.stack(done))
+        print(
+            f"{len(done)}/{len(order)} documents, {time.time() - start:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    embedded = np.stack(done)
     docs = np.zeros_like(embedded)
     docs[order] = embedded
     doc_seconds = time.time() - start
@@ -84,7 +100,7 @@ def main():
         ndcg += dcg / idcg if idcg else 0.0
     print(
         f"pytorch whole-document: {len(ids)} queries, {len(corpus)} documents, "
-        f"nDCG@10 {ndcg / len(ids):.3f} (documents embedded in {doc_seconds:.0f} s, "
+        f"nDCG@10 {ndcg / len(ids):.4f} (documents embedded in {doc_seconds:.0f} s, "
         f"torch {torch.__version__})"
     )
 

@@ -873,6 +873,22 @@ fn the_builder_opens_a_workspace_a_state_dir_and_a_model() {
         .is_err());
 }
 
+/// Twelve lines on twelve things: one chunk whose own vector dilutes each of them.
+const TWELVE_TOPICS: [&str; 12] = [
+    "bought new running shoes",
+    "the quokka sanctuary opens at nine",
+    "call the bank about the mortgage",
+    "repaint the hallway in sage green",
+    "dentist moved to tuesday",
+    "tomatoes ripening on the balcony",
+    "review the terraform plan",
+    "grandma turns ninety in may",
+    "the printer needs cyan toner",
+    "renew the passport before june",
+    "try the ramen place downtown",
+    "backup drive is almost full",
+];
+
 #[test]
 fn a_long_chunk_is_found_by_its_best_passage() {
     // Twelve lines on twelve things: the chunk's one vector dilutes the line asked about,
@@ -881,20 +897,7 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     let mut s = settings(tmp.path());
     s.query.hybrid.enabled = false;
     s.query.min_score = 0.0;
-    let topics = [
-        "bought new running shoes",
-        "the quokka sanctuary opens at nine",
-        "call the bank about the mortgage",
-        "repaint the hallway in sage green",
-        "dentist moved to tuesday",
-        "tomatoes ripening on the balcony",
-        "review the terraform plan",
-        "grandma turns ninety in may",
-        "the printer needs cyan toner",
-        "renew the passport before june",
-        "try the ramen place downtown",
-        "backup drive is almost full",
-    ];
+    let topics = TWELVE_TOPICS;
     let log = tmp.path().join("ws/memory/2026-11-18.md");
     fs::write(&log, topics.join("\n")).unwrap();
     let with_semantics = |passages: bool, semantics: memoria::config::Semantics| {
@@ -946,4 +949,56 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     fs::write(&log, kept.join("\n")).unwrap();
     passages.sync(false, &|_| {}).unwrap();
     assert!(cosine(&passages) < diluted, "stale passages were searched");
+}
+
+#[test]
+fn a_chunk_is_stored_as_embedded_only_with_all_its_passages() {
+    // A forced rebuild finds the chunk's own vector in the embedding cache (the first index
+    // had no passages) but has to embed its passages, and the embedder fails: the chunk
+    // must not look embedded, or no later sync would give it its passages.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.query.hybrid.enabled = false;
+    s.query.min_score = 0.0;
+    fs::write(
+        tmp.path().join("ws/memory/2026-11-18.md"),
+        TWELVE_TOPICS.join("\n"),
+    )
+    .unwrap();
+    let with = |passages: bool, fail: bool| {
+        let embedder = Arc::new(HashEmbedder {
+            passages,
+            fail,
+            ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
+        });
+        open(s.clone(), embedder)
+    };
+    let vectors = |m: &Memory| m.status().unwrap().vectors.unwrap();
+    let cosine = |m: &Memory| {
+        let response = m.search("quokka sanctuary opens", &SearchOptions::default());
+        let hits = response.unwrap().hits;
+        let hit = hits.iter().find(|h| h.path == "memory/2026-11-18.md");
+        hit.and_then(|h| h.vector_score).unwrap()
+    };
+    let plain = with(false, false);
+    plain.sync(false, &|_| {}).unwrap();
+    let chunks = vectors(&plain);
+    let diluted = cosine(&plain);
+    drop(plain);
+
+    let failing = with(true, true);
+    let report = failing.sync(true, &|_| {}).unwrap();
+    assert!(report.embed_error.is_some(), "{report:?}");
+    // The short chunks are complete from the cache; the long one waits for its passages.
+    assert_eq!(vectors(&failing), chunks - 1);
+    drop(failing);
+
+    let working = with(true, false);
+    working.sync(false, &|_| {}).unwrap();
+    assert_eq!(vectors(&working), chunks);
+    let best = cosine(&working);
+    assert!(
+        best > diluted + 0.1,
+        "passage {best} against chunk {diluted}"
+    );
 }

@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 ///    of what the local model embeds.
 /// 8: with the local model, a chunk of eight content lines or more also has its passages'
 ///    vectors (`crate::passage`).
-pub const FORMAT_VERSION: u32 = 8;
+/// 9: a chunk's own vector is stored only after all its passages' (a sync trusts a chunk
+///    with its own vector to be complete): an index written by format 8, whose sync may
+///    have been cut short between the two, is rebuilt once from its own vectors.
+pub const FORMAT_VERSION: u32 = 9;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.

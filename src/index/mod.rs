@@ -11,7 +11,8 @@
 //!     catalog.redb       source of truth: files, chunks (text, lines, hash), vectors
 //!                        (a chunk's under its id, its passages' under `<id>#<n>`)
 //!     text/              tantivy BM25 index, derived; commit payload = catalog seq
-//!     vectors/           exact or HNSW vector index, derived; tagged with the catalog seq
+//!     vectors/           exact or HNSW vector index of the chunks (passages beside it,
+//!                        int8), derived; tagged with the catalog seq
 //! ```
 //!
 //! Invariants:

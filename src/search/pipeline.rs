@@ -34,15 +34,10 @@ use crate::fallback::Fallback;
 use crate::index::analyzer::{self, AnalyzerMode};
 use crate::index::catalog::{ChunkKey, ChunkRecord};
 use crate::index::{GenerationView, Manifest};
-use crate::passage;
 use crate::project;
 
 /// How many times the pool the vector side fetches when a search covers one corpus.
 const CORPUS_OVERFETCH: usize = 4;
-
-/// How many times the pool the vector side fetches when chunks have passage vectors
-/// (`passage`): several of the nearest vectors may belong to one chunk.
-const PASSAGE_OVERFETCH: usize = 4;
 
 /// Characters of a query the vector side embeds (about 512 tokens of English): a longer
 /// "query" is a pasted document, whose embedding would take seconds and hundreds of MB for
@@ -478,22 +473,9 @@ impl Searcher<'_> {
             Some(_) => pool.saturating_mul(CORPUS_OVERFETCH),
             None => pool,
         };
-        let fetch = match passage::searched(
-            embedder.embeds_passages(),
-            self.settings.semantics.is_2026_9(),
-        ) {
-            true => fetch.saturating_mul(PASSAGE_OVERFETCH),
-            false => fetch,
-        };
-        // A chunk scores the best of its own vector and its passages' (nearest first, so
-        // the first of its vectors met is its best); its key is read once.
-        let mut seen = HashSet::new();
-        let nearest: Vec<(String, f32)> = vectors
-            .search(&query_vector, fetch)
-            .into_iter()
-            .map(|(id, cosine)| (passage::chunk_of(&id).to_string(), cosine))
-            .filter(|(id, _)| seen.insert(id.clone()))
-            .collect();
+        // A chunk with passages scores the best of its own vector and theirs (the index
+        // rescores them).
+        let nearest = vectors.search(&query_vector, fetch);
         let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
         let keys = self
             .view

@@ -108,8 +108,14 @@ pub(super) fn embed_missing(
         plan,
     };
 
-    // Vectors at hand: the cache, then the generation being replaced.
+    // Vectors at hand: the cache, then the generation being replaced. A chunk's own vector
+    // is stored only once all its passages are (`Catalog::chunks_without_vectors` trusts a
+    // chunk with its own vector to be complete): one found while a passage of its chunk
+    // still has to be embedded waits for the end of the embedding (`missing` lists a
+    // chunk's passages before it).
     let mut todo: Vec<usize> = Vec::new();
+    let mut incomplete: HashSet<&str> = HashSet::new();
+    let mut deferred: Vec<(String, Vec<f32>)> = Vec::new();
     for (n, batch) in missing.chunks(EMBED_BATCH).enumerate() {
         let offset = n * EMBED_BATCH;
         let batch_keys = &keys[offset..offset + batch.len()];
@@ -126,9 +132,17 @@ pub(super) fn embed_missing(
         }
         let mut found = Vec::new();
         for (i, vector) in vectors.into_iter().enumerate() {
+            let id = batch[i].id.as_str();
             match vector.filter(|v| v.len() == dims) {
-                Some(vector) => found.push((batch[i].id.clone(), vector)),
-                None => todo.push(offset + i), // a stored vector of another size is not ours
+                Some(vector) if incomplete.contains(id) => deferred.push((id.to_string(), vector)),
+                Some(vector) => found.push((id.to_string(), vector)),
+                None => {
+                    // (A stored vector of another size is not ours.)
+                    if passage::is_passage(id) {
+                        incomplete.insert(passage::chunk_of(id));
+                    }
+                    todo.push(offset + i);
+                }
             }
         }
         report.cached += found.len();
@@ -197,6 +211,12 @@ pub(super) fn embed_missing(
             chunks_done: ((n + 1) * EMBED_BATCH).min(total),
             chunks_total: total,
         });
+    }
+    // Every passage is stored unless embedding stopped (the deferred vectors are found
+    // again next time).
+    if !deferred.is_empty() && report.embed_error.is_none() && awaiting == 0 {
+        report.cached += deferred.len();
+        catalog.put_vectors(&deferred)?;
     }
     Ok(awaiting)
 }
@@ -327,11 +347,6 @@ pub(super) fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPla
         }
     }
     let vectors = catalog.vectors()?;
-    // Chunks with a vector (their passages' vectors are searched, not counted).
-    let count = vectors
-        .iter()
-        .filter(|(id, _)| !passage::is_passage(id))
-        .count() as u64;
     let dims = plan.embedder.dims();
     let index = match loaded {
         Some((mut index, _)) if index.dims() == dims => {
@@ -359,5 +374,6 @@ pub(super) fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPla
         _ => VectorIndex::build(dims, vectors, &plan.vector_params)?,
     };
     index.save(dir, seq)?;
-    Ok(count)
+    // Chunks with a vector (their passages' vectors are searched, not counted).
+    Ok(index.len() as u64)
 }

@@ -16,12 +16,16 @@
 //! direction: a zero query returns nothing, and a zero stored vector scores 0 against
 //! every query (it is kept out of the graph, where any cosine distance is undefined).
 //!
+//! Passage vectors (`crate::passage`) are not points: they sit beside the chunks as int8
+//! rows and rescore the chunks a search found (`passages`).
+//!
 //! The pieces: `index` (the [`VectorIndex`] type: building, updating, searching), `exact`
-//! (the matrix scan and its top-k heap), `graph` (the hnsw_rs graph), `snapshot` (the
-//! checksummed files on disk); [`UnitCosine`], the distance the graph walks with, is here.
+//! (the matrix scan and its top-k heap), `graph` (the hnsw_rs graph), `passages` (the int8
+//! passage rows), `snapshot` (the checksummed files on disk); [`UnitCosine`], the distance the graph walks with, is here.
 mod exact;
 mod graph;
 mod index;
+mod passages;
 mod snapshot;
 #[cfg(test)]
 mod tests;

@@ -197,7 +197,7 @@ fn save_load_round_trip_keeps_results_and_tag() {
         assert!(names.iter().all(|n| n == META || n.starts_with("s000042-")));
         assert_eq!(
             names.len(),
-            if index.is_hnsw() { 4 } else { 3 },
+            if index.is_hnsw() { 5 } else { 4 },
             "{names:?}"
         );
 
@@ -217,6 +217,52 @@ fn save_load_round_trip_keeps_results_and_tag() {
             .iter()
             .all(|(i, _)| i != &id(3)));
         assert_eq!(loaded.search(&data[0], 2).len(), 2);
+    }
+}
+
+#[test]
+fn a_chunk_scores_the_best_of_its_own_vector_and_its_passages() {
+    let data = clustered(300, 16, 6, 31);
+    let passage = |chunk: usize, n: usize| format!("{}#{n}", id(chunk));
+    for params in [exact_params(), hnsw_params()] {
+        let mut items = entries(&data);
+        // Chunk 7's first passage points away from chunk 100, its second where it does.
+        items.push((passage(7, 1), data[100].iter().map(|x| -x).collect()));
+        items.push((passage(7, 2), data[100].clone()));
+        let mut index = VectorIndex::build(16, items, &params).unwrap();
+        assert_eq!((index.len(), index.passage_count()), (300, 2));
+        assert!(index.contains(&passage(7, 2)) && !index.contains(&passage(7, 3)));
+        let own: f32 = {
+            let (mut a, mut b) = (data[7].clone(), data[100].clone());
+            normalize(&mut a);
+            normalize(&mut b);
+            a.iter().zip(&b).map(|(x, y)| x * y).sum()
+        };
+        let score = |index: &VectorIndex| {
+            let hits = index.search(&data[100], 300);
+            assert!(hits.iter().all(|(i, _)| !i.contains('#')), "{hits:?}");
+            assert_eq!(hits.len(), 300);
+            hits.into_iter().find(|(i, _)| i == &id(7)).unwrap().1
+        };
+        assert!(score(&index) > 0.99, "the passage lifts the chunk");
+
+        let tmp = tempfile::tempdir().unwrap();
+        index.save(tmp.path(), 1).unwrap();
+        let (mut loaded, _) = VectorIndex::load(tmp.path()).unwrap().unwrap();
+        assert_eq!(loaded.passage_count(), 2);
+        assert_eq!(score(&loaded), score(&index));
+
+        // Without that passage, the chunk is back to its own cosine.
+        for index in [&mut index, &mut loaded] {
+            assert!(index.remove(&passage(7, 2)) && !index.remove(&passage(7, 2)));
+            assert!(
+                (score(index) - own).abs() < 1e-4,
+                "{} vs {own}",
+                score(index)
+            );
+            index.insert(passage(7, 2), data[100].clone()).unwrap();
+            assert!(score(index) > 0.99);
+        }
     }
 }
 
@@ -263,7 +309,9 @@ fn damaged_files_are_errors_naming_the_file() {
     let data = clustered(800, 16, 8, 4);
     for params in [exact_params(), hnsw_params()] {
         let tmp = tempfile::tempdir().unwrap();
-        let index = VectorIndex::build(16, entries(&data), &params).unwrap();
+        let mut items = entries(&data);
+        items.extend((0..40).map(|i| (format!("{}#1", id(i)), data[i + 400].clone())));
+        let index = VectorIndex::build(16, items, &params).unwrap();
         index.save(tmp.path(), 7).unwrap();
         let meta = read_meta(&tmp.path().join(META)).unwrap().unwrap();
         for sum in &meta.files {
