@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
+use super::codec;
 use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
 
-/// key → (stamp u64 LE, vector f32 LE).
+/// key → (stamp u64 LE, vector in either of `codec`'s forms).
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 /// stamp → key, ordered by age for pruning.
 const BY_STAMP: TableDefinition<u64, &str> = TableDefinition::new("by_stamp");
@@ -25,24 +26,6 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// model, provider key and document prompt).
 pub fn cache_key(embedder_key: &str, chunk_hash: &str) -> String {
     sha256_hex(format!("{embedder_key}\n{chunk_hash}").as_bytes())
-}
-
-/// Encodes a vector as little-endian f32 bytes.
-pub fn encode_vector(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
-/// Decodes little-endian f32 bytes (`None` if the length is not a multiple of 4).
-pub fn decode_vector(bytes: &[u8]) -> Option<Vec<f32>> {
-    if !bytes.len().is_multiple_of(4) {
-        return None;
-    }
-    Some(
-        bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-    )
 }
 
 /// An open embedding cache.
@@ -80,7 +63,7 @@ impl EmbeddingCache {
                 let mut out = Vec::with_capacity(keys.len());
                 for key in keys {
                     let found = tables.entry(key)?;
-                    let vector = found.as_ref().and_then(|(_, bytes)| decode_vector(bytes));
+                    let vector = found.as_ref().and_then(|(_, bytes)| codec::decode(bytes));
                     if let Some((old, bytes)) = found {
                         tables.store(key, &bytes, Some(old))?;
                     }
@@ -94,14 +77,15 @@ impl EmbeddingCache {
         Ok(out)
     }
 
-    /// Stores vectors, then prunes the least recently used entries beyond `max_entries`.
-    pub fn put_many(&self, items: &[(String, Vec<f32>)], max_entries: usize) -> Result<()> {
+    /// Stores vectors already encoded (`codec`), then prunes the least recently used
+    /// entries beyond `max_entries`.
+    pub fn put_many(&self, items: &[(String, Vec<u8>)], max_entries: usize) -> Result<()> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         Tables::open(&txn)
             .and_then(|mut tables| {
-                for (key, vector) in items {
+                for (key, bytes) in items {
                     let old = tables.entry(key)?.map(|(stamp, _)| stamp);
-                    tables.store(key, &encode_vector(vector), old)?;
+                    tables.store(key, bytes, old)?;
                 }
                 tables.prune(max_entries)?;
                 tables.finish()
@@ -190,28 +174,37 @@ mod tests {
     fn least_recently_used_entries_are_pruned_first() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = EmbeddingCache::open(&tmp.path().join("cache.redb")).unwrap();
-        let key = |k: &str| k.to_string();
+        let item = |k: &str, v: f32| (k.to_string(), codec::encode_f32(&[v]));
+        let keys = |ks: &[&str]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>();
         cache
-            .put_many(&[(key("a"), vec![1.0]), (key("b"), vec![2.0])], 2)
+            .put_many(&[item("a", 1.0), item("b", 2.0)], 2)
             .unwrap();
         // Using "a" makes "b" the oldest, so adding "c" past the limit evicts "b".
-        assert_eq!(cache.get_many(&[key("a")]).unwrap(), vec![Some(vec![1.0])]);
-        cache.put_many(&[(key("c"), vec![3.0])], 2).unwrap();
-        let got = cache.get_many(&[key("a"), key("b"), key("c")]).unwrap();
+        assert_eq!(
+            cache.get_many(&keys(&["a"])).unwrap(),
+            vec![Some(vec![1.0])]
+        );
+        cache.put_many(&[item("c", 3.0)], 2).unwrap();
+        let got = cache.get_many(&keys(&["a", "b", "c"])).unwrap();
         assert_eq!(got, vec![Some(vec![1.0]), None, Some(vec![3.0])]);
         // Re-putting a key replaces it without growing the cache.
-        cache.put_many(&[(key("c"), vec![4.0])], 2).unwrap();
+        cache.put_many(&[item("c", 4.0)], 2).unwrap();
         assert_eq!(
-            cache.get_many(&[key("a"), key("c")]).unwrap(),
+            cache.get_many(&keys(&["a", "c"])).unwrap(),
             vec![Some(vec![1.0]), Some(vec![4.0])]
+        );
+        // A passage's int8 form reads back as its unit vector.
+        let passage = ("p".to_string(), codec::encode_int8(&[3.0, 4.0]));
+        cache.put_many(&[passage], 3).unwrap();
+        let back = cache.get_many(&keys(&["p"])).unwrap().remove(0).unwrap();
+        assert!(
+            (back[0] - 0.6).abs() < 0.01 && (back[1] - 0.8).abs() < 0.01,
+            "{back:?}"
         );
     }
 
     #[test]
-    fn vector_bytes_round_trip() {
-        let v = vec![0.5f32, -1.25, 3.0];
-        assert_eq!(decode_vector(&encode_vector(&v)), Some(v));
-        assert_eq!(decode_vector(&[0, 1, 2]), None);
+    fn keys_name_the_embedder() {
         assert_ne!(cache_key("model-a", "h"), cache_key("model-b", "h"));
     }
 }

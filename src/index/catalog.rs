@@ -18,14 +18,14 @@ use serde::{Deserialize, Serialize};
 use crate::annotation::Annotations;
 use crate::passage;
 
-use super::cache::{decode_vector, encode_vector};
+use super::codec;
 use crate::error::{Error, Result};
 
 const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
 const CHUNKS: TableDefinition<&str, &[u8]> = TableDefinition::new("chunks");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-/// chunk id → embedding (little-endian f32); a chunk's passages under `<chunk id>#<n>`
-/// ([`passage::id`]).
+/// chunk id → embedding (`codec`'s f32 form); a chunk's passages under `<chunk id>#<n>`
+/// ([`passage::id`]), in its int8 form (a quarter of the bytes).
 const VECTORS: TableDefinition<&str, &[u8]> = TableDefinition::new("vectors");
 
 /// What the catalog knows about one indexed file.
@@ -408,7 +408,10 @@ impl Catalog {
             for (id, vector) in items {
                 let chunk = passage::chunk_of(id);
                 if chunks.get(chunk).map_err(|e| self.err(e))?.is_some() {
-                    let bytes = encode_vector(vector);
+                    let bytes = match passage::is_passage(id) {
+                        true => codec::encode_int8(vector),
+                        false => codec::encode_f32(vector),
+                    };
                     vectors
                         .insert(id.as_str(), bytes.as_slice())
                         .map_err(|e| self.err(e))?;
@@ -427,7 +430,7 @@ impl Catalog {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let value = table.get(*id).map_err(|e| self.err(e))?;
-            out.push(value.and_then(|v| decode_vector(v.value())));
+            out.push(value.and_then(|v| codec::decode(v.value())));
         }
         Ok(out)
     }
@@ -439,9 +442,9 @@ impl Catalog {
         let mut out = Vec::new();
         for row in table.iter().map_err(|e| self.err(e))? {
             let (key, value) = row.map_err(|e| self.err(e))?;
-            let vector = decode_vector(value.value()).ok_or_else(|| Error::Corrupt {
+            let vector = codec::decode(value.value()).ok_or_else(|| Error::Corrupt {
                 path: self.path.clone(),
-                message: format!("vector of chunk {:?} has a partial float", key.value()),
+                message: format!("vector {:?} is neither f32 nor int8 bytes", key.value()),
             })?;
             out.push((key.value().to_string(), vector));
         }

@@ -31,6 +31,7 @@ pub(crate) mod agent_dir;
 pub(crate) mod analyzer;
 pub(crate) mod cache;
 pub(crate) mod catalog;
+pub(crate) mod codec;
 pub(crate) mod manifest;
 pub(crate) mod stopwords;
 pub(crate) mod text;

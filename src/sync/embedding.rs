@@ -10,6 +10,7 @@ use crate::embed::{BatchApi, Document, Embedder};
 use crate::error::Result;
 use crate::index::cache::{cache_key, EmbeddingCache};
 use crate::index::catalog::{Catalog, Unembedded};
+use crate::index::codec;
 use crate::index::vector::{VectorIndex, VectorParams};
 use crate::index::{AgentDir, Identity, WriterLock};
 use crate::passage;
@@ -241,9 +242,16 @@ impl Store<'_> {
         if embedded.is_empty() {
             return Ok(());
         }
-        let fresh: Vec<(String, Vec<f32>)> = embedded
+        // Passages are cached in the int8 form the catalog and the index keep them in.
+        let fresh: Vec<(String, Vec<u8>)> = embedded
             .iter()
-            .map(|(i, vector)| (keys[*i].clone(), vector.clone()))
+            .map(|(i, vector)| {
+                let bytes = match passage::is_passage(&missing[*i].id) {
+                    true => codec::encode_int8(vector),
+                    false => codec::encode_f32(vector),
+                };
+                (keys[*i].clone(), bytes)
+            })
             .collect();
         let found: Vec<(String, Vec<f32>)> = embedded
             .into_iter()

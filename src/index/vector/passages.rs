@@ -8,10 +8,10 @@
 //! the search walks the graph by chunk vectors, then scores each chunk it found by the
 //! best of its own cosine and its passages' ([`super::VectorIndex::search`]).
 //!
-//! **Quantisation.** A vector `v` is stored as `q = round(127 · v / max|v|)` and
-//! `1 / ‖q‖`, so `q · u / ‖q‖` is the cosine of the stored direction with a unit query `u`
-//! (rounding moves a cosine by ~0.001 at 768 dimensions; the table test bounds it). An
-//! all-zero vector stores zeros and scores 0.
+//! **Quantisation** (`index::codec`, the catalog's form for passages too): a vector `v` is
+//! kept as `q = round(127 · v / max|v|)` and `1 / ‖q‖`, so `q · u / ‖q‖` is the cosine of
+//! the stored direction with a unit query `u` (rounding moves a cosine by ~0.001 at 768
+//! dimensions; the table test bounds it). An all-zero vector keeps zeros and scores 0.
 //!
 //! **File** (`<snapshot>.passages`, checksummed with the snapshot's other files):
 //! `MPV1`, dims (u32 LE), count (u32 LE), then per passage: id length (u16 LE), id (UTF-8),
@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 
+use crate::index::codec::quantize;
 use crate::passage;
 
 const MAGIC: &[u8; 4] = b"MPV1";
@@ -190,24 +191,6 @@ impl Passages {
         }
         Ok(passages)
     }
-}
-
-/// `v` as int8 codes scaled to ±127 and the inverse of the codes' norm (module docs).
-fn quantize(v: &[f32]) -> (f32, Box<[i8]>) {
-    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-    if max == 0.0 || !max.is_finite() {
-        return (0.0, vec![0; v.len()].into());
-    }
-    let codes: Box<[i8]> = v
-        .iter()
-        .map(|x| (x * 127.0 / max).round().clamp(-127.0, 127.0) as i8)
-        .collect();
-    let norm = codes
-        .iter()
-        .map(|&c| f32::from(c) * f32::from(c))
-        .sum::<f32>()
-        .sqrt();
-    (if norm > 0.0 { 1.0 / norm } else { 0.0 }, codes)
 }
 
 /// `codes · query`, over eight independent sums so the compiler can vectorise it.
