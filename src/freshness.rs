@@ -170,6 +170,13 @@ impl Agent {
                 .semantics
                 .is_2026_9()
                 .then(|| "openclaw-2026.9-v5".to_string()),
+            passages: resolved.embedder.as_ref().is_some_and(|e| {
+                crate::passage::searched(
+                    e.embeds_passages(),
+                    self.settings.local.passages,
+                    self.settings.semantics.is_2026_9(),
+                )
+            }),
         }
     }
 

@@ -15,10 +15,12 @@
 //! back.
 
 /// Whether a sync embeds passages and searches use them: with an embedder that embeds them
-/// (the local model), except under OpenClaw 2026.9's semantics (`semantics_2026_9`), whose
-/// vector side scores chunks alone (memoria ranks as it does there).
-pub fn searched(embeds_passages: bool, semantics_2026_9: bool) -> bool {
-    embeds_passages && !semantics_2026_9
+/// (the local model) unless the config turns them off (`enabled`: memoria's
+/// `plugins.entries.memoria.config.passages`), and never under OpenClaw 2026.9's semantics
+/// (`semantics_2026_9`), whose vector side scores chunks alone (memoria ranks as it does
+/// there). Part of the index identity: changing it rebuilds the index once.
+pub fn searched(embeds_passages: bool, enabled: bool, semantics_2026_9: bool) -> bool {
+    embeds_passages && enabled && !semantics_2026_9
 }
 
 /// Content lines per passage.

@@ -148,6 +148,8 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
             crate::passage::MIN_LINES,
             crate::passage::LINES
         ));
+    } else if !settings.local.passages {
+        out.push_str("; passages off (plugins.entries.memoria.config.passages)");
     }
     if let Some(c) =
         hybrid::Calibration::for_model(model).filter(|_| !settings.query.min_score_configured)
@@ -281,12 +283,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         ranking: ranking(
             agent.settings(),
             served.model.as_deref(),
-            agent.resolved().embedder.as_ref().is_some_and(|e| {
-                crate::passage::searched(
-                    e.embeds_passages(),
-                    agent.settings().semantics.is_2026_9(),
-                )
-            }),
+            agent.identity().passages,
         ),
         qmd,
         mode: served.mode.as_str().to_string(),

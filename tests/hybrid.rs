@@ -931,6 +931,25 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     // Status counts chunks with a vector, not passages.
     let count = |m: &Memory| m.status().unwrap().vectors;
     assert_eq!(count(&passages), count(&plain));
+    // Turned off in the config (`plugins.entries.memoria.config.passages`), the chunk
+    // scores its own vector alone, `status` says so, and turning them on again rebuilds
+    // the same store with them.
+    let switched = |on: bool| {
+        let embedder = Arc::new(HashEmbedder {
+            passages: true,
+            ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
+        });
+        let mut s = s.clone();
+        s.local.passages = on;
+        s.store.dir = Some(tmp.path().join("store-switched"));
+        open(s, embedder)
+    };
+    let off = switched(false);
+    assert_eq!(cosine(&off), diluted);
+    let ranking = off.status().unwrap().ranking;
+    assert!(ranking.contains("passages off"), "{ranking}");
+    drop(off);
+    assert_eq!(cosine(&switched(true)), best);
     // OpenClaw 2026.9's semantics score chunks alone, as OpenClaw does.
     let openclaw = memoria::config::Semantics::OpenClaw2026_9;
     let (plain_2026_9, passages_2026_9) = (

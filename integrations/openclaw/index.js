@@ -49,6 +49,9 @@ function safeParse(value) {
   if (v.callTimeoutMs !== undefined && !(Number.isInteger(v.callTimeoutMs) && /** @type {number} */ (v.callTimeoutMs) >= 1000)) {
     issues.push({ path: ["callTimeoutMs"], message: "expected an integer >= 1000" });
   }
+  if (v.passages !== undefined && typeof v.passages !== "boolean") {
+    issues.push({ path: ["passages"], message: "expected a boolean" });
+  }
   return issues.length ? { success: false, error: { issues } } : { success: true, data: value };
 }
 

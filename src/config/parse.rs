@@ -146,6 +146,9 @@ pub(super) struct Parsed {
     /// `plugins.entries.memoria.config.temporalDecay` (`enabled`, `halfLifeDays`).
     pub(super) memoria_decay_enabled: Option<bool>,
     pub(super) memoria_decay_half_life_days: Option<i64>,
+    /// `plugins.entries.memoria.config.passages`: the local model embeds long chunks'
+    /// passages (memoria's own; default true).
+    pub(super) memoria_passages: Option<bool>,
     /// `secrets.providers` and `secrets.defaults`.
     pub(super) secrets: SecretProviders,
     /// `plugins.entries.memory-wiki.enabled`.
@@ -251,6 +254,7 @@ fn parse_with(
             vault.get_choice("scope", &[("global", false), ("agent", true)])?;
     }
     if let Some(config) = entry_config("memoria")? {
+        parsed.memoria_passages = config.get_bool("passages")?;
         if let Some(decay) = config.section("temporalDecay", &["enabled", "halfLifeDays"])? {
             parsed.memoria_decay_enabled = decay.get_bool("enabled")?;
             parsed.memoria_decay_half_life_days = decay.get_int("halfLifeDays")?;

@@ -103,6 +103,13 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         false => Semantics::Documented,
     };
     let query = query_settings(p, semantics, &mut warnings);
+    if semantics.is_2026_9() && p.memoria_passages == Some(true) {
+        warnings.push(
+            "plugins.entries.memoria.config.passages: the memory.search layout embeds no \
+             passages (its vector side scores chunks alone, as OpenClaw 2026.9's does): ignored"
+                .into(),
+        );
+    }
 
     let (workspace, workspace_origin) = match &p.workspace {
         Some((ws, origin)) => (expand_home(ws, env), origin.clone()),
@@ -134,6 +141,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
             }),
             model_cache_dir: pick(p, |l| &l.local_model_cache_dir)
                 .map(|dir| expand_home(&dir, env).display().to_string()),
+            passages: p.memoria_passages.unwrap_or(true),
         },
         remote: RemoteSettings {
             base_url: pick(p, |l| &l.remote_base_url),

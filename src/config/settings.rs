@@ -298,14 +298,18 @@ impl Default for WikiSettings {
     }
 }
 
-/// `memorySearch.local`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `memorySearch.local`, and memoria's own setting for the local model.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalSettings {
     /// `local.modelPath`: a model directory (`~` expanded) or `hf:owner/repo`.
     pub model_path: Option<String>,
     /// `local.modelCacheDir` (`~` expanded): a Hugging Face cache searched first, where
     /// `memoria model pull` stores.
     pub model_cache_dir: Option<String>,
+    /// memoria's `plugins.entries.memoria.config.passages` (default true): the local model
+    /// also embeds the passages of long chunks (`crate::passage`); false halves indexing
+    /// time for less recall.
+    pub passages: bool,
 }
 
 /// `memorySearch.remote`. Its `Debug` output hides the API key and header values.

@@ -78,9 +78,9 @@ fn keys_defaults_and_clamps() {
         ("{}", get!(extra_paths), "[]"),
         ("{extraPaths: [' ../a ', '', 'b', '../a']}", get!(extra_paths), "[\"../a\", \"b\"]"),
         ("{extraPaths: ['~/notes', '~/notes']}", get!(extra_paths), "[\"/home/u/notes\"]"),
-        ("{}", get!(local), "LocalSettings { model_path: None, model_cache_dir: None }"),
-        ("{local: {modelPath: 'hf:o/r', modelCacheDir: '~/c'}}", get!(local), "LocalSettings { model_path: Some(\"hf:o/r\"), model_cache_dir: Some(\"/home/u/c\") }"),
-        ("{local: {modelPath: '~/models/gemma'}}", get!(local), "LocalSettings { model_path: Some(\"/home/u/models/gemma\"), model_cache_dir: None }"),
+        ("{}", get!(local), "LocalSettings { model_path: None, model_cache_dir: None, passages: true }"),
+        ("{local: {modelPath: 'hf:o/r', modelCacheDir: '~/c'}}", get!(local), "LocalSettings { model_path: Some(\"hf:o/r\"), model_cache_dir: Some(\"/home/u/c\"), passages: true }"),
+        ("{local: {modelPath: '~/models/gemma'}}", get!(local), "LocalSettings { model_path: Some(\"/home/u/models/gemma\"), model_cache_dir: None, passages: true }"),
         ("{}", get!(remote.base_url), "None"),
         ("{remote: {baseUrl: 'https://x/v1/'}}", get!(remote.base_url), "Some(\"https://x/v1/\")"),
         ("{}", get!(remote.api_key), "None"),
@@ -1272,6 +1272,31 @@ fn semantics_follow_the_layout() {
     let err = resolve_str(bad, "main").unwrap_err().to_string();
     assert!(
         err.contains("plugins.entries.memoria.config.temporalDecay.enabled"),
+        "{err}"
+    );
+
+    // memoria's passages switch: on unless turned off; the newer layout has none, and
+    // says so when asked for them.
+    let passages = |config: &str| -> (bool, Vec<String>) {
+        let s = resolve_str(config, "main").unwrap();
+        (s.local.passages, s.warnings)
+    };
+    let off = "{plugins: {entries: {memoria: {config: {passages: false}}}}}";
+    assert_eq!(passages(off), (false, vec![]));
+    assert_eq!(passages("{}"), (true, vec![]));
+    let (_, warnings) = passages(
+        "{memory: {search: {}}, plugins: {entries: {memoria: {config: {passages: true}}}}}",
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("config.passages") && w.contains("ignored")),
+        "{warnings:?}"
+    );
+    let bad = "{plugins: {entries: {memoria: {config: {passages: 'no'}}}}}";
+    let err = resolve_str(bad, "main").unwrap_err().to_string();
+    assert!(
+        err.contains("plugins.entries.memoria.config.passages"),
         "{err}"
     );
 }

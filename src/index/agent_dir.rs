@@ -246,6 +246,7 @@ mod tests {
                 embedder: None,
                 dims: None,
                 chunking: None,
+                passages: false,
             },
             stats: SyncStats::default(),
         }

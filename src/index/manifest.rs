@@ -46,6 +46,9 @@ pub struct Identity {
     /// CJK-weighted budgets and bounded overlap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunking: Option<String>,
+    /// Long chunks' passages are embedded and searched (`crate::passage::searched`).
+    #[serde(default)]
+    pub passages: bool,
 }
 
 /// Facts about the last completed sync, shown by `status`.

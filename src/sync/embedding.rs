@@ -31,7 +31,7 @@ pub(crate) struct EmbedPlan<'a> {
     pub(crate) vector_params: VectorParams,
     /// `remote.batch.wait` may be honoured (not in a sync a search waits for).
     pub(crate) batch_may_wait: bool,
-    /// Long chunks' passages get vectors too ([`passage::searched`]).
+    /// Long chunks' passages get vectors too (the identity's, [`passage::searched`]).
     pub(crate) passages: bool,
 }
 
@@ -63,7 +63,7 @@ impl<'a> EmbedPlan<'a> {
             cache_max_entries: settings.cache.max_entries,
             vector_params,
             batch_may_wait: true,
-            passages: passage::searched(embedder.embeds_passages(), settings.semantics.is_2026_9()),
+            passages: identity.passages,
         }
     }
 }

@@ -21,7 +21,8 @@ export const CONFIG_JSON_SCHEMA = {
     args: { type: "array", items: { type: "string" } },
     env: { type: "object", additionalProperties: { type: "string" } },
     callTimeoutMs: { type: "integer", minimum: 1000 },
-    // Read by memoria itself from OpenClaw's config file (the plugin only declares it).
+    // Read by memoria itself from OpenClaw's config file (the plugin only declares them).
+    passages: { type: "boolean" },
     temporalDecay: {
       type: "object",
       additionalProperties: false,

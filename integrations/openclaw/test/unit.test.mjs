@@ -147,6 +147,15 @@ test("the default export has the definePluginEntry shape", () => {
   assert.equal(typeof entry.register, "function");
   assert.equal(entry.configSchema.safeParse({ command: "memoria", args: ["--provider", "none"] }).success, true);
   assert.equal(entry.configSchema.safeParse({ nope: 1 }).success, false);
+  assert.equal(entry.configSchema.safeParse({ passages: false }).success, true);
+  assert.equal(entry.configSchema.safeParse({ passages: "no" }).success, false);
+});
+
+test("the manifest declares the same config schema as the code", async () => {
+  const fs = await import("node:fs");
+  const manifest = JSON.parse(fs.readFileSync(new URL("../openclaw.plugin.json", import.meta.url), "utf8"));
+  assert.deepEqual(manifest.configSchema, entry.configSchema.jsonSchema);
+  assert.deepEqual(Object.keys(manifest.uiHints).sort(), Object.keys(manifest.configSchema.properties).sort());
 });
 
 test("workspace memory paths are classified like memory-core's unrecorded files", async () => {
