@@ -357,7 +357,7 @@ impl Catalog {
     /// vector only after all its passages (`sync::embedding`), so a chunk with its own
     /// vector is skipped without decoding its record (at 10k chunks, deriving every
     /// chunk's passages took half a second of each sync). Whether a catalog has passages
-    /// never changes: the embedder and the semantics that decide it are in the identity.
+    /// never changes: the index identity holds that choice (`Identity::passages`).
     pub fn chunks_without_vectors(&self, passages: bool) -> Result<Vec<Unembedded>> {
         let txn = self.begin_read()?;
         let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;

@@ -76,7 +76,7 @@ impl VectorParams {
 }
 
 /// An approximate (or, when small, exact) nearest-neighbour index over chunk embeddings,
-/// with the passage vectors of long chunks beside it ([`Passages`]).
+/// with the passage vectors of long chunks beside it (`passages`).
 pub struct VectorIndex {
     pub(super) dims: usize,
     pub(super) params: VectorParams,
