@@ -889,38 +889,54 @@ const TWELVE_TOPICS: [&str; 12] = [
     "backup drive is almost full",
 ];
 
+/// Vector-only settings for a workspace whose daily log `memory/2026-11-18.md` holds the
+/// [`TWELVE_TOPICS`], and the log's path.
+fn twelve_topics(root: &Path) -> (Settings, std::path::PathBuf) {
+    let mut s = settings(root);
+    s.query.hybrid.enabled = false;
+    s.query.min_score = 0.0;
+    let log = root.join("ws/memory/2026-11-18.md");
+    fs::write(&log, TWELVE_TOPICS.join("\n")).unwrap();
+    (s, log)
+}
+
+/// The stand-in embedder, embedding passages as the local model does when `passages`,
+/// down when `fail`.
+fn passage_embedder(passages: bool, fail: bool) -> Arc<HashEmbedder> {
+    Arc::new(HashEmbedder {
+        passages,
+        fail,
+        ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
+    })
+}
+
+/// The vector score of the twelve-topics log for a question about one of its lines (0
+/// when it is not returned).
+fn quokka_cosine(memory: &Memory) -> f64 {
+    let response = memory
+        .search("quokka sanctuary opens", &SearchOptions::default())
+        .unwrap();
+    let hit = response
+        .hits
+        .iter()
+        .find(|h| h.path == "memory/2026-11-18.md");
+    hit.and_then(|h| h.vector_score).unwrap_or(0.0)
+}
+
 #[test]
 fn a_long_chunk_is_found_by_its_best_passage() {
     // Twelve lines on twelve things: the chunk's one vector dilutes the line asked about,
     // its passage holding that line does not; an edit takes the old passages away.
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = settings(tmp.path());
-    s.query.hybrid.enabled = false;
-    s.query.min_score = 0.0;
-    let topics = TWELVE_TOPICS;
-    let log = tmp.path().join("ws/memory/2026-11-18.md");
-    fs::write(&log, topics.join("\n")).unwrap();
+    let (s, log) = twelve_topics(tmp.path());
     let with_semantics = |passages: bool, semantics: memoria::config::Semantics| {
-        let embedder = Arc::new(HashEmbedder {
-            passages,
-            ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
-        });
         let mut s = s.clone();
         s.semantics = semantics;
         s.store.dir = Some(tmp.path().join(format!("store-{passages}-{semantics:?}")));
-        open(s, embedder)
+        open(s, passage_embedder(passages, false))
     };
     let with = |passages: bool| with_semantics(passages, s.semantics);
-    let cosine = |memory: &Memory| {
-        let response = memory
-            .search("quokka sanctuary opens", &SearchOptions::default())
-            .unwrap();
-        let hit = response
-            .hits
-            .iter()
-            .find(|h| h.path == "memory/2026-11-18.md");
-        hit.and_then(|h| h.vector_score).unwrap_or(0.0)
-    };
+    let cosine = quokka_cosine;
     let (plain, passages) = (with(false), with(true));
     let diluted = cosine(&plain);
     let best = cosine(&passages);
@@ -935,14 +951,10 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     // scores its own vector alone, `status` says so, and turning them on again rebuilds
     // the same store with them.
     let switched = |on: bool| {
-        let embedder = Arc::new(HashEmbedder {
-            passages: true,
-            ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
-        });
         let mut s = s.clone();
         s.local.passages = on;
         s.store.dir = Some(tmp.path().join("store-switched"));
-        open(s, embedder)
+        open(s, passage_embedder(true, false))
     };
     let off = switched(false);
     assert_eq!(cosine(&off), diluted);
@@ -960,7 +972,7 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     assert!(chunk_alone > 0.0, "the 2026.9 search found the log");
     assert_eq!(cosine(&passages_2026_9), chunk_alone);
     // The line gone, its passages go too: the chunk scores what it now holds.
-    let kept: Vec<&str> = topics
+    let kept: Vec<&str> = TWELVE_TOPICS
         .iter()
         .copied()
         .filter(|t| !t.contains("quokka"))
@@ -976,29 +988,10 @@ fn a_chunk_is_stored_as_embedded_only_with_all_its_passages() {
     // had no passages) but has to embed its passages, and the embedder fails: the chunk
     // must not look embedded, or no later sync would give it its passages.
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = settings(tmp.path());
-    s.query.hybrid.enabled = false;
-    s.query.min_score = 0.0;
-    fs::write(
-        tmp.path().join("ws/memory/2026-11-18.md"),
-        TWELVE_TOPICS.join("\n"),
-    )
-    .unwrap();
-    let with = |passages: bool, fail: bool| {
-        let embedder = Arc::new(HashEmbedder {
-            passages,
-            fail,
-            ..Arc::try_unwrap(HashEmbedder::new(256)).ok().unwrap()
-        });
-        open(s.clone(), embedder)
-    };
+    let (s, _) = twelve_topics(tmp.path());
+    let with = |passages: bool, fail: bool| open(s.clone(), passage_embedder(passages, fail));
     let vectors = |m: &Memory| m.status().unwrap().vectors.unwrap();
-    let cosine = |m: &Memory| {
-        let response = m.search("quokka sanctuary opens", &SearchOptions::default());
-        let hits = response.unwrap().hits;
-        let hit = hits.iter().find(|h| h.path == "memory/2026-11-18.md");
-        hit.and_then(|h| h.vector_score).unwrap()
-    };
+    let cosine = quokka_cosine;
     let plain = with(false, false);
     plain.sync(false, &|_| {}).unwrap();
     let chunks = vectors(&plain);
