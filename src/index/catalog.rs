@@ -408,10 +408,7 @@ impl Catalog {
             for (id, vector) in items {
                 let chunk = passage::chunk_of(id);
                 if chunks.get(chunk).map_err(|e| self.err(e))?.is_some() {
-                    let bytes = match passage::is_passage(id) {
-                        true => codec::encode_int8(vector),
-                        false => codec::encode_f32(vector),
-                    };
+                    let bytes = codec::encode_for(id, vector);
                     vectors
                         .insert(id.as_str(), bytes.as_slice())
                         .map_err(|e| self.err(e))?;
@@ -437,11 +434,31 @@ impl Catalog {
 
     /// Every stored vector, as `(id, vector)`: chunks' own and their passages'.
     pub fn vectors(&self) -> Result<Vec<(String, Vec<f32>)>> {
+        self.vectors_where(|_| true)
+    }
+
+    /// The ids of every stored vector, without decoding them.
+    pub fn vector_ids(&self) -> Result<Vec<String>> {
+        let txn = self.begin_read()?;
+        let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            out.push(row.map_err(|e| self.err(e))?.0.value().to_string());
+        }
+        Ok(out)
+    }
+
+    /// The stored vectors whose id `keep` accepts, as `(id, vector)`; the others are not
+    /// decoded.
+    pub fn vectors_where(&self, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, Vec<f32>)>> {
         let txn = self.begin_read()?;
         let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in table.iter().map_err(|e| self.err(e))? {
             let (key, value) = row.map_err(|e| self.err(e))?;
+            if !keep(key.value()) {
+                continue;
+            }
             let vector = codec::decode(value.value()).ok_or_else(|| Error::Corrupt {
                 path: self.path.clone(),
                 message: format!("vector {:?} is neither f32 nor int8 bytes", key.value()),

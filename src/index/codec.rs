@@ -11,6 +11,15 @@
 //!   query is within ~0.001 of the original's at 768 dimensions (the vector index keeps
 //!   passages in this form anyway, `index::vector`).
 
+/// Vector `id`'s bytes in the form it is stored in: int8 for a passage's
+/// (`crate::passage`), f32 for a chunk's own.
+pub(crate) fn encode_for(id: &str, v: &[f32]) -> Vec<u8> {
+    match crate::passage::is_passage(id) {
+        true => encode_int8(v),
+        false => encode_f32(v),
+    }
+}
+
 /// `v` as little-endian f32 bytes.
 pub(crate) fn encode_f32(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()

@@ -245,13 +245,7 @@ impl Store<'_> {
         // Passages are cached in the int8 form the catalog and the index keep them in.
         let fresh: Vec<(String, Vec<u8>)> = embedded
             .iter()
-            .map(|(i, vector)| {
-                let bytes = match passage::is_passage(&missing[*i].id) {
-                    true => codec::encode_int8(vector),
-                    false => codec::encode_f32(vector),
-                };
-                (keys[*i].clone(), bytes)
-            })
+            .map(|(i, vector)| (keys[*i].clone(), codec::encode_for(&missing[*i].id, vector)))
             .collect();
         let found: Vec<(String, Vec<f32>)> = embedded
             .into_iter()
@@ -354,32 +348,28 @@ pub(super) fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPla
             return Ok(index.len() as u64);
         }
     }
-    let vectors = catalog.vectors()?;
     let dims = plan.embedder.dims();
+    // An update decodes only the vectors the index lacks (at 10k chunks the catalog holds
+    // ~100k with passages); a rebuild decodes them all.
     let index = match loaded {
         Some((mut index, _)) if index.dims() == dims => {
-            let wanted: HashSet<&str> = vectors.iter().map(|(id, _)| id.as_str()).collect();
+            let wanted: HashSet<String> = catalog.vector_ids()?.into_iter().collect();
             let stale: Vec<String> = index
                 .ids()
-                .filter(|id| !wanted.contains(id))
+                .filter(|id| !wanted.contains(*id))
                 .map(str::to_string)
                 .collect();
             for id in &stale {
                 index.remove(id);
             }
-            let fresh: Vec<(String, Vec<f32>)> = vectors
-                .iter()
-                .filter(|(id, _)| !index.contains(id))
-                .cloned()
-                .collect();
-            index.extend(fresh)?;
+            index.extend(catalog.vectors_where(|id| !index.contains(id))?)?;
             if index.needs_rebuild() {
-                VectorIndex::build(dims, vectors, &plan.vector_params)?
+                VectorIndex::build(dims, catalog.vectors()?, &plan.vector_params)?
             } else {
                 index
             }
         }
-        _ => VectorIndex::build(dims, vectors, &plan.vector_params)?,
+        _ => VectorIndex::build(dims, catalog.vectors()?, &plan.vector_params)?,
     };
     index.save(dir, seq)?;
     // Chunks with a vector (their passages' vectors are searched, not counted).

@@ -434,12 +434,16 @@ pub(super) fn prepare(
         .map(|(i, (id, _))| last[id.as_str()] == i)
         .collect();
     drop(last);
-    let mut entries: Vec<(String, Vec<f32>)> = entries
+    let entries: Vec<(String, Vec<f32>)> = entries
         .into_iter()
         .zip(keep)
         .filter_map(|(entry, keep)| keep.then_some(entry))
         .collect();
-    let nonzero: Vec<bool> = entries
+    // Passages are quantised as they are (their scale does not matter), never normalised.
+    let (passage_entries, mut entries): (Vec<Entry>, Vec<Entry>) = entries
+        .into_iter()
+        .partition(|(id, _)| passage::is_passage(id));
+    let nonzero = entries
         .par_iter_mut()
         .map(|(id, vector)| {
             check_vector(id, vector, dims)?;
@@ -447,18 +451,11 @@ pub(super) fn prepare(
         })
         .collect::<Result<_>>()?;
     let mut passages = Passages::new(dims);
-    let mut chunks = Vec::with_capacity(entries.len());
-    let mut chunk_nonzero = Vec::with_capacity(entries.len());
-    for ((id, vector), nonzero) in entries.into_iter().zip(nonzero) {
-        match passage::is_passage(&id) {
-            true => passages.insert(id, &vector),
-            false => {
-                chunks.push((id, vector));
-                chunk_nonzero.push(nonzero);
-            }
-        }
+    for (id, vector) in passage_entries {
+        check_vector(&id, &vector, dims)?;
+        passages.insert(id, &vector);
     }
-    Ok((chunks, chunk_nonzero, passages))
+    Ok((entries, nonzero, passages))
 }
 
 /// Whether `searchable` non-zero vectors call for a graph.

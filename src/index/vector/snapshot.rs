@@ -280,14 +280,11 @@ fn load_snapshot(dir: &Path, meta: &Meta) -> Result<VectorIndex> {
         )));
     }
     let params = meta.params.sanitized();
-    let passages = meta
-        .files
-        .last()
-        .map_or(Ok(Passages::new(meta.dims)), |sum| {
-            let path = dir.join(&sum.name);
-            Passages::decode(&read_checked(&path, sum)?, meta.dims)
-                .map_err(|e| invalid_path(&path, e))
-        })?;
+    // The passages file is the last one listed (the list was checked above).
+    let sum = &meta.files[meta.files.len() - 1];
+    let path = dir.join(&sum.name);
+    let passages = Passages::decode(&read_checked(&path, sum)?, meta.dims)
+        .map_err(|e| invalid_path(&path, e))?;
 
     match meta.kind {
         Kind::Exact => {
