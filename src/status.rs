@@ -144,9 +144,11 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
     out.push_str("; keyword queries without function words");
     if passages {
         out.push_str(&format!(
-            "; chunks of {}+ lines also found by their {}-line passages",
+            "; chunks of {}+ lines also found by their {}-line passages, notes of 2-{} chunks \
+             also whole",
             crate::passage::MIN_LINES,
-            crate::passage::LINES
+            crate::passage::LINES,
+            crate::passage::WHOLE_MAX_CHUNKS
         ));
     } else if !settings.local.passages {
         out.push_str("; passages off (plugins.entries.memoria.config.passages)");

@@ -64,6 +64,10 @@ pub struct ChunkRecord {
     /// Its entry's annotations (2026.9 semantics; default otherwise).
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
+    /// The whole file's text, on the first chunk of a file that is also embedded whole
+    /// ([`passage::whole_file`]); empty otherwise, and in records read from the text index.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub whole: String,
 }
 
 impl ChunkRecord {
@@ -351,7 +355,7 @@ impl Catalog {
     }
 
     /// The vectors not stored yet: each chunk's own, and with `passages` its passages'
-    /// ([`passage::windows`]), a chunk's passages before its own vector.
+    /// ([`passage::numbered`]), a chunk's passages before its own vector.
     ///
     /// A chunk whose own vector is stored is complete: the sync stores a chunk's own
     /// vector only after all its passages (`sync::embedding`), so a chunk with its own
@@ -371,10 +375,11 @@ impl Catalog {
             if has(id)? {
                 continue;
             }
-            let chunk: ChunkRecord = self.decode(id, value.value())?;
+            let mut chunk: ChunkRecord = self.decode(id, value.value())?;
             if passages {
-                for (n, text) in passage::windows(&chunk.text).into_iter().enumerate() {
-                    let passage_id = passage::id(id, n + 1);
+                let whole = std::mem::take(&mut chunk.whole);
+                for (n, text) in passage::numbered(&chunk.text, whole) {
+                    let passage_id = passage::id(id, n);
                     if !has(&passage_id)? {
                         out.push(Unembedded {
                             id: passage_id,
@@ -492,6 +497,7 @@ mod tests {
             text: text.into(),
             title: "a".into(),
             annotations: Annotations::default(),
+            whole: String::new(),
         }
     }
 
@@ -500,8 +506,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let catalog = Catalog::open(&tmp.path().join("catalog.redb")).unwrap();
         let long = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight";
+        // The file's first chunk carries its whole text (`passage::whole_file`).
+        let first = ChunkRecord {
+            whole: format!("{long}\nshort"),
+            ..chunk(long)
+        };
         let chunks = vec![
-            ("aa".to_string(), chunk(long)),
+            ("aa".to_string(), first),
             ("bb".to_string(), chunk("short")),
         ];
         let record = FileRecord {
@@ -529,10 +540,11 @@ mod tests {
         assert_eq!(ids(false), ["aa", "bb"]);
         // A chunk's passages come before its own vector: a sync cut short never leaves a
         // chunk that looks embedded without them.
-        assert_eq!(ids(true), ["aa#1", "aa#2", "aa#3", "aa", "bb"]);
+        assert_eq!(ids(true), ["aa#0", "aa#1", "aa#2", "aa#3", "aa", "bb"]);
         let missing = catalog.chunks_without_vectors(true).unwrap();
-        assert_eq!(missing[1].text, "three\nfour\nfive\nsix");
-        assert_eq!(missing[1].title, "a");
+        assert_eq!(missing[0].text, format!("{long}\nshort"));
+        assert_eq!(missing[2].text, "three\nfour\nfive\nsix");
+        assert_eq!(missing[2].title, "a");
         let vectors: Vec<(String, Vec<f32>)> = ids(true)
             .into_iter()
             .chain(["cc#1".to_string()]) // no such chunk: skipped
@@ -540,7 +552,7 @@ mod tests {
             .collect();
         // A chunk with its own vector is complete, whatever its passages (the sync stores
         // its own vector last).
-        catalog.put_vectors(&vectors[3..]).unwrap();
+        catalog.put_vectors(&vectors[4..]).unwrap();
         assert!(ids(true).is_empty());
         catalog.put_vectors(&vectors).unwrap();
         let stored: Vec<String> = catalog
@@ -549,7 +561,7 @@ mod tests {
             .into_iter()
             .map(|v| v.0)
             .collect();
-        assert_eq!(stored, ["aa", "aa#1", "aa#2", "aa#3", "bb"]);
+        assert_eq!(stored, ["aa", "aa#0", "aa#1", "aa#2", "aa#3", "bb"]);
         let removal = Batch {
             removals: vec!["memory/a.md".into()],
             ..Batch::default()

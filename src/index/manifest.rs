@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 /// 9: a chunk's own vector is stored only after all its passages' (a sync trusts a chunk
 ///    with its own vector to be complete): an index written by format 8, whose sync may
 ///    have been cut short between the two, is rebuilt once from its own vectors.
-pub const FORMAT_VERSION: u32 = 9;
+/// 10: the first chunk of a Markdown file of two to four chunks carries the file's text,
+///    embedded as its passage 0 (`crate::passage::whole_file`); its id changes with it.
+pub const FORMAT_VERSION: u32 = 10;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.

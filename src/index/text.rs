@@ -474,6 +474,8 @@ impl TextIndex {
                     Error::corrupt(&self.dir, format!("a chunk's stored annotations: {e}"))
                 })?,
             },
+            // The whole-file passage's text feeds the embedder only, like the title.
+            whole: String::new(),
         };
         Ok((text_of(self.fields.id), chunk))
     }
@@ -593,6 +595,7 @@ mod tests {
             text: text.into(),
             title: String::new(),
             annotations: Default::default(),
+            whole: String::new(),
         }
     }
 

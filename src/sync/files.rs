@@ -12,6 +12,7 @@ use crate::config::{Semantics, SessionSyncSettings};
 use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
 use crate::index::catalog::{ChunkRecord, FileRecord, Upsert};
+use crate::passage;
 use crate::title;
 use crate::transcript;
 use crate::workspace::{decode_text, Discovery, MemoryFile, SourceKind};
@@ -54,7 +55,10 @@ pub(super) fn digest_of(discovery: &Discovery, stats: &[Option<FileStat>]) -> St
     sha256_hex(listing.as_bytes())
 }
 
-/// Stable id of the `ordinal`-th chunk of a file.
+/// Stable id of the `ordinal`-th chunk of a file. `whole` is the hash of the file's text
+/// when the chunk carries it (`passage::whole_file`), empty otherwise: such a first chunk
+/// changes with any edit of its file, so its whole-file vector is never stale.
+#[allow(clippy::too_many_arguments)]
 pub fn chunk_id(
     source: &str,
     path: &str,
@@ -63,9 +67,13 @@ pub fn chunk_id(
     end: usize,
     hash: &str,
     title: &str,
+    whole: &str,
 ) -> String {
-    let mut id =
-        sha256_hex(format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}:{title}").as_bytes());
+    let mut key = format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}:{title}");
+    if !whole.is_empty() {
+        key.push_str(&format!(":{whole}"));
+    }
+    let mut id = sha256_hex(key.as_bytes());
     id.truncate(32);
     id
 }
@@ -227,11 +235,22 @@ pub(super) fn process_file(
         }
         SourceKind::Sessions => vec![String::new(); chunks.len()],
     };
+    // A short Markdown file's first chunk also carries the file's whole text, embedded as
+    // one more passage of it (`passage::whole_file`).
+    let mut whole = match file.source {
+        SourceKind::Memory if passage::whole_file(chunks.len()) => passage::whole_text(&text),
+        _ => String::new(),
+    };
+    let whole_hash = match whole.as_str() {
+        "" => String::new(),
+        _ => hash.clone(),
+    };
     let chunks: Vec<(String, ChunkRecord)> = chunks
         .into_iter()
         .zip(titles)
         .enumerate()
         .map(|(ordinal, ((chunk, annotations), title))| {
+            let first = ordinal == 0;
             let id = chunk_id(
                 source,
                 &file.rel_path,
@@ -240,6 +259,7 @@ pub(super) fn process_file(
                 chunk.end_line,
                 &chunk.hash,
                 &title,
+                if first { &whole_hash } else { "" },
             );
             let record = ChunkRecord {
                 path: file.rel_path.clone(),
@@ -250,6 +270,8 @@ pub(super) fn process_file(
                 text: chunk.text,
                 title,
                 annotations,
+                // Only the first chunk carries it (taken, so the others get none).
+                whole: std::mem::take(&mut whole),
             };
             (id, record)
         })
