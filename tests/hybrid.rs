@@ -1073,8 +1073,11 @@ fn a_short_file_is_also_found_whole_by_its_first_chunk() {
     let embedder = HashEmbedder::new(256);
     let embed = |text: &str, kind| embedder.embed(&[text], kind).unwrap().remove(0).vector;
     let query = embed("kyoto ramen", EmbedKind::Query);
-    let file = embed(&note("ramen"), EmbedKind::Document);
-    let whole_cosine = query.iter().zip(&file).map(|(a, b)| a * b).sum::<f32>() as f64;
+    let cosine_of_note = |second: &str| -> f64 {
+        let file = embed(&note(second), EmbedKind::Document);
+        query.iter().zip(&file).map(|(a, b)| a * b).sum::<f32>() as f64
+    };
+    let whole_cosine = cosine_of_note("ramen");
     assert!(
         whole_cosine > halves[0].1 + 0.05,
         "{whole_cosine} {halves:?}"
@@ -1085,9 +1088,7 @@ fn a_short_file_is_also_found_whole_by_its_first_chunk() {
     fs::write(s.workspace.join("memory/trip.md"), note("soba")).unwrap();
     whole.sync(false, &|_| {}).unwrap();
     let after = scores(&whole);
-    let file = embed(&note("soba"), EmbedKind::Document);
-    let whole_cosine = query.iter().zip(&file).map(|(a, b)| a * b).sum::<f32>() as f64;
-    let want = whole_cosine.max(halves[0].1);
+    let want = cosine_of_note("soba").max(halves[0].1);
     assert!(
         (after[0].1 - want).abs() < 0.005,
         "stale: {after:?}, want {want}"

@@ -241,16 +241,12 @@ pub(super) fn process_file(
         SourceKind::Memory if passage::whole_file(chunks.len()) => passage::whole_text(&text),
         _ => String::new(),
     };
-    let whole_hash = match whole.as_str() {
-        "" => String::new(),
-        _ => hash.clone(),
-    };
+    let whole_hash = if whole.is_empty() { "" } else { hash.as_str() };
     let chunks: Vec<(String, ChunkRecord)> = chunks
         .into_iter()
         .zip(titles)
         .enumerate()
         .map(|(ordinal, ((chunk, annotations), title))| {
-            let first = ordinal == 0;
             let id = chunk_id(
                 source,
                 &file.rel_path,
@@ -259,7 +255,7 @@ pub(super) fn process_file(
                 chunk.end_line,
                 &chunk.hash,
                 &title,
-                if first { &whole_hash } else { "" },
+                if ordinal == 0 { whole_hash } else { "" },
             );
             let record = ChunkRecord {
                 path: file.rel_path.clone(),
