@@ -8,7 +8,7 @@ usage:
   random_model.py manifest REAL_MODEL_DIR OUT_DIR   # on a machine with the model: copies its
                                                     # small files and writes shapes.json
   random_model.py build OUT_DIR                     # where it runs: writes the safetensors
-Needs numpy.
+Uses numpy when it is there (normal values); without it, random bytes with a fixed exponent.
 """
 import json
 import os
@@ -25,6 +25,13 @@ def header(path):
         h = json.loads(f.read(n))
     h.pop("__metadata__", None)
     return h
+
+
+def prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def manifest(real, out):
@@ -44,17 +51,27 @@ def manifest(real, out):
         json.dump(shapes, f)
 
 
-def build(out):
-    import numpy as np
+def noise(n):
+    """n random f32 of magnitude 2^-7..2^-5 and random sign, as bytes (without numpy)."""
+    b = bytearray(os.urandom(4 * n))
+    b[3::4] = bytes(b[3::4]).translate(bytes((x & 0x80) | 0x3C for x in range(256)))
+    return bytes(b)
 
-    rng = np.random.default_rng(0)
+
+def build(out):
+    try:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+    except ImportError:
+        np = None
     with open(os.path.join(out, "shapes.json")) as f:
         shapes = json.load(f)
     for name, tensors in shapes.items():
         meta, offset = {}, 0
         for key, dtype, shape in tensors:
             assert dtype == "F32", (key, dtype)
-            size = 4 * int(np.prod(shape))
+            size = 4 * prod(shape)
             meta[key] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
             offset += size
         head = json.dumps(meta).encode()
@@ -65,7 +82,10 @@ def build(out):
             f.write(struct.pack("<Q", len(head)))
             f.write(head)
             for key, _, shape in tensors:
-                n = int(np.prod(shape))
+                n = prod(shape)
+                if np is None:
+                    f.write(noise(n))
+                    continue
                 # Norm weights near 0 (Gemma adds 1), the rest like a trained layer's scale.
                 scale = 0.02 if len(shape) > 1 else 0.1
                 v = rng.standard_normal(n, dtype=np.float32) * np.float32(scale)
