@@ -1,7 +1,8 @@
 //! Attention in the `bf16` precision: q, k, v and the softmax probabilities rounded to
 //! bf16, products summed in f32, as the linear layers do (`bf16.rs`).
 //!
-//! With AMX ([`task_amx`]) both products of an attention task run on tiles: the scores
+//! Where `bf16.rs` has a kernel of its own ([`packed_kernel`]: AMX's tiles, or AVX512-BF16's
+//! `vdpbf16ps`), both products of an attention task run on it ([`task`]): the scores
 //! `q · kᵀ` with the task's keys packed as a `bf16.rs` weight (16 keys per panel, pairs of
 //! the head dimension), and the output `p · v` with `vᵀ` packed the same way (16 head
 //! dimensions per panel, pairs of keys). Elsewhere `kernels::PackedAttention` runs its f32
@@ -12,7 +13,7 @@
 use half::bf16;
 use rayon::prelude::*;
 
-use super::bf16::{padded, round_row, PANEL};
+use super::bf16::{padded, round_row, Kernel, KSTEP, PANEL};
 
 /// `v` rounded to bf16, kept as f32.
 #[inline(always)]
@@ -41,11 +42,14 @@ pub struct Scratch {
     scores: Vec<f32>,
 }
 
-/// Whether [`task_amx`] runs heads of `head_dim` on this CPU.
-pub fn amx_runs(head_dim: usize) -> bool {
-    cfg!(target_arch = "x86_64")
-        && crate::simd::extensions().amx_bf16
-        && head_dim.is_multiple_of(super::bf16::KSTEP)
+/// The kernel [`task`] runs heads of `head_dim` on, on this CPU: `bf16.rs`'s best when it
+/// has its own (AMX or AVX512-BF16); `None` where the products stay in f32.
+pub(crate) fn packed_kernel(head_dim: usize) -> Option<Kernel> {
+    match Kernel::best() {
+        _ if !cfg!(target_arch = "x86_64") || !head_dim.is_multiple_of(KSTEP) => None,
+        Kernel::Widened => None,
+        kernel => Some(kernel),
+    }
 }
 
 /// The keys and values of every sequence and kv head, packed once per forward pass as the
@@ -107,18 +111,19 @@ impl PackedKv {
     }
 }
 
-/// One attention task on AMX tiles: for each of the `m` query rows (at `q`, `q_rs` apart, of
+/// One attention task on `kernel` ([`packed_kernel`]): for each of the `m` query rows (at `q`, `q_rs` apart, of
 /// `hd` values), softmax over keys `lo..hi` of its scores against all `nk` keys of
 /// sequence `seq`'s kv head `g` (packed in `kv`), times their values, written to `out`
 /// (`q_rs` apart). `range(r)` gives row r's `(lo, hi)`; `softmax` is
 /// `kernels::softmax_range`.
 ///
 /// # Safety
-/// [`amx_runs`]`(hd)` holds; q and out hold the rows described; `kv` was packed for these
-/// sequences with this `hd`; no other thread writes this task's output rows.
+/// `kernel` is [`packed_kernel`]`(hd)`; q and out hold the rows described; `kv` was packed
+/// for these sequences with this `hd`; no other thread writes this task's output rows.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn task_amx(
+pub(crate) unsafe fn task(
+    kernel: Kernel,
     q: *const f32,
     q_rs: usize,
     m: usize,
@@ -132,7 +137,12 @@ pub unsafe fn task_amx(
     out: *mut f32,
     s: &mut Scratch,
 ) {
-    use super::amx::{matmul_serial, ROWS};
+    use super::amx::ROWS;
+    let product =
+        |x: &[u16], m: usize, kp: usize, w: &[u16], n: usize, y: *mut f32, ldy| match kernel {
+            Kernel::Amx => super::amx::matmul_serial(x, m, kp, w, n, y, ldy),
+            _ => super::bf16::dot_serial(x, m, kp, w, n, y, ldy),
+        };
     let which = seq * kv.kv_heads + g;
     let rows = m.div_ceil(ROWS) * ROWS;
     // q as A: rows × hd, zero rows past m.
@@ -144,7 +154,7 @@ pub unsafe fn task_amx(
     }
     s.scores.clear();
     s.scores.resize(m * nk, 0.0);
-    matmul_serial(&s.a, m, hd, &kv.k[which], nk, s.scores.as_mut_ptr(), nk);
+    product(&s.a, m, hd, &kv.k[which], nk, s.scores.as_mut_ptr(), nk);
     // The probabilities as A: rows × nk padded to whole steps, zero beyond.
     let nkp = padded(nk);
     s.a.clear();
@@ -155,7 +165,7 @@ pub unsafe fn task_amx(
         softmax(row, lo, hi);
         round_row(row, &mut s.a[r * nkp..r * nkp + nk]);
     }
-    matmul_serial(&s.a, m, nkp, &kv.v[which], hd, out, q_rs);
+    product(&s.a, m, nkp, &kv.v[which], hd, out, q_rs);
 }
 
 #[cfg(test)]
@@ -164,12 +174,17 @@ mod tests {
     use crate::gemma::kernels::softmax_range;
 
     #[test]
-    fn amx_task_matches_rounded_f32_attention() {
-        let hd = 256;
-        if !amx_runs(hd) {
-            eprintln!("bf16 attention on AMX: skipped: no amx_bf16 (or the kernel refused it)");
-            return;
+    fn every_kernel_matches_rounded_f32_attention() {
+        for kernel in [Kernel::Amx, Kernel::Avx512Bf16] {
+            match crate::gemma::bf16::runs(kernel) {
+                Ok(()) => task_matches_rounded_f32_attention(kernel),
+                Err(why) => eprintln!("bf16 attention on {}: skipped: {why}", kernel.name()),
+            }
         }
+    }
+
+    fn task_matches_rounded_f32_attention(kernel: Kernel) {
+        let hd = 256;
         let mut next = crate::gemma::cpu::test_values(0x1234_5678_9abc_def1_u64);
         // (query rows, keys, window): a tail of rows and keys, and a windowed row range.
         for &(m, nk, window) in &[
@@ -197,10 +212,11 @@ mod tests {
                 .flat_map(|j| v[j * kv_rs..j * kv_rs + hd].to_vec())
                 .collect();
             let kv = PackedKv::new(&kc, &vc, 1, hd, &[(0, nk)]);
-            // SAFETY: amx_runs checked above; the buffers hold the rows described.
+            // SAFETY: `runs` checked the CPU; the buffers hold the rows described.
             #[cfg(target_arch = "x86_64")]
             unsafe {
-                task_amx(
+                task(
+                    kernel,
                     q.as_ptr(),
                     q_rs,
                     m,
@@ -238,6 +254,9 @@ mod tests {
                 }
             }
         }
-        eprintln!("bf16 attention on AMX: matches the rounded f32 attention");
+        eprintln!(
+            "bf16 attention on {}: matches the rounded f32 attention",
+            kernel.name()
+        );
     }
 }

@@ -22,9 +22,10 @@
 //! - AMX (`amx.rs`), where the CPU has it and Linux grants the tile state: 32 rows of x
 //!   times 32 outputs per pass, four 16 × 16 f32 tiles.
 //! - AVX512-BF16 ([`dot_rows`]): 8 rows of x times 3 panels (48 outputs) per pass, the
-//!   register tiling of `matmul.rs`'s skinny f16 kernel, on CPUs without AMX. It is slower
-//!   than the f32 kernels there (`vdpbf16ps` does no more multiply-adds per cycle than f32
-//!   FMAs), so `auto` never picks `bf16` without AMX.
+//!   register tiling of `matmul.rs`'s skinny f16 kernel, on CPUs without AMX. On AMD's Zen 4
+//!   `vdpbf16ps` does twice the multiply-adds of f32's FMAs per cycle and `auto` picks
+//!   `bf16` there; on Intel's cores it does no more, the kernel is slower than the f32 ones,
+//!   and `auto` picks `bf16` only with AMX (`precision.rs`).
 //! - Elsewhere the weight is widened to f32 and multiplied with the `gemm` crate, the
 //!   activations rounded to bf16 first: the same arithmetic up to the order of the sums,
 //!   at f32 speed. It makes `bf16` run, and be measured, on any CPU.
@@ -320,6 +321,28 @@ fn dot_rows(xb: &[u16], m: usize, kp: usize, w: &[u16], n: usize, y: *mut f32) {
     });
 }
 
+/// `y[M, N] = xb · wᵀ` with `vdpbf16ps` on the calling thread, into y with rows `ldy`
+/// apart (≥ n): xb is m rows of `kp` values, w `n.div_ceil(16)` panels (asserted).
+///
+/// # Safety
+/// The CPU must have AVX512-BF16 (asserted); y holds m rows of n values, `ldy` apart, that
+/// no other thread touches meanwhile.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn dot_serial(
+    xb: &[u16],
+    m: usize,
+    kp: usize,
+    w: &[u16],
+    n: usize,
+    y: *mut f32,
+    ldy: usize,
+) {
+    let panels = n.div_ceil(PANEL);
+    assert!(kp.is_multiple_of(2) && xb.len() >= m * kp && w.len() >= panels * kp * PANEL);
+    assert!(ldy >= n && extensions().bf16);
+    simd::panels(xb.as_ptr(), m, kp, w.as_ptr(), panels, n, y, ldy)
+}
+
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 mod simd {
@@ -448,6 +471,23 @@ mod simd {
     }
 }
 
+/// Whether the CPU runs `kernel`, or why not (for the tests of every kernel).
+#[cfg(test)]
+pub(crate) fn runs(kernel: Kernel) -> Result<(), &'static str> {
+    let cpu = crate::simd::detect_extensions();
+    match kernel {
+        Kernel::Widened => Ok(()),
+        Kernel::Avx512Bf16 if cpu.bf16 => Ok(()),
+        Kernel::Avx512Bf16 => Err("no avx512_bf16"),
+        Kernel::Amx if !cpu.amx_bf16 || !cpu.bf16 => Err("no amx_bf16 with avx512_bf16"),
+        Kernel::Amx => match crate::simd::amx_permission() {
+            Ok(()) if extensions().amx_bf16 => Ok(()),
+            Ok(()) => Err("AMX capped by MEMORIA_EMBED_SIMD"),
+            Err(why) => Err(why),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,22 +522,6 @@ mod tests {
         // Nearest even: 1 + 2⁻⁸ lies halfway between bf16's 1 and 1 + 2⁻⁷.
         assert_eq!(to_f32(to_bf16(1.0 + 1.0 / 256.0)), 1.0);
         assert_eq!(to_f32(to_bf16(1.0 + 3.0 / 256.0)), 1.0 + 4.0 / 256.0);
-    }
-
-    /// Whether the CPU runs `kernel`, or why not.
-    fn runs(kernel: Kernel) -> Result<(), &'static str> {
-        let cpu = crate::simd::detect_extensions();
-        match kernel {
-            Kernel::Widened => Ok(()),
-            Kernel::Avx512Bf16 if cpu.bf16 => Ok(()),
-            Kernel::Avx512Bf16 => Err("no avx512_bf16"),
-            Kernel::Amx if !cpu.amx_bf16 || !cpu.bf16 => Err("no amx_bf16 with avx512_bf16"),
-            Kernel::Amx => match crate::simd::amx_permission() {
-                Ok(()) if extensions().amx_bf16 => Ok(()),
-                Ok(()) => Err("AMX capped by MEMORIA_EMBED_SIMD"),
-                Err(why) => Err(why),
-            },
-        }
     }
 
     #[test]

@@ -451,7 +451,7 @@ pub struct PackedAttention<'a> {
     pub packing: &'a Packing,
     pub window: Option<usize>,
     /// The `bf16` precision: q, k, v and the probabilities rounded to bf16, f32 sums
-    /// (`attention_bf16.rs`); on AMX tiles where the CPU has them.
+    /// (`attention_bf16.rs`); on AMX tiles or AVX512-BF16 where the CPU has them.
     pub bf16: bool,
 }
 
@@ -471,10 +471,13 @@ impl CustomOp1 for PackedAttention<'_> {
             bail!("packed-attention: {} values for {t} tokens", x.len());
         }
         let (qw, kw, hd) = (d.q_width(), d.kv_width(), d.head_dim);
-        let amx = self.bf16 && attention_bf16::amx_runs(hd);
-        // Without AMX, bf16 is the f32 products of rounded inputs.
+        let packed = match self.bf16 {
+            true => attention_bf16::packed_kernel(hd),
+            false => None,
+        };
+        // Without a bf16 kernel, bf16 is the f32 products of rounded inputs.
         let rounded;
-        let x = if self.bf16 && !amx {
+        let x = if self.bf16 && packed.is_none() {
             rounded = attention_bf16::round_all(x);
             &rounded[..]
         } else {
@@ -498,9 +501,12 @@ impl CustomOp1 for PackedAttention<'_> {
                 }
             }
         }
-        // AMX: every sequence's keys and values packed once, for all its query blocks.
-        let packed_kv =
-            amx.then(|| attention_bf16::PackedKv::new(k, v, d.kv_heads, hd, &self.packing.seqs));
+        // A bf16 kernel: every sequence's keys and values packed once, for all its query
+        // blocks.
+        let packed_kv = packed.map(|kernel| {
+            let kv = attention_bf16::PackedKv::new(k, v, d.kv_heads, hd, &self.packing.seqs);
+            (kernel, kv)
+        });
         // Every value of `out` is written by exactly one task's second gemm (alpha = 0).
         let mut out: Vec<f32> = Vec::with_capacity(t * qw);
         let out_ptr = SyncPtr(out.as_mut_ptr());
@@ -532,15 +538,16 @@ impl CustomOp1 for PackedAttention<'_> {
                     }
                 };
                 #[cfg(target_arch = "x86_64")]
-                if let Some(kv) = &packed_kv {
+                if let Some((kernel, kv)) = &packed_kv {
                     // All the sequence's keys: a window's keys beyond it get probability 0
-                    // from the softmax's range, and AMX's products cost less than slicing
-                    // the packed panels would.
-                    // SAFETY: `amx_runs` checked the CPU; q rows i0..i1 of this sequence
-                    // and head, `kv` packed for these sequences; this task alone writes
-                    // its output rows.
+                    // from the softmax's range, and the bf16 products cost less than
+                    // slicing the packed panels would.
+                    // SAFETY: `packed_kernel` chose a kernel this CPU runs; q rows i0..i1
+                    // of this sequence and head, `kv` packed for these sequences; this
+                    // task alone writes its output rows.
                     unsafe {
-                        attention_bf16::task_amx(
+                        attention_bf16::task(
+                            *kernel,
                             q.as_ptr().add(q_off),
                             q_rs,
                             m,
