@@ -14,7 +14,7 @@
 //! Only Markdown memory files have titles; a session transcript's chunks have none.
 
 /// Longest title, in characters: a heading trail longer than this is cut.
-pub const MAX_TITLE_CHARS: usize = 120;
+pub const MAX_TITLE_CHARS: usize = 200;
 
 /// The level and text of an ATX heading line.
 pub(crate) fn heading(line: &str) -> Option<(usize, &str)> {
@@ -93,6 +93,35 @@ pub fn chunk_titles(path: &str, text: &str, starts: &[usize]) -> Vec<String> {
         .collect()
 }
 
+/// The part of a chunk's `text` to embed behind its `title`: without the heading lines at
+/// its top that the title already names (and the blank lines around them), so the model
+/// does not read the note's title twice. A heading the title lacks (a cut title, a deeper
+/// heading below the first) stays, and so does a text without such headings, unchanged.
+pub fn body<'a>(title: &str, text: &'a str) -> &'a str {
+    if title.is_empty() {
+        return text;
+    }
+    let named = |words: &str| {
+        let words = clean(words);
+        !words.is_empty() && title.split(" > ").any(|part| part == words)
+    };
+    let (mut offset, mut cut) = (0, 0);
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim();
+        if !bare.is_empty() {
+            match heading(line.trim_end()) {
+                Some((_, words)) if named(words) => {}
+                _ => break,
+            }
+        }
+        offset += line.len();
+        if !bare.is_empty() || cut > 0 {
+            cut = offset;
+        }
+    }
+    &text[cut..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +153,37 @@ mod tests {
                 vec![want.to_string()],
                 "{path} {start}"
             );
+        }
+    }
+
+    #[test]
+    fn body_table() {
+        let rows: &[(&str, &str, &str)] = &[
+            // The note's title, then its text.
+            (
+                "Trip to Kyoto",
+                "# Trip to Kyoto\n\nHotel near the station.\n",
+                "Hotel near the station.\n",
+            ),
+            ("notes > Pets", "## Pets\n- Mochi\n", "- Mochi\n"),
+            ("Trip / Kyoto", "# **Trip** | Kyoto ##\nx\n", "x\n"),
+            ("A", "\n# A\r\n\r\nx\r\n", "x\r\n"),
+            ("A", "# A\n", ""),
+            // A deeper heading below is not in the title: it stays.
+            ("A", "# A\n## B\nx\n", "## B\nx\n"),
+            // No title, a cut title, a heading below the text, text alone: unchanged.
+            ("", "# A\nx\n", "# A\nx\n"),
+            (
+                "Trip to Kyo",
+                "# Trip to Kyoto\nx\n",
+                "# Trip to Kyoto\nx\n",
+            ),
+            ("A", "x\n# A\n", "x\n# A\n"),
+            ("A", "\n\nx\n", "\n\nx\n"),
+            ("A", "#A\nx\n", "#A\nx\n"),
+        ];
+        for (title, text, want) in rows {
+            assert_eq!(body(title, text), *want, "{title:?} {text:?}");
         }
     }
 

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::embed::embedder::{Document, EmbedKind, Embedder, Embedding, Result};
 use crate::gemma::{load_on_best_device, truncate_dims, GemmaEmbedder, Prompt};
+use crate::title;
 
 impl From<EmbedKind> for Prompt {
     fn from(kind: EmbedKind) -> Prompt {
@@ -61,7 +62,11 @@ impl Embedder for GemmaEmbedder {
     }
 
     fn embed_documents(&self, documents: &[Document]) -> Result<Vec<Embedding>> {
-        let pairs: Vec<(&str, &str)> = documents.iter().map(|d| (d.title, d.text)).collect();
+        // The title names the note: its heading is not read twice (the fingerprint says so).
+        let pairs: Vec<(&str, &str)> = documents
+            .iter()
+            .map(|d| (d.title, title::body(d.title, d.text)))
+            .collect();
         embed_tokens(self, self.tokenize_documents(&pairs)?)
     }
 

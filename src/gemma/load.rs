@@ -360,8 +360,14 @@ impl GemmaEmbedder {
         // differently.
         hash_part(&mut hasher, "input", b"prompt+text, unstripped");
         // Documents carry their chunk's title (`title: {title} | text: `) since index
-        // format 7: vectors cached before were embedded as `title: none`.
-        hash_part(&mut hasher, "documents", b"titled");
+        // format 7: vectors cached before were embedded as `title: none`. Then a text came to
+        // leave out the headings at its top that its title names (`crate::embed::local`
+        // applies `title::body`): vectors cached before read them twice.
+        hash_part(
+            &mut hasher,
+            "documents",
+            b"titled; headings the title names left out of the text",
+        );
         // A GGUF file without Dense layers embeds into another space.
         if let Some(Err(_)) = &gguf_dense {
             hash_part(
