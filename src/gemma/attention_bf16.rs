@@ -111,10 +111,10 @@ impl PackedKv {
     }
 }
 
-/// One attention task on `kernel` ([`packed_kernel`]): for each of the `m` query rows (at `q`, `q_rs` apart, of
-/// `hd` values), softmax over keys `lo..hi` of its scores against all `nk` keys of
-/// sequence `seq`'s kv head `g` (packed in `kv`), times their values, written to `out`
-/// (`q_rs` apart). `range(r)` gives row r's `(lo, hi)`; `softmax` is
+/// One attention task on `kernel` ([`packed_kernel`]): for each of the `m` query rows (at
+/// `q`, `q_rs` apart, of `hd` values), softmax over keys `lo..hi` of its scores against all
+/// `nk` keys of sequence `seq`'s kv head `g` (packed in `kv`), times their values, written
+/// to `out` (`q_rs` apart). `range(r)` gives row r's `(lo, hi)`; `softmax` is
 /// `kernels::softmax_range`.
 ///
 /// # Safety

@@ -11,11 +11,12 @@
 //!   0.99998.
 //! - `auto` (the default), chosen from measurements on each kind of CPU (README, "Embedding
 //!   speed"): `bf16` with AMX (documents 1.95× `f32` on a 2-core Xeon) and on AMD's CPUs
-//!   with AVX512-BF16 (Zen 4: 1.9–2.0× `f32`, 1.07–1.15× `q8`), `q8` with AVX512-VNNI otherwise (1.44× on
-//!   the Xeon without AMX, where `bf16` ran at 0.7× `f32`) and on AVX2 (1.26×), `f32` on
-//!   AVX-512 CPUs without VNNI and on scalar-only ones. The choice depends on the CPU alone, never on a timing,
-//!   so one machine always builds the same fingerprint. Every precision `auto` may choose
-//!   is gated in CI against the PyTorch golden vectors.
+//!   with AVX512-BF16 (Zen 4: 1.9–2.0× `f32`, 1.07–1.15× `q8`), `q8` with AVX512-VNNI
+//!   otherwise (1.44× on the Xeon without AMX, where `bf16` ran at 0.7× `f32`) and on AVX2
+//!   (1.26×), `f32` on AVX-512 CPUs without VNNI and on scalar-only ones. The choice
+//!   depends on the CPU alone, never on a timing, so one machine always builds the same
+//!   fingerprint. Every precision `auto` may choose is gated in CI against the PyTorch
+//!   golden vectors.
 //!
 //! The setting is `MEMORIA_PRECISION` (the CLI's `--precision` sets it) or
 //! [`GemmaOptions::precision`](crate::gemma::GemmaOptions) for library users. GPUs and the
