@@ -46,8 +46,8 @@ pub struct Scratch {
 /// has its own (AMX or AVX512-BF16); `None` where the products stay in f32.
 pub(crate) fn packed_kernel(head_dim: usize) -> Option<Kernel> {
     match Kernel::best() {
-        _ if !cfg!(target_arch = "x86_64") || !head_dim.is_multiple_of(KSTEP) => None,
         Kernel::Widened => None,
+        _ if !head_dim.is_multiple_of(KSTEP) => None,
         kernel => Some(kernel),
     }
 }
@@ -138,11 +138,6 @@ pub(crate) unsafe fn task(
     s: &mut Scratch,
 ) {
     use super::amx::ROWS;
-    let product =
-        |x: &[u16], m: usize, kp: usize, w: &[u16], n: usize, y: *mut f32, ldy| match kernel {
-            Kernel::Amx => super::amx::matmul_serial(x, m, kp, w, n, y, ldy),
-            _ => super::bf16::dot_serial(x, m, kp, w, n, y, ldy),
-        };
     let which = seq * kv.kv_heads + g;
     let rows = m.div_ceil(ROWS) * ROWS;
     // q as A: rows × hd, zero rows past m.
@@ -154,7 +149,7 @@ pub(crate) unsafe fn task(
     }
     s.scores.clear();
     s.scores.resize(m * nk, 0.0);
-    product(&s.a, m, hd, &kv.k[which], nk, s.scores.as_mut_ptr(), nk);
+    kernel.matmul_serial(&s.a, m, hd, &kv.k[which], nk, s.scores.as_mut_ptr(), nk);
     // The probabilities as A: rows × nk padded to whole steps, zero beyond.
     let nkp = padded(nk);
     s.a.clear();
@@ -165,7 +160,7 @@ pub(crate) unsafe fn task(
         softmax(row, lo, hi);
         round_row(row, &mut s.a[r * nkp..r * nkp + nk]);
     }
-    product(&s.a, m, nkp, &kv.v[which], hd, out, q_rs);
+    kernel.matmul_serial(&s.a, m, nkp, &kv.v[which], hd, out, q_rs);
 }
 
 #[cfg(test)]

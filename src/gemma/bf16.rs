@@ -177,6 +177,37 @@ impl Kernel {
         }
     }
 
+    /// `y[M, N] = x · wᵀ` with this kernel on the calling thread, into y with rows `ldy`
+    /// apart (≥ n): x is m rows of `kp` values (whole `amx::ROWS` of rows for AMX, zero
+    /// past m), w `n.div_ceil(16)` panels (asserted). Attention's products use it.
+    ///
+    /// # Safety
+    /// This CPU runs the kernel (asserted), which is not [`Kernel::Widened`]; y holds m rows
+    /// of n values, `ldy` apart, that no other thread touches meanwhile.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn matmul_serial(
+        self,
+        x: &[u16],
+        m: usize,
+        kp: usize,
+        w: &[u16],
+        n: usize,
+        y: *mut f32,
+        ldy: usize,
+    ) {
+        match self {
+            Kernel::Amx => crate::gemma::amx::matmul_serial(x, m, kp, w, n, y, ldy),
+            Kernel::Avx512Bf16 => {
+                let panels = n.div_ceil(PANEL);
+                assert!(kp.is_multiple_of(2) && x.len() >= m * kp);
+                assert!(w.len() >= panels * kp * PANEL && ldy >= n && extensions().bf16);
+                simd::panels(x.as_ptr(), m, kp, w.as_ptr(), panels, n, y, ldy)
+            }
+            Kernel::Widened => unreachable!("the widened bf16 kernel has no serial product"),
+        }
+    }
+
     /// The kernel in words, for `status` and `doctor`.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -319,28 +350,6 @@ fn dot_rows(xb: &[u16], m: usize, kp: usize, w: &[u16], n: usize, y: *mut f32) {
             )
         }
     });
-}
-
-/// `y[M, N] = xb · wᵀ` with `vdpbf16ps` on the calling thread, into y with rows `ldy`
-/// apart (≥ n): xb is m rows of `kp` values, w `n.div_ceil(16)` panels (asserted).
-///
-/// # Safety
-/// The CPU must have AVX512-BF16 (asserted); y holds m rows of n values, `ldy` apart, that
-/// no other thread touches meanwhile.
-#[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn dot_serial(
-    xb: &[u16],
-    m: usize,
-    kp: usize,
-    w: &[u16],
-    n: usize,
-    y: *mut f32,
-    ldy: usize,
-) {
-    let panels = n.div_ceil(PANEL);
-    assert!(kp.is_multiple_of(2) && xb.len() >= m * kp && w.len() >= panels * kp * PANEL);
-    assert!(ldy >= n && extensions().bf16);
-    simd::panels(xb.as_ptr(), m, kp, w.as_ptr(), panels, n, y, ldy)
 }
 
 #[cfg(target_arch = "x86_64")]

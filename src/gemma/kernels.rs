@@ -471,10 +471,10 @@ impl CustomOp1 for PackedAttention<'_> {
             bail!("packed-attention: {} values for {t} tokens", x.len());
         }
         let (qw, kw, hd) = (d.q_width(), d.kv_width(), d.head_dim);
-        let packed = match self.bf16 {
-            true => attention_bf16::packed_kernel(hd),
-            false => None,
-        };
+        let packed = self
+            .bf16
+            .then(|| attention_bf16::packed_kernel(hd))
+            .flatten();
         // Without a bf16 kernel, bf16 is the f32 products of rounded inputs.
         let rounded;
         let x = if self.bf16 && packed.is_none() {
