@@ -12,7 +12,7 @@
 //! # Layout
 //!
 //! ```text
-//! [0, 16)          magic "memoria-pack\0v01"
+//! [0, 16)          magic "memoria-pack\0v03"
 //! [64, …)          sections, each at a 64-byte aligned offset: weight panels (f16, or Q8_0
 //!                  bytes: `q8.rs`), u64 tables
 //! […, end - 8)     header (JSON): sources, fingerprint state, tokenizer header, sections, crc32
@@ -43,7 +43,7 @@ use crate::digest::ResumableSha256;
 use crate::gemma::slab::{as_bytes, Slab};
 use crate::gemma::tokenizer::{BpeHeader, BpeTables, FastBpe};
 
-const MAGIC: &[u8; 16] = b"memoria-pack\0v02";
+const MAGIC: &[u8; 16] = b"memoria-pack\0v03";
 const ALIGN: usize = 64;
 
 /// Size and modification time of one file a pack was made from.

@@ -15,13 +15,22 @@
 //!
 //! # The layout
 //!
-//! The weight `[N, K]` is stored in panels of [`PANEL`] = 8 output rows (one 256-bit
-//! vector of i32 sums). A panel holds, block after block, the 8 rows' scales as f32 (32
-//! bytes) and then 8 "quads": 32 bytes with 4 consecutive weights of each of the 8 rows. One
-//! 4-byte broadcast of x times one quad is what `vpmaddubsw` + `vpmaddwd` turn into 8 partial
-//! sums, one per output row, so no horizontal sums are needed.
+//! The weight `[N, K]` is stored in panels of [`PANEL`] = 16 output rows (one 512-bit
+//! vector of i32 sums). A panel holds, block after block, 640 bytes:
 //!
-//! # The kernel
+//! ```text
+//! [0, 64)     the 16 rows' scales, f32
+//! [64, 128)   the 16 rows' corrections, i32: 128 · Σ q over the block (see below)
+//! [128, 640)  8 "quads" of 64 bytes: 4 consecutive weights of each of the 16 rows
+//! ```
+//!
+//! One 4-byte broadcast of x times one quad is what `vpdpbusd` (or `vpmaddubsw` +
+//! `vpmaddwd`) turns into one partial sum per output row, so no horizontal sums are
+//! needed. The 256-bit kernels take a panel as two halves of [`HALF`] = 8 rows: half `h`
+//! is the 32 bytes at `32 h` of each 64-byte group (scales, corrections, quads), so both
+//! widths read the same panels.
+//!
+//! # The kernels
 //!
 //! AVX2 (every x86-64 CPU memoria's AVX2 and AVX-512 levels run on): `vpmaddubsw` multiplies
 //! unsigned by signed bytes, so the weights' signs move onto x (`vpsignb`) and their
@@ -30,7 +39,8 @@
 //! the error at the two roundings (weights and activations).
 //!
 //! With VNNI (AVX512-VNNI, or AVX-VNNI on AVX2 CPUs) the same panels go through `vpdpbusd`
-//! instead (`vnni.rs`), and the activations are stored as `x + 128` for it ([`Kernel`]).
+//! instead (`vnni.rs`), and the activations are stored as `x + 128` for it ([`Kernel`]); the
+//! sum then holds `128 · Σ q` of the weights too, which the stored correction takes back.
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 use half::f16;
@@ -45,9 +55,15 @@ use crate::simd::{extensions, level, Level};
 /// Weights (and activations) per scale.
 pub const BLOCK: usize = 32;
 /// Output rows per panel.
-pub const PANEL: usize = 8;
-/// Bytes per panel and block: 8 f32 scales, then 8 × 32 quantised weights.
-const PANEL_BLOCK_BYTES: usize = PANEL * 4 + PANEL * BLOCK;
+pub const PANEL: usize = 16;
+/// Output rows of one pass of the 256-bit kernels: half a panel.
+pub const HALF: usize = 8;
+/// Bytes per panel and block: 16 f32 scales, 16 i32 corrections, then 16 × 32 weights.
+const PANEL_BLOCK_BYTES: usize = CORR + PANEL * 4 + PANEL * BLOCK;
+/// Where a panel block's corrections start (its scales start at 0).
+const CORR: usize = PANEL * 4;
+/// Where a panel block's quads start.
+const QUADS: usize = 2 * PANEL * 4;
 
 /// A `[rows, cols]` weight in Q8_0, in panels (see the module docs).
 pub struct Q8Weight {
@@ -65,7 +81,7 @@ impl std::fmt::Debug for Q8Weight {
 /// Where weight `t` (0..32) of panel row `r` lies in a panel block.
 #[inline(always)]
 fn weight_at(r: usize, t: usize) -> usize {
-    PANEL * 4 + (t / 4) * PANEL * 4 + r * 4 + t % 4
+    QUADS + (t / 4) * PANEL * 4 + r * 4 + t % 4
 }
 
 /// The scale of panel row `r` in the panel block `pb`.
@@ -128,6 +144,8 @@ impl Q8Weight {
                         let d = quantize_weights(x, &mut q);
                         let pb = &mut panel[b * PANEL_BLOCK_BYTES..][..PANEL_BLOCK_BYTES];
                         pb[r * 4..r * 4 + 4].copy_from_slice(&d.to_le_bytes());
+                        let corr = 128 * q.iter().map(|&v| i32::from(v)).sum::<i32>();
+                        pb[CORR + r * 4..CORR + r * 4 + 4].copy_from_slice(&corr.to_le_bytes());
                         for (t, &v) in q.iter().enumerate() {
                             pb[weight_at(r, t)] = v as u8;
                         }
@@ -234,8 +252,8 @@ pub struct Linear<'a> {
 /// of the task's group passes over them. (256 measured slower with the VNNI kernel:
 /// 903 against 1005 tokens/s on a Xeon, one window.)
 const ROWS_PER_TASK: usize = 64;
-/// Rows of x per kernel call: 6 i32 accumulators, the weights, their magnitudes, ones
-/// and two temporaries fit AVX2's 16 registers without spilling.
+/// Rows of x per call of a 256-bit kernel: 6 i32 accumulators, the weights, their
+/// magnitudes, ones and two temporaries fit AVX2's 16 registers without spilling.
 const MR: usize = 6;
 
 impl CustomOp1 for Linear<'_> {
@@ -250,7 +268,7 @@ impl CustomOp1 for Linear<'_> {
             // Not zeroed first: for a document batch that is megabytes of stores per layer,
             // and every value is written below.
             let mut y = Vec::with_capacity(m * n);
-            matmul(x, m, self.w, y.as_mut_ptr());
+            matmul(x, m, self.w, Kernel::best(), y.as_mut_ptr());
             // SAFETY: `matmul` wrote all m×n values.
             unsafe { y.set_len(m * n) };
             y
@@ -261,32 +279,65 @@ impl CustomOp1 for Linear<'_> {
     }
 }
 
-/// `y[M, N] = x[M, K] · wᵀ`, parallel over blocks of rows × groups of panels; `y` has room
-/// for m×n values, and every one of them is written (each task owns its rows × panels).
-fn matmul(x: &[f32], m: usize, w: &Q8Weight, y: *mut f32) {
+/// `y[M, N] = x[M, K] · wᵀ` with `kernel`, parallel over blocks of rows × groups of
+/// panels; `y` has room for m×n values, and every one of them is written (each task owns
+/// its rows × panels).
+fn matmul(x: &[f32], m: usize, w: &Q8Weight, kernel: Kernel, y: *mut f32) {
     let (n, k) = (w.rows, w.cols);
-    let kernel = Kernel::best();
     let xq = quantize_rows(x, m, k, kernel);
     let yp = SyncPtr(y);
     let blocks = k / BLOCK;
-    // Enough tasks to balance the threads, each a few panels wide.
-    par_tiles(m, ROWS_PER_TASK, n.div_ceil(PANEL), 1, 8, |rows, panels| {
+    let panel_bytes = blocks * PANEL_BLOCK_BYTES;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Vnni512 {
+        // Whole panels, a few per pass of the kernel (`vnni::NP`).
+        par_tiles(
+            m,
+            ROWS_PER_TASK,
+            n.div_ceil(PANEL),
+            vnni::NP,
+            4,
+            |rows, panels| {
+                let yp = &yp;
+                let (r0, r1, p0, p1) = (rows.start, rows.end, panels.start, panels.end);
+                // SAFETY: `best` chose this kernel, so the CPU has AVX512-VNNI (a test names it
+                // only after checking); the slices hold the task's rows and panels, and this
+                // task alone writes rows r0..r1 × the columns of panels p0..p1.
+                unsafe {
+                    vnni::panels_512(
+                        &xq.q[r0 * k..r1 * k],
+                        &xq.d[r0 * blocks..r1 * blocks],
+                        r1 - r0,
+                        k,
+                        &w.data[p0 * panel_bytes..p1 * panel_bytes],
+                        (p1 * PANEL).min(n) - p0 * PANEL,
+                        yp.0.add(r0 * n + p0 * PANEL),
+                        n,
+                    )
+                }
+            },
+        );
+        return;
+    }
+    // Half panels, both halves of a panel in the same task.
+    par_tiles(m, ROWS_PER_TASK, n.div_ceil(HALF), 2, 8, |rows, halves| {
         let yp = &yp;
         let (r0, r1) = (rows.start, rows.end);
-        for p in panels {
-            let wp = &w.data[p * blocks * PANEL_BLOCK_BYTES..][..blocks * PANEL_BLOCK_BYTES];
-            let cols = (n - p * PANEL).min(PANEL);
+        for u in halves {
+            let (p, h) = (u / 2, u % 2);
+            let wp = &w.data[p * panel_bytes + h * HALF * 4..(p + 1) * panel_bytes];
+            let cols = (n - u * HALF).min(HALF);
             let mut i = r0;
             while i < r1 {
                 let mr = MR.min(r1 - i);
                 let xq_rows = &xq.q[i * k..(i + mr) * k];
                 let xd_rows = &xq.d[i * blocks..(i + mr) * blocks];
-                let mut out = [[0f32; PANEL]; MR];
+                let mut out = [[0f32; HALF]; MR];
                 kernel.panel(xq_rows, xd_rows, mr, k, wp, &mut out);
                 for (r, o) in out.iter().take(mr).enumerate() {
-                    // SAFETY: this task alone writes rows r0..r1, columns of its panels.
+                    // SAFETY: this task alone writes rows r0..r1, columns of its halves.
                     unsafe {
-                        let dst = yp.0.add((i + r) * n + p * PANEL);
+                        let dst = yp.0.add((i + r) * n + u * HALF);
                         std::ptr::copy_nonoverlapping(o.as_ptr(), dst, cols);
                     }
                 }
@@ -300,14 +351,17 @@ fn matmul(x: &[f32], m: usize, w: &Q8Weight, y: *mut f32) {
 const _: () = assert!(
     vnni::BLOCK == BLOCK
         && vnni::PANEL == PANEL
+        && vnni::HALF == HALF
         && vnni::MR == MR
         && vnni::PANEL_BLOCK_BYTES == PANEL_BLOCK_BYTES
+        && vnni::CORR == CORR
+        && vnni::QUADS == QUADS
 );
 
 /// Which panel kernel runs: the best the CPU has (`crate::simd`'s level and extensions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kernel {
-    /// 512-bit `vpdpbusd` (`vnni.rs`).
+    /// 512-bit `vpdpbusd` over whole panels (`vnni.rs`).
     Vnni512,
     /// 256-bit `vpdpbusd`: AVX-VNNI's VEX encoding (`vex`) or AVX512-VNNI's with VL.
     Vnni256 { vex: bool },
@@ -352,16 +406,17 @@ impl Kernel {
         let _ = xq;
     }
 
-    /// One panel against `mr ≤ MR` rows of x, [`prepare`](Kernel::prepare)d (see
-    /// [`panel_scalar`]).
+    /// One half panel (`w` from its first byte: see the module docs) against `mr ≤ MR`
+    /// rows of x, [`prepare`](Kernel::prepare)d (see [`panel_scalar`]). [`Kernel::Vnni512`]
+    /// multiplies whole panels in [`matmul`]; here it runs the 256-bit kernel.
     fn panel(self, xq: &[i8], xd: &[f32], mr: usize, k: usize, w: &[u8], out: &mut Out) {
         // SAFETY (every arm): `best` only names kernels whose instructions the CPU has (a
         // test names others only after checking); the slices hold mr rows of x and their
-        // scales, one panel of w and room for mr rows of PANEL outputs (the kernels
+        // scales, a half panel of w and room for mr rows of HALF outputs (the kernels
         // assert it).
         #[cfg(target_arch = "x86_64")]
         match self {
-            Kernel::Vnni512 => return unsafe { vnni::panel_512(xq, xd, mr, k, w, out) },
+            Kernel::Vnni512 => return unsafe { vnni::panel_256(false, xq, xd, mr, k, w, out) },
             Kernel::Vnni256 { vex } => {
                 return unsafe { vnni::panel_256(vex, xq, xd, mr, k, w, out) }
             }
@@ -372,20 +427,15 @@ impl Kernel {
     }
 }
 
-/// The outputs of one panel for up to [`MR`] rows of x.
-type Out = [[f32; PANEL]; MR];
+/// The outputs of one half panel for up to [`MR`] rows of x.
+type Out = [[f32; HALF]; MR];
 
-/// One panel against `mr` rows of x, in plain Rust (the reference and the fallback).
-fn panel_scalar(
-    xq: &[i8],
-    xd: &[f32],
-    mr: usize,
-    k: usize,
-    w: &[u8],
-    out: &mut [[f32; PANEL]; MR],
-) {
+/// One half panel (`w` from its first byte) against `mr` rows of x, in plain Rust (the
+/// reference and the fallback).
+fn panel_scalar(xq: &[i8], xd: &[f32], mr: usize, k: usize, w: &[u8], out: &mut Out) {
     let blocks = k / BLOCK;
-    for (b, pb) in w.chunks_exact(PANEL_BLOCK_BYTES).enumerate().take(blocks) {
+    for b in 0..blocks {
+        let pb = &w[b * PANEL_BLOCK_BYTES..];
         for (i, o) in out.iter_mut().enumerate().take(mr) {
             let xb = &xq[i * k + b * BLOCK..][..BLOCK];
             for (r, o) in o.iter_mut().enumerate() {
@@ -403,7 +453,7 @@ fn panel_scalar(
 mod simd {
     use std::arch::x86_64::*;
 
-    use super::{BLOCK, MR, PANEL, PANEL_BLOCK_BYTES};
+    use super::{BLOCK, HALF, MR, PANEL, PANEL_BLOCK_BYTES, QUADS};
 
     /// [`super::quantize_activations`] with AVX2: the same scale and the same values.
     ///
@@ -444,11 +494,11 @@ mod simd {
         d
     }
 
-    /// One panel against `mr ≤ MR` rows of x.
+    /// One half panel against `mr ≤ MR` rows of x.
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA; `xq` holds `mr` rows of `k` values, `xd` their
-    /// `mr × k / 32` scales, `w` one panel of `k / 32` blocks.
+    /// `mr × k / 32` scales, `w` a half panel of `k / 32` blocks from its first byte.
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn panel(
         xq: &[i8],
@@ -456,9 +506,10 @@ mod simd {
         mr: usize,
         k: usize,
         w: &[u8],
-        out: &mut [[f32; PANEL]; MR],
+        out: &mut [[f32; HALF]; MR],
     ) {
-        debug_assert!(xq.len() >= mr * k && w.len() >= (k / BLOCK) * PANEL_BLOCK_BYTES);
+        assert!(xq.len() >= mr * k && xd.len() >= mr * (k / BLOCK));
+        assert!(w.len() + HALF * 4 >= (k / BLOCK) * PANEL_BLOCK_BYTES);
         let (x, d, w) = (xq.as_ptr(), xd.as_ptr(), w.as_ptr());
         match mr {
             6 => rows::<6>(x, d, k, w, out),
@@ -477,21 +528,21 @@ mod simd {
         xd: *const f32,
         k: usize,
         w: *const u8,
-        out: &mut [[f32; PANEL]; MR],
+        out: &mut [[f32; HALF]; MR],
     ) {
         let blocks = k / BLOCK;
         let ones = _mm256_set1_epi16(1);
         // The f32 sums live in `out` (one load and store per block and row): in registers
         // they would push the integer sums out of them.
         for o in out.iter_mut().take(R) {
-            *o = [0.0; PANEL];
+            *o = [0.0; HALF];
         }
         for b in 0..blocks {
             let pb = w.add(b * PANEL_BLOCK_BYTES);
             let xb = xq.add(b * BLOCK);
             let mut isum = [_mm256_setzero_si256(); R];
             for q in 0..BLOCK / 4 {
-                let wv = _mm256_loadu_si256(pb.add(PANEL * 4 + q * 32) as *const __m256i);
+                let wv = _mm256_loadu_si256(pb.add(QUADS + q * PANEL * 4) as *const __m256i);
                 let wa = _mm256_abs_epi8(wv);
                 for i in 0..R {
                     let xv = (xb.add(i * k + q * 4) as *const i32).read_unaligned();
@@ -614,6 +665,8 @@ mod tests {
             (70, 64, 3),
             (130, 128, 40),
             (33, 768, 24),
+            (7, 64, 50),
+            (6, 96, 33),
         ] {
             let x = values(m * k, 37, 4.0);
             let w = values(n * k, 59, 0.2);
@@ -632,7 +685,7 @@ mod tests {
             let xq = quantize_rows(&x, m, k, Kernel::Scalar);
             let blocks = k / BLOCK;
             let rows = m.min(MR);
-            let mut out = [[0f32; PANEL]; MR];
+            let mut out = [[0f32; HALF]; MR];
             panel_scalar(
                 &xq.q,
                 &xq.d,
@@ -642,7 +695,7 @@ mod tests {
                 &mut out,
             );
             for (i, o) in out.iter().take(rows).enumerate() {
-                for (j, v) in o.iter().take(n.min(PANEL)).enumerate() {
+                for (j, v) in o.iter().take(n.min(HALF)).enumerate() {
                     assert!((got[i * n + j] - v).abs() <= 1e-4 * (1.0 + v.abs()));
                 }
             }
@@ -670,7 +723,8 @@ mod tests {
     #[test]
     fn every_kernel_matches_the_scalar_panel() {
         // Random values, the extremes of both sides (±127 after quantisation, the bytes
-        // where x + 128 reaches 0 and 255), zeros, and every row count up to MR.
+        // where x + 128 reaches 0 and 255), zeros, every row count up to past MR and the
+        // 512-bit kernel's pass, and outputs ending in a part of a panel and of a pass.
         let mut next = crate::gemma::cpu::test_values(0x2545_f491_4f6c_dd1d_u64);
         let kernels = [
             Kernel::Vnni512,
@@ -683,31 +737,41 @@ mod tests {
                 eprintln!("{}: skipped: {why}", kernel.name());
                 continue;
             }
-            for &k in &[32, 64, 96, 768, 1152] {
-                for mr in 1..=MR {
-                    let mut w: Vec<f32> = (0..PANEL * k).map(|_| next()).collect();
-                    let mut x: Vec<f32> = (0..mr * k).map(|_| next() * 3.0).collect();
+            for &(k, n) in &[(32, 16), (64, 67), (96, 16), (768, 67), (1152, 40)] {
+                for m in 1..=MR + 3 {
+                    let mut w: Vec<f32> = (0..n * k).map(|_| next()).collect();
+                    let mut x: Vec<f32> = (0..m * k).map(|_| next() * 3.0).collect();
                     w[..BLOCK].iter_mut().for_each(|v| *v = 1.0); // all +127
                     x[..BLOCK].iter_mut().for_each(|v| *v = -1.0); // all -127
                     if k > BLOCK {
                         x[BLOCK..2 * BLOCK].iter_mut().for_each(|v| *v = 0.0);
                         w[k..k + BLOCK].iter_mut().for_each(|v| *v = -2.0);
                     }
-                    let q = Q8Weight::quantize(&w, PANEL, k).unwrap();
-                    let xq = quantize_rows(&x, mr, k, Kernel::Scalar);
-                    let (mut want, mut got) = ([[0f32; PANEL]; MR], [[0f32; PANEL]; MR]);
-                    panel_scalar(&xq.q, &xq.d, mr, k, q.bytes(), &mut want);
-                    let mut prepared = xq.q.clone();
-                    kernel.prepare(&mut prepared);
-                    kernel.panel(&prepared, &xq.d, mr, k, q.bytes(), &mut got);
-                    for i in 0..mr {
-                        for r in 0..PANEL {
-                            let (g, e) = (got[i][r], want[i][r]);
-                            assert!(
-                                (g - e).abs() <= 1e-5 * (1.0 + e.abs()),
-                                "{} k={k} mr={mr} [{i}][{r}]: {g} vs {e}",
-                                kernel.name()
-                            );
+                    let q = Q8Weight::quantize(&w, n, k).unwrap();
+                    let mut got = vec![0f32; m * n];
+                    matmul(&x, m, &q, kernel, got.as_mut_ptr());
+                    let xq = quantize_rows(&x, m, k, Kernel::Scalar);
+                    let panel_bytes = k / BLOCK * PANEL_BLOCK_BYTES;
+                    for u in 0..n.div_ceil(HALF) {
+                        let (p, h) = (u / 2, u % 2);
+                        let wp = &q.bytes()[p * panel_bytes + h * HALF * 4..];
+                        for i0 in (0..m).step_by(MR) {
+                            let mr = MR.min(m - i0);
+                            let mut want = [[0f32; HALF]; MR];
+                            let xd = &xq.d[i0 * k / BLOCK..];
+                            panel_scalar(&xq.q[i0 * k..], xd, mr, k, wp, &mut want);
+                            for (i, row) in want.iter().take(mr).enumerate() {
+                                for (r, &e) in row.iter().take(n - u * HALF).enumerate() {
+                                    let g = got[(i0 + i) * n + u * HALF + r];
+                                    assert!(
+                                        (g - e).abs() <= 1e-5 * (1.0 + e.abs()),
+                                        "{} k={k} n={n} m={m} [{}][{}]: {g} vs {e}",
+                                        kernel.name(),
+                                        i0 + i,
+                                        u * HALF + r
+                                    );
+                                }
+                            }
                         }
                     }
                 }
