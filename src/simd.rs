@@ -33,8 +33,8 @@ pub(crate) struct Extensions {
     /// `vdpbf16ps` and `vcvtne2ps2bf16` (AVX512-BF16); implies the level is AVX-512.
     pub bf16: bool,
     /// `vdpbf16ps` at twice the multiply-adds of f32's FMAs per cycle: AMD's (Zen 4 and
-    /// later). Intel's cores without AMX run it at no more than their FMA rate (README,
-    /// "Embedding speed"). Implies `bf16`.
+    /// later), where `q8` runs attention in bf16 too. Intel's cores without AMX run it at
+    /// no more than their FMA rate (README, "Embedding speed"). Implies `bf16`.
     pub bf16_fast: bool,
     /// AMX tiles with `tdpbf16ps`, the kernel having granted this process the tile state.
     pub amx_bf16: bool,

@@ -330,8 +330,9 @@ fn golden_cases_match_pytorch() {
     }
 }
 
-/// q8 (Q8_0 weights, int8 activations) against PyTorch f32: worst cosine ≥ 0.995 (the
-/// issue's gate), and a fingerprint of its own, so q8 and f32 vectors never share an index.
+/// q8 (Q8_0 weights, int8 activations; attention in bf16 where the CPU runs bf16 fast)
+/// against PyTorch f32: worst cosine ≥ 0.9995 (the gate for every precision `auto` may
+/// choose), and a fingerprint of its own, so q8 and f32 vectors never share an index.
 #[test]
 fn golden_cases_match_pytorch_in_q8() {
     let (Some(q8), Some(f32_model), Some(cases)) = (q8_model(), model(), golden()) else {
@@ -343,7 +344,12 @@ fn golden_cases_match_pytorch_in_q8() {
         "q8 worst cosine to PyTorch f32: {} ({:?})",
         worst.0, worst.1
     );
-    assert!(worst.0 >= 0.995, "q8: cosine {} for {:?}", worst.0, worst.1);
+    assert!(
+        worst.0 >= 0.9995,
+        "q8: cosine {} for {:?}",
+        worst.0,
+        worst.1
+    );
 }
 
 /// bf16 (bf16 weights and activations, f32 sums) against PyTorch f32: worst cosine ≥ 0.9995

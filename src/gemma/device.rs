@@ -95,6 +95,11 @@ pub(crate) fn load_on_best_device(dir: &Path) -> Result<(GemmaEmbedder, String)>
     let asked = options.precision;
     let embedder = GemmaEmbedder::load(dir, &Device::Cpu, options)?;
     let kernels = match (level(), embedder.precision()) {
+        (_, Precision::Q8) if embedder.bf16_attention() => format!(
+            "{} and {} attention",
+            q8::Kernel::best().name(),
+            bf16::Kernel::best().name()
+        ),
         (_, Precision::Q8) => q8::Kernel::best().name().to_string(),
         (_, Precision::Bf16) => bf16::Kernel::best().name().to_string(),
         (Level::Avx512, _) => "AVX-512".to_string(),

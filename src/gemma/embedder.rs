@@ -89,6 +89,12 @@ impl GemmaEmbedder {
         self.dense_words.as_deref()
     }
 
+    /// Whether attention runs in bf16 arithmetic: in `bf16`, and in `q8` where the CPU
+    /// multiplies bf16 itself (`encoder::bf16_attention`).
+    pub fn bf16_attention(&self) -> bool {
+        self.encoder.bf16_attention()
+    }
+
     /// The precision the linear layers run in (`f32` or `q8`; never `auto`).
     pub fn precision(&self) -> Precision {
         self.precision

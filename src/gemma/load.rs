@@ -380,11 +380,18 @@ impl GemmaEmbedder {
         // had; q8 and bf16 vectors differ by more, so they never share an index or cache
         // with them (nor with each other).
         match precision {
-            Precision::Q8 => hash_part(
-                &mut hasher,
-                "precision",
-                b"q8: Q8_0 weights, int8 activations",
-            ),
+            Precision::Q8 => {
+                hash_part(
+                    &mut hasher,
+                    "precision",
+                    b"q8: Q8_0 weights, int8 activations",
+                );
+                // Where the CPU multiplies bf16 itself, q8's attention runs in bf16 too
+                // (`encoder::bf16_attention`); elsewhere in f32, as it always did.
+                if encoder.bf16_attention() {
+                    hash_part(&mut hasher, "attention", b"bf16");
+                }
+            }
             Precision::Bf16 => hash_part(
                 &mut hasher,
                 "precision",

@@ -3,20 +3,21 @@
 //! - `f32`: weights held as f16 (lossless for EmbeddingGemma's trained weights, see
 //!   `matmul.rs`), products and sums in f32. The reference: PyTorch f32 to 1e-6.
 //! - `q8`: weights in Q8_0 and activations quantised to int8 per block of 32, integer
-//!   products (`q8.rs`; VNNI's `vpdpbusd` where the CPU has it, `vnni.rs`). Golden worst
-//!   cosine 0.9997.
+//!   products (`q8.rs`; VNNI's `vpdpbusd` where the CPU has it, `vnni.rs`); attention in
+//!   f32, or in bf16 where bf16 products outrun f32's (AMX, AMD's AVX512-BF16:
+//!   `encoder::bf16_attention`). Golden worst cosine 0.99969 (0.99968 with bf16 attention).
 //! - `bf16`: weights, activations and attention's inputs rounded to bf16, products summed
 //!   in f32 (`bf16.rs`, `attention_bf16.rs`); on AMX tiles (`amx.rs`) or AVX512-BF16 where
 //!   the CPU has them, else the same arithmetic through f32 products. Golden worst cosine
 //!   0.99998.
 //! - `auto` (the default), chosen from measurements on each kind of CPU (README, "Embedding
-//!   speed"): `bf16` with AMX (documents 1.95× `f32` on a 2-core Xeon) and on AMD's CPUs
-//!   with AVX512-BF16 (Zen 4: 1.9–2.0× `f32`, 1.07–1.15× `q8`), `q8` with AVX512-VNNI
-//!   otherwise (1.44× on the Xeon without AMX, where `bf16` ran at 0.7× `f32`) and on AVX2
-//!   (1.26×), `f32` on AVX-512 CPUs without VNNI and on scalar-only ones. The choice
-//!   depends on the CPU alone, never on a timing, so one machine always builds the same
-//!   fingerprint. Every precision `auto` may choose is gated in CI against the PyTorch
-//!   golden vectors.
+//!   speed"): `bf16` with AMX (documents 1.95× `f32` on a 2-core Xeon), `q8` with
+//!   AVX512-VNNI otherwise (Zen 4 with AVX512-BF16: 2.4–2.6× `f32` and 1.3× `bf16`, queries
+//!   11–13 ms against 14–15; the Xeon without AMX: 1.44× `f32`, where `bf16` ran at 0.7×)
+//!   and on AVX2 (1.1–1.26×), `f32` on AVX-512 CPUs without VNNI and on scalar-only ones.
+//!   The choice depends on the CPU alone, never on a timing, so one machine always builds
+//!   the same fingerprint. Every precision `auto` may choose is gated in CI against the
+//!   PyTorch golden vectors.
 //!
 //! The setting is `MEMORIA_PRECISION` (the CLI's `--precision` sets it) or
 //! [`GemmaOptions::precision`](crate::gemma::GemmaOptions) for library users. GPUs and the
@@ -84,7 +85,6 @@ fn auto_on(level: Level, ext: Extensions) -> Precision {
 fn auto_why(level: Level, ext: Extensions) -> (Precision, &'static str) {
     match level {
         Level::Avx512 if ext.amx_bf16 => (Precision::Bf16, "AMX"),
-        Level::Avx512 if ext.bf16_fast => (Precision::Bf16, "AMD's AVX512-BF16"),
         Level::Avx512 if ext.vnni512 => (Precision::Q8, "AVX512-VNNI, no AMX"),
         Level::Avx2 => (Precision::Q8, "AVX2"),
         Level::Avx512 => (Precision::F32, "AVX-512 without VNNI"),
@@ -170,7 +170,7 @@ mod tests {
             (Level::Avx512, vnni, Precision::Q8),
             (Level::Avx512, amx, Precision::Bf16),
             (Level::Avx512, intel_bf16, Precision::Q8),
-            (Level::Avx512, amd_bf16, Precision::Bf16),
+            (Level::Avx512, amd_bf16, Precision::Q8),
             (Level::Scalar, none, Precision::F32),
         ] {
             assert_eq!(auto_on(cpu, ext), want, "{cpu:?} {ext:?}");
