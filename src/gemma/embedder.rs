@@ -289,7 +289,15 @@ impl GemmaEmbedder {
         }
         let device = self.encoder.device();
         let x = Tensor::from_vec(x, (packing.total(), h), &Device::Cpu)?.to_device(device)?;
-        let hs = self.encoder.forward(&x, &packing)?;
+        // The pass runs on a rayon worker, so each of its parallel steps starts inside the
+        // pool (the worker takes the first task itself while the other steals) instead of
+        // waking the pool from outside and sleeping until the step is done: a query has
+        // ~200 such steps (`rayon::scope` runs its closure on a worker).
+        let forward = || self.encoder.forward(&x, &packing);
+        let hs = match rayon::current_thread_index() {
+            Some(_) => forward(),
+            None => rayon::scope(|_| forward()),
+        }?;
         Ok((hs, packing))
     }
 
