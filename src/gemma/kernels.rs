@@ -94,7 +94,11 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     const C2: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
     let xc = x.clamp(-87.0, 88.0);
-    let kf = (xc * LOG2E + MAGIC) - MAGIC;
+    let rounded = xc * LOG2E + MAGIC;
+    let kf = rounded - MAGIC;
+    // The integer k is in the low bits of `rounded`: integer arithmetic that vectorises,
+    // where `kf as i32` (a saturating conversion) made LLVM convert lane by lane.
+    let k = rounded.to_bits().wrapping_sub(MAGIC.to_bits()) as i32;
     let r = xc - kf * C1 - kf * C2;
     let mut p = 1.987_569_1e-4f32;
     p = p * r + 1.398_199_9e-3;
@@ -103,7 +107,7 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
     let y = p * r * r + r + 1.0;
-    let scale = f32::from_bits(((kf as i32 + 127) as u32) << 23);
+    let scale = f32::from_bits(((k + 127) as u32) << 23);
     let v = y * scale;
     if x < -87.0 {
         0.0
