@@ -724,7 +724,8 @@ mod tests {
     fn every_kernel_matches_the_scalar_panel() {
         // Random values, the extremes of both sides (±127 after quantisation, the bytes
         // where x + 128 reaches 0 and 255), zeros, every row count up to past MR and the
-        // 512-bit kernel's pass, and outputs ending in a part of a panel and of a pass.
+        // 512-bit kernel's pass, counts past its few-rows path (`vnni::FEW`), and outputs
+        // ending in a part of a panel and of a pass.
         let mut next = crate::gemma::cpu::test_values(0x2545_f491_4f6c_dd1d_u64);
         let kernels = [
             Kernel::Vnni512,
@@ -738,7 +739,7 @@ mod tests {
                 continue;
             }
             for &(k, n) in &[(32, 16), (64, 67), (96, 16), (768, 67), (1152, 40)] {
-                for m in 1..=MR + 3 {
+                for m in (1..=MR + 3).chain([17, 23]) {
                     let mut w: Vec<f32> = (0..n * k).map(|_| next()).collect();
                     let mut x: Vec<f32> = (0..m * k).map(|_| next() * 3.0).collect();
                     w[..BLOCK].iter_mut().for_each(|v| *v = 1.0); // all +127

@@ -179,12 +179,111 @@ pub unsafe fn panels_512(
     let mut p = 0;
     while p < panels {
         let (wp, yp, c) = (w.add(p * stride), y.add(p * PANEL), cols - p * PANEL);
-        match panels - p {
-            1 => rows_512::<1>(x, d, m, k, wp, c, yp, ldy),
-            2 => rows_512::<2>(x, d, m, k, wp, c, yp, ldy),
-            _ => rows_512::<NP>(x, d, m, k, wp, c, yp, ldy),
+        match (m <= FEW, panels - p) {
+            (true, 1) => few_512::<1>(x, d, m, k, wp, c, yp, ldy),
+            (true, 2) => few_512::<2>(x, d, m, k, wp, c, yp, ldy),
+            (true, _) => few_512::<NP>(x, d, m, k, wp, c, yp, ldy),
+            (false, 1) => rows_512::<1>(x, d, m, k, wp, c, yp, ldy),
+            (false, 2) => rows_512::<2>(x, d, m, k, wp, c, yp, ldy),
+            (false, _) => rows_512::<NP>(x, d, m, k, wp, c, yp, ldy),
         }
         p += NP;
+    }
+}
+
+/// Rows of x up to which [`few_512`] takes a pass of panels block by block (a query).
+pub const FEW: usize = 16;
+
+/// All `m ≤ FEW` rows of x against `P` panels, block by block: each block of the panels
+/// meets every row while it is in L1, so the weights stream from memory once, evenly
+/// through the pass, and their loads overlap the products. (Row by row, as [`rows_512`]
+/// goes, the first rows wait for memory and the others reread the panels from L2.) The
+/// f32 totals live in a small tile in L1.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn few_512<const P: usize>(
+    x: *const i8,
+    d: *const f32,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    cols: usize,
+    y: *mut f32,
+    ldy: usize,
+) {
+    let blocks = k / BLOCK;
+    let mut acc = [[_mm512_setzero_ps(); P]; FEW];
+    for b in 0..blocks {
+        let mut i = 0;
+        while i < m {
+            let (xb, db, tile) = (
+                x.add(i * k + b * BLOCK),
+                d.add(i * blocks + b),
+                &mut acc[i..],
+            );
+            match m - i {
+                1 => step_512::<1, P>(xb, db, k, blocks, w, b, tile),
+                2 => step_512::<2, P>(xb, db, k, blocks, w, b, tile),
+                3 => step_512::<3, P>(xb, db, k, blocks, w, b, tile),
+                _ => step_512::<MRW, P>(xb, db, k, blocks, w, b, tile),
+            }
+            i += MRW;
+        }
+    }
+    store_512(&acc[..m], cols, y, ldy);
+}
+
+/// Block `b` of P panels against R rows of x (`xb` and `db` at the block), added into the
+/// f32 totals `tile` (R rows).
+#[inline(always)]
+unsafe fn step_512<const R: usize, const P: usize>(
+    xb: *const i8,
+    db: *const f32,
+    k: usize,
+    blocks: usize,
+    w: *const u8,
+    b: usize,
+    tile: &mut [[__m512; P]],
+) {
+    let stride = blocks * PANEL_BLOCK_BYTES;
+    let pb = w.add(b * PANEL_BLOCK_BYTES);
+    let mut isum = [[_mm512_setzero_si512(); P]; R];
+    for q in 0..BLOCK / 4 {
+        let mut wv = [_mm512_setzero_si512(); P];
+        for v in 0..P {
+            wv[v] = _mm512_loadu_si512(pb.add(v * stride + QUADS + q * 64) as *const __m512i);
+        }
+        for i in 0..R {
+            let xv = _mm512_set1_epi32((xb.add(i * k + q * 4) as *const i32).read_unaligned());
+            for v in 0..P {
+                isum[i][v] = _mm512_dpbusd_epi32(isum[i][v], xv, wv[v]);
+            }
+        }
+    }
+    for v in 0..P {
+        let dw = _mm512_loadu_ps(pb.add(v * stride) as *const f32);
+        let corr = _mm512_loadu_si512(pb.add(v * stride + CORR) as *const __m512i);
+        for i in 0..R {
+            let exact = _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][v], corr));
+            let scale = _mm512_mul_ps(dw, _mm512_set1_ps(*db.add(i * blocks)));
+            tile[i][v] = _mm512_fmadd_ps(exact, scale, tile[i][v]);
+        }
+    }
+}
+
+/// The f32 totals of `acc.len()` rows × P panels into y (`cols` of the outputs real).
+#[inline(always)]
+unsafe fn store_512<const P: usize>(acc: &[[__m512; P]], cols: usize, y: *mut f32, ldy: usize) {
+    for (i, row) in acc.iter().enumerate() {
+        for (v, &sum) in row.iter().enumerate() {
+            let c = v * PANEL;
+            let dst = y.add(i * ldy + c);
+            if c + PANEL <= cols {
+                _mm512_storeu_ps(dst, sum);
+            } else if c < cols {
+                _mm512_mask_storeu_ps(dst, (1u16 << (cols - c)) - 1, sum);
+            }
+        }
     }
 }
 
@@ -227,7 +326,7 @@ unsafe fn rows_512<const P: usize>(
 // The tail above covers the rows a pass of MRW leaves.
 const _: () = assert!(MRW == 4);
 
-/// R rows of x times P panels over all of K: R × P i32 sums per block, R × P f32 totals.
+/// R rows of x times P panels over all of K, the R × P f32 totals in registers.
 #[inline(always)]
 unsafe fn block_512<const R: usize, const P: usize>(
     x: *const i8,
@@ -239,43 +338,9 @@ unsafe fn block_512<const R: usize, const P: usize>(
     ldy: usize,
 ) {
     let blocks = k / BLOCK;
-    let stride = blocks * PANEL_BLOCK_BYTES;
     let mut acc = [[_mm512_setzero_ps(); P]; R];
     for b in 0..blocks {
-        let pb = w.add(b * PANEL_BLOCK_BYTES);
-        let xb = x.add(b * BLOCK);
-        let mut isum = [[_mm512_setzero_si512(); P]; R];
-        for q in 0..BLOCK / 4 {
-            let mut wv = [_mm512_setzero_si512(); P];
-            for v in 0..P {
-                wv[v] = _mm512_loadu_si512(pb.add(v * stride + QUADS + q * 64) as *const __m512i);
-            }
-            for i in 0..R {
-                let xv = _mm512_set1_epi32((xb.add(i * k + q * 4) as *const i32).read_unaligned());
-                for v in 0..P {
-                    isum[i][v] = _mm512_dpbusd_epi32(isum[i][v], xv, wv[v]);
-                }
-            }
-        }
-        for v in 0..P {
-            let dw = _mm512_loadu_ps(pb.add(v * stride) as *const f32);
-            let corr = _mm512_loadu_si512(pb.add(v * stride + CORR) as *const __m512i);
-            for i in 0..R {
-                let exact = _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][v], corr));
-                let scale = _mm512_mul_ps(dw, _mm512_set1_ps(*d.add(i * blocks + b)));
-                acc[i][v] = _mm512_fmadd_ps(exact, scale, acc[i][v]);
-            }
-        }
+        step_512::<R, P>(x.add(b * BLOCK), d.add(b), k, blocks, w, b, &mut acc);
     }
-    for i in 0..R {
-        for v in 0..P {
-            let c = v * PANEL;
-            let dst = y.add(i * ldy + c);
-            if c + PANEL <= cols {
-                _mm512_storeu_ps(dst, acc[i][v]);
-            } else if c < cols {
-                _mm512_mask_storeu_ps(dst, (1u16 << (cols - c)) - 1, acc[i][v]);
-            }
-        }
-    }
+    store_512(&acc, cols, y, ldy);
 }
