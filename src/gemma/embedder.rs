@@ -89,8 +89,8 @@ impl GemmaEmbedder {
         self.dense_words.as_deref()
     }
 
-    /// Whether attention runs in bf16 arithmetic: in `bf16`, and in `q8` where the CPU
-    /// multiplies bf16 itself (`encoder::bf16_attention`).
+    /// Whether attention runs in bf16 arithmetic: in `bf16`, and in `q8` where bf16
+    /// outruns f32 (AMX, AMD's AVX512-BF16: `encoder::bf16_attention`).
     pub fn bf16_attention(&self) -> bool {
         self.encoder.bf16_attention()
     }

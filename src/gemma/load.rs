@@ -386,8 +386,8 @@ impl GemmaEmbedder {
                     "precision",
                     b"q8: Q8_0 weights, int8 activations",
                 );
-                // Where the CPU multiplies bf16 itself, q8's attention runs in bf16 too
-                // (`encoder::bf16_attention`); elsewhere in f32, as it always did.
+                // Where bf16 outruns f32 (AMX, AMD's AVX512-BF16), q8's attention runs in
+                // bf16 too (`encoder::bf16_attention`); elsewhere in f32, as it always did.
                 if encoder.bf16_attention() {
                     hash_part(&mut hasher, "attention", b"bf16");
                 }

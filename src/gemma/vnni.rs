@@ -17,7 +17,8 @@
 //!   `vpdpbusd` per sum are followed by its scaling (subtract the correction, convert,
 //!   multiply the two scales, add), which Q8_0's per-block scales make per-block work.
 //!   Measured on a Zen 4 (documents, tokens/s): 4 × 3 1862–1872, 8 × 2 1740, 4 × 4 1725,
-//!   4 × 1 1708, 6 × 2 1551, 8 × 1 1508.
+//!   4 × 1 1708, 6 × 2 1551, 8 × 1 1508. Up to [`FEW`] rows (a query) it walks the panels
+//!   block by block instead, so each block meets every row while it is in L1.
 
 #![cfg(target_arch = "x86_64")]
 // The register tiles read like the maths with index loops.
