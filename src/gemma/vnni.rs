@@ -18,7 +18,7 @@
 //!   multiply the two scales, add), which Q8_0's per-block scales make per-block work.
 //!   Measured on a Zen 4 (documents, tokens/s): 4 × 3 1862–1872, 8 × 2 1740, 4 × 4 1725,
 //!   4 × 1 1708, 6 × 2 1551, 8 × 1 1508. Up to [`FEW`] rows (a query) it walks the panels
-//!   block by block instead, so each block meets every row while it is in L1.
+//!   block by block instead, so each block meets every row while it is in L1 ([`rows_512`]).
 
 #![cfg(target_arch = "x86_64")]
 // The register tiles read like the maths with index loops.
@@ -180,29 +180,29 @@ pub unsafe fn panels_512(
     let mut p = 0;
     while p < panels {
         let (wp, yp, c) = (w.add(p * stride), y.add(p * PANEL), cols - p * PANEL);
-        match (m <= FEW, panels - p) {
-            (true, 1) => few_512::<1>(x, d, m, k, wp, c, yp, ldy),
-            (true, 2) => few_512::<2>(x, d, m, k, wp, c, yp, ldy),
-            (true, _) => few_512::<NP>(x, d, m, k, wp, c, yp, ldy),
-            (false, 1) => rows_512::<1>(x, d, m, k, wp, c, yp, ldy),
-            (false, 2) => rows_512::<2>(x, d, m, k, wp, c, yp, ldy),
-            (false, _) => rows_512::<NP>(x, d, m, k, wp, c, yp, ldy),
+        match panels - p {
+            1 => rows_512::<1>(x, d, m, k, wp, c, yp, ldy),
+            2 => rows_512::<2>(x, d, m, k, wp, c, yp, ldy),
+            _ => rows_512::<NP>(x, d, m, k, wp, c, yp, ldy),
         }
         p += NP;
     }
 }
 
-/// Rows of x up to which [`few_512`] takes a pass of panels block by block (a query).
+/// Rows of x up to which [`rows_512`] walks the panels block by block (a query).
 pub const FEW: usize = 16;
 
-/// All `m ≤ FEW` rows of x against `P` panels, block by block: each block of the panels
-/// meets every row while it is in L1, so the weights stream from memory once, evenly
-/// through the pass, and their loads overlap the products. (Row by row, as [`rows_512`]
-/// goes, the first rows wait for memory and the others reread the panels from L2.) The
-/// f32 totals live in a small tile in L1.
+/// All `m` rows of x against `P` panels, [`MRW`] rows at a time.
+///
+/// Up to [`FEW`] rows (a query) go block by block: each block of the panels meets every row
+/// while it is in L1, so the weights stream from memory once, evenly through the pass, and
+/// their loads overlap the products; the f32 totals live in a small tile in L1. More rows
+/// (documents) go row by row over all of K, the totals in registers ([`block_512`]): there
+/// the first rows would wait for memory and the others reread the panels from L2, which
+/// a long batch amortises.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn few_512<const P: usize>(
+unsafe fn rows_512<const P: usize>(
     x: *const i8,
     d: *const f32,
     m: usize,
@@ -213,26 +213,35 @@ unsafe fn few_512<const P: usize>(
     ldy: usize,
 ) {
     let blocks = k / BLOCK;
-    let mut acc = [[_mm512_setzero_ps(); P]; FEW];
-    for b in 0..blocks {
-        let mut i = 0;
-        while i < m {
-            let (xb, db, tile) = (
-                x.add(i * k + b * BLOCK),
-                d.add(i * blocks + b),
-                &mut acc[i..],
-            );
-            match m - i {
-                1 => step_512::<1, P>(xb, db, k, blocks, w, b, tile),
-                2 => step_512::<2, P>(xb, db, k, blocks, w, b, tile),
-                3 => step_512::<3, P>(xb, db, k, blocks, w, b, tile),
-                _ => step_512::<MRW, P>(xb, db, k, blocks, w, b, tile),
+    if m <= FEW {
+        let mut acc = [[_mm512_setzero_ps(); P]; FEW];
+        for b in 0..blocks {
+            for i in (0..m).step_by(MRW) {
+                let (xb, db) = (x.add(i * k + b * BLOCK), d.add(i * blocks + b));
+                let tile = &mut acc[i..];
+                match m - i {
+                    1 => step_512::<1, P>(xb, db, k, blocks, w, b, tile),
+                    2 => step_512::<2, P>(xb, db, k, blocks, w, b, tile),
+                    3 => step_512::<3, P>(xb, db, k, blocks, w, b, tile),
+                    _ => step_512::<MRW, P>(xb, db, k, blocks, w, b, tile),
+                }
             }
-            i += MRW;
+        }
+        return store_512(&acc[..m], cols, y, ldy);
+    }
+    for i in (0..m).step_by(MRW) {
+        let (x, d, y) = (x.add(i * k), d.add(i * blocks), y.add(i * ldy));
+        match m - i {
+            1 => block_512::<1, P>(x, d, k, w, cols, y, ldy),
+            2 => block_512::<2, P>(x, d, k, w, cols, y, ldy),
+            3 => block_512::<3, P>(x, d, k, w, cols, y, ldy),
+            _ => block_512::<MRW, P>(x, d, k, w, cols, y, ldy),
         }
     }
-    store_512(&acc[..m], cols, y, ldy);
 }
+
+// The matches above cover the rows a pass of MRW leaves.
+const _: () = assert!(MRW == 4);
 
 /// Block `b` of P panels against R rows of x (`xb` and `db` at the block), added into the
 /// f32 totals `tile` (R rows).
@@ -287,45 +296,6 @@ unsafe fn store_512<const P: usize>(acc: &[[__m512; P]], cols: usize, y: *mut f3
         }
     }
 }
-
-/// All `m` rows of x against `P` panels, [`MRW`] rows at a time.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_512<const P: usize>(
-    x: *const i8,
-    d: *const f32,
-    m: usize,
-    k: usize,
-    w: *const u8,
-    cols: usize,
-    y: *mut f32,
-    ldy: usize,
-) {
-    let blocks = k / BLOCK;
-    let mut i = 0;
-    while i + MRW <= m {
-        block_512::<MRW, P>(
-            x.add(i * k),
-            d.add(i * blocks),
-            k,
-            w,
-            cols,
-            y.add(i * ldy),
-            ldy,
-        );
-        i += MRW;
-    }
-    let (x, d, y) = (x.add(i * k), d.add(i * blocks), y.add(i * ldy));
-    match m - i {
-        0 => {}
-        1 => block_512::<1, P>(x, d, k, w, cols, y, ldy),
-        2 => block_512::<2, P>(x, d, k, w, cols, y, ldy),
-        _ => block_512::<3, P>(x, d, k, w, cols, y, ldy),
-    }
-}
-
-// The tail above covers the rows a pass of MRW leaves.
-const _: () = assert!(MRW == 4);
 
 /// R rows of x times P panels over all of K, the R × P f32 totals in registers.
 #[inline(always)]
