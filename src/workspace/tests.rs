@@ -204,7 +204,19 @@ fn get_never_reads_through_a_symlink_swapped_in_concurrently() {
                 fs::rename(&regular, &file).unwrap();
             }
         });
-        for _ in 0..5_000 {
+        // At least 5,000 reads, and on until both states were seen: on a loaded
+        // machine the swapper can sleep through the first 5,000 (`inside 0, refused 5000`
+        // once in 40 runs beside three busy loops).
+        // The deadline only bounds a swapper that never runs.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut reads = 0;
+        while reads < 5_000
+            || ((inside == 0 || refused == 0) && std::time::Instant::now() < deadline)
+        {
+            reads += 1;
+            if reads % 1_000 == 0 {
+                std::thread::yield_now();
+            }
             let read = resolve_get_path(&ws, &[], &[], "memory/x.md")
                 .and_then(|target| read_allowed(&target, "memory/x.md"));
             match read {
