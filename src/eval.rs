@@ -7,15 +7,20 @@
 //! - **BEIR** corpora: each document is written as one Markdown file under `memory/` of a
 //!   scratch workspace; results are mapped back to documents. Reported: nDCG@10,
 //!   recall@10, recall@6 and MRR@10.
+//!
+//! With a [`CandidateLog`], every question's fusion inputs are written down too, so a
+//! ranking rule can be tried offline in seconds (`scripts/fusion_replay.py`) instead of
+//! re-running the searches.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
 use crate::error::{Error, Result};
-use crate::search::{Hit, SearchOptions};
+use crate::search::{Hit, SearchOptions, SearchResponse};
 use crate::Memory;
 
 /// A LoCoMo-style question.
@@ -31,7 +36,7 @@ pub struct EvidenceQuery {
 }
 
 /// One line that answers a question.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Evidence {
     /// Workspace-relative path.
     pub path: String,
@@ -57,6 +62,105 @@ pub struct Metrics {
     pub ndcg10: Option<f64>,
     /// Queries that got no result at all.
     pub empty: usize,
+}
+
+/// `memoria eval --candidates FILE`: one JSON line per question with what its search
+/// fused ([`crate::Candidates`]), what it returned and what answers it:
+///
+/// ```json
+/// {"set": "conv-26", "query": "…", "mode": "hybrid", "maxResults": 6,
+///  "evidence": [{"path": "memory/2023-05-08.md", "line": 4}],
+///  "candidates": {"fusion": "zscore", "vectorWeight": 0.5, "textWeight": 0.5, …,
+///                 "keyword": [{"id": "…", "path": "…", "startLine": 1, "endLine": 9,
+///                              "score": 7.3}, …], "vector": […]},
+///  "hits": [{"path": "…", "startLine": 1, "endLine": 9, "score": 0.97}, …]}
+/// ```
+///
+/// A BEIR question has `relevant` (a document's file path → its grade) instead of
+/// `evidence`.
+pub struct CandidateLog {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+/// A returned hit, as the log writes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LoggedHit<'a> {
+    path: &'a str,
+    start_line: usize,
+    end_line: usize,
+    score: f64,
+}
+
+/// What answers a logged question.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Answers<'a> {
+    Evidence(&'a [Evidence]),
+    Relevant(HashMap<&'a str, f64>),
+}
+
+/// One line of the log.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Logged<'a> {
+    set: &'a str,
+    query: &'a str,
+    mode: &'static str,
+    max_results: usize,
+    #[serde(flatten)]
+    answers: Answers<'a>,
+    candidates: Option<&'a crate::Candidates>,
+    hits: Vec<LoggedHit<'a>>,
+}
+
+impl CandidateLog {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &Path) -> Result<CandidateLog> {
+        let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        Ok(CandidateLog {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+        })
+    }
+
+    fn record(
+        &mut self,
+        set: &str,
+        query: &str,
+        max_results: usize,
+        answers: Answers,
+        response: &SearchResponse,
+    ) -> Result<()> {
+        let line = Logged {
+            set,
+            query,
+            mode: response.served.mode.as_str(),
+            max_results,
+            answers,
+            candidates: response.candidates.as_ref(),
+            hits: response
+                .hits
+                .iter()
+                .map(|h| LoggedHit {
+                    path: &h.path,
+                    start_line: h.start_line,
+                    end_line: h.end_line,
+                    score: h.score,
+                })
+                .collect(),
+        };
+        serde_json::to_writer(&mut self.out, &line)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(self.out))
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Writes out what is buffered.
+    pub fn finish(mut self) -> Result<()> {
+        self.out.flush().map_err(|e| Error::io(&self.path, e))
+    }
 }
 
 /// Keyword-only and embedding runs keep separate agent directories under the scratch dir,
@@ -142,6 +246,7 @@ pub fn eval_memory_workspace(
     settings: &Settings,
     open: &Opener,
     scratch: &Path,
+    mut log: Option<&mut CandidateLog>,
 ) -> Result<Metrics> {
     let queries: Vec<EvidenceQuery> = read_jsonl(&dir.join("queries.jsonl"))?;
     let mut settings = settings.clone();
@@ -150,6 +255,13 @@ pub fn eval_memory_workspace(
     let memory = open(settings)?;
     memory.sync(false, &|_| {})?;
     let k = memory.settings().query.max_results;
+    let name = dir
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let options = SearchOptions {
+        trace: log.is_some(),
+        ..SearchOptions::default()
+    };
     let mut answered = 0usize;
     let mut first = 0usize;
     let mut reciprocal = 0.0;
@@ -157,7 +269,12 @@ pub fn eval_memory_workspace(
     let mut counted = 0usize;
     for query in queries.iter().filter(|q| !q.evidence.is_empty()) {
         counted += 1;
-        let hits = memory.search(&query.query, &SearchOptions::default())?.hits;
+        let response = memory.search(&query.query, &options)?;
+        if let Some(log) = log.as_deref_mut() {
+            let answers = Answers::Evidence(&query.evidence);
+            log.record(&name, &query.query, k, answers, &response)?;
+        }
+        let hits = response.hits;
         if hits.is_empty() {
             empty += 1;
         }
@@ -170,9 +287,7 @@ pub fn eval_memory_workspace(
     let n = counted.max(1) as f64;
     Ok(Metrics {
         mode: String::new(),
-        name: dir
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        name,
         queries: counted,
         recall: vec![(1, first as f64 / n), (k, answered as f64 / n)],
         mrr: reciprocal / n,
@@ -278,6 +393,7 @@ pub fn eval_beir(
     settings: &Settings,
     open: &Opener,
     scratch: &Path,
+    mut log: Option<&mut CandidateLog>,
 ) -> Result<Metrics> {
     let docs: Vec<BeirDoc> = read_jsonl(corpus)?;
     let queries: Vec<BeirQuery> = read_jsonl(queries)?;
@@ -324,8 +440,17 @@ pub fn eval_beir(
     let options = SearchOptions {
         max_results: Some(30),
         min_score: Some(0.0),
+        trace: log.is_some(),
         ..SearchOptions::default()
     };
+    let name = corpus
+        .parent()
+        .and_then(|p| p.file_name())
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let path_of: HashMap<&str, &str> = doc_of_path
+        .iter()
+        .map(|(path, doc)| (doc.as_str(), path.as_str()))
+        .collect();
     let (mut ndcg, mut r10, mut r6, mut mrr) = (0.0, 0.0, 0.0, 0.0);
     let mut counted = 0usize;
     let mut empty = 0usize;
@@ -334,7 +459,21 @@ pub fn eval_beir(
             continue;
         };
         counted += 1;
-        let hits = memory.search(&query.text, &options)?.hits;
+        let response = memory.search(&query.text, &options)?;
+        if let Some(log) = log.as_deref_mut() {
+            let relevant = relevant
+                .iter()
+                .map(|(doc, grade)| (path_of.get(doc.as_str()).copied().unwrap_or(doc), *grade))
+                .collect();
+            log.record(
+                &name,
+                &query.text,
+                30,
+                Answers::Relevant(relevant),
+                &response,
+            )?;
+        }
+        let hits = response.hits;
         if hits.is_empty() {
             empty += 1;
         }
@@ -354,10 +493,7 @@ pub fn eval_beir(
     }
     let n = counted.max(1) as f64;
     Ok(Metrics {
-        name: corpus
-            .parent()
-            .and_then(|p| p.file_name())
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        name,
         mode: String::new(),
         queries: counted,
         recall: vec![(6, r6 / n), (10, r10 / n)],

@@ -99,7 +99,8 @@ pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
 pub use payload::{GetPayload, SearchPayload, SearchResult};
 pub use qmd::QmdStatus;
 pub use search::{
-    Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, WikiPage,
+    Candidate, Candidates, Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse,
+    Served, WikiPage,
 };
 pub use status::{EmbeddingStatus, Status};
 pub use sync::{SyncProgress, SyncReport};

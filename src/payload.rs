@@ -165,6 +165,7 @@ pub fn search_payload(
         snippet_chars,
         injected_chars,
         recall_fields,
+        candidates: _,
     } = response;
     let hybrid = served.mode == crate::search::Mode::Hybrid;
     let cite = citations.shown(group_context);

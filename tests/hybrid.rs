@@ -1095,3 +1095,100 @@ fn a_short_file_is_also_found_whole_by_its_first_chunk() {
     );
     assert!(lifted[0].1 - want > 0.05, "the edit changed too little");
 }
+
+/// `memoria eval --candidates`: every question's fusion inputs are logged, and
+/// `scripts/fusion_replay.py` ranks them back exactly as the search did, in every mode and
+/// fusion (so a rule it tries offline is measured against the real pipeline).
+#[test]
+fn the_candidate_log_replays_every_search_exactly() {
+    use memoria::eval::{eval_memory_workspace, CandidateLog, EvalMode};
+    let tmp = tempfile::tempdir().unwrap();
+    let env = Env {
+        home: Some(tmp.path().to_path_buf()),
+        state_dir: Some(tmp.path().join("state")),
+        config_path: None,
+    };
+    let mut base = Settings::builtin("main", &env);
+    base.provider = ProviderKind::Local;
+    let embedder = Arc::new(HashEmbedder {
+        passages: true,
+        ..Arc::into_inner(HashEmbedder::new(64)).unwrap()
+    });
+    let open = |settings: Settings| {
+        let embedder: Arc<dyn Embedder> = embedder.clone();
+        match settings.provider {
+            ProviderKind::None => Memory::open(settings),
+            _ => Memory::open_with(
+                settings,
+                EmbedderChoice::Given {
+                    embedder,
+                    provider: "local".into(),
+                    model: "test-hash".into(),
+                },
+            ),
+        }
+    };
+    let personal = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/personal");
+    let file = tmp.path().join("candidates.jsonl");
+    let mut log = CandidateLog::create(&file).unwrap();
+    let mut runs = vec![
+        EvalMode::Bm25.apply(base.clone()),
+        EvalMode::Vector.apply(base.clone()),
+    ];
+    for fusion in [
+        Fusion::ZScore,
+        Fusion::MinMax,
+        Fusion::Weighted,
+        Fusion::Rrf,
+    ] {
+        let mut settings = base.clone();
+        settings.query.hybrid.fusion = fusion;
+        runs.push(settings);
+    }
+    for settings in &runs {
+        let scratch = tmp.path().join("eval");
+        eval_memory_workspace(&personal, settings, &open, &scratch, Some(&mut log)).unwrap();
+    }
+    log.finish().unwrap();
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6 * 28);
+    let modes: Vec<&str> = lines.iter().map(|l| l["mode"].as_str().unwrap()).collect();
+    assert_eq!(modes[0], "fts-only");
+    assert_eq!(modes[28], "vector-only");
+    assert!(modes[56..].iter().all(|m| *m == "hybrid"));
+    let hybrid = &lines[56]["candidates"];
+    assert_eq!(hybrid["fusion"], "zscore");
+    assert!(
+        !hybrid["keyword"].as_array().unwrap().is_empty(),
+        "{hybrid}"
+    );
+    assert!(!hybrid["vector"].as_array().unwrap().is_empty(), "{hybrid}");
+    assert!(lines[56]["evidence"].is_array());
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fusion_replay.py");
+    let out = match std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&file)
+        .output()
+    {
+        Ok(out) => out,
+        Err(err) => {
+            eprintln!("note: python3 is not available ({err}); skipping the replay");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("replay matches the search for 168 of 168 questions"),
+        "{stdout}"
+    );
+}

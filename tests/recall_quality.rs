@@ -35,7 +35,7 @@ fn measure(model: &Arc<dyn Embedder>, mode: EvalMode, scratch: &Path) -> Metrics
         )
     };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/personal");
-    eval_memory_workspace(&dir, &settings, &open, scratch).unwrap()
+    eval_memory_workspace(&dir, &settings, &open, scratch, None).unwrap()
 }
 
 fn at(metrics: &Metrics, k: usize) -> f64 {

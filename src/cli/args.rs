@@ -378,6 +378,10 @@ pub struct Eval {
     /// Print the metrics as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write every question's fusion inputs, hits and answers to FILE (JSON lines),
+    /// for scripts/fusion_replay.py.
+    #[arg(long, value_name = "FILE")]
+    pub candidates: Option<PathBuf>,
 }
 
 /// `memoria completions SHELL`.

@@ -155,6 +155,9 @@ pub struct SearchOptions {
     /// `<!-- project: … -->` ranks × 1.15 when all its keys are here, × 0.90 otherwise.
     /// OpenClaw's sessions pass their [`crate::project::MAX_ACTIVE`] most recent.
     pub active_project_keys: Vec<String>,
+    /// Also return the fusion's inputs ([`SearchResponse::candidates`]), to study ranking
+    /// rules offline (`memoria eval --candidates`). memoria's own index only.
+    pub trace: bool,
 }
 
 /// The `corpus` argument of `memory_search`: which sources a search covers.
@@ -215,6 +218,58 @@ pub struct SearchResponse {
     /// The results carry OpenClaw 2026.9's fields (`textScore`, `vectorScore`,
     /// `importance`, `triggers`, `projectKey`, `provenance`).
     pub recall_fields: bool,
+    /// What the fusion ranked, when [`SearchOptions::trace`] asked for it and memoria's own
+    /// index answered.
+    pub candidates: Option<Candidates>,
+}
+
+/// The inputs of one search's fusion: each side's candidates for the widest pool the
+/// request needed, best first, with their raw scores, and the rule that ranked them.
+/// `scripts/fusion_replay.py` re-ranks them under other rules (README "How memoria ranks").
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidates {
+    /// `zscore`, `minmax`, `weighted` or `rrf`; `2026.9` for OpenClaw 2026.9's ranking.
+    pub fusion: String,
+    /// The vector side's weight.
+    pub vector_weight: f64,
+    /// The keyword side's weight as configured (the floor of `minScore`'s relaxation).
+    pub text_weight: f64,
+    /// What the fusion multiplied `text_weight` by: in memoria's z-score and min-max
+    /// fusions, the share of the query the keyword side's best chunk holds (up to 1).
+    pub keyword_confidence: f64,
+    /// Each candidate file's temporal-decay factor, when decay is on (every score of the
+    /// file is multiplied by it).
+    pub decay: std::collections::BTreeMap<String, f64>,
+    /// MMR reordered the hits (`query.hybrid.mmr.enabled`).
+    pub mmr: bool,
+    /// The lowest score returned, as the search applied it (after the model's calibration).
+    pub min_score: f64,
+    /// `query.maxResults`: the first tier's size (`tiered_top`).
+    pub base_results: usize,
+    /// `candidateMultiplier`: each tier's pool is this many times its size.
+    pub candidate_multiplier: usize,
+    /// Keyword candidates; `score` is raw BM25. Empty when the keyword side did not run.
+    pub keyword: Vec<Candidate>,
+    /// Vector candidates; `score` is the cosine (with passages, the best of the chunk's
+    /// vectors). Empty when the vector side did not serve.
+    pub vector: Vec<Candidate>,
+}
+
+/// One chunk a side proposed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    /// The chunk's id.
+    pub id: String,
+    /// Workspace-relative path.
+    pub path: String,
+    /// 1-based first line.
+    pub start_line: usize,
+    /// 1-based last line.
+    pub end_line: usize,
+    /// The side's raw score.
+    pub score: f64,
 }
 
 impl SearchResponse {
@@ -227,6 +282,7 @@ impl SearchResponse {
             snippet_chars: SNIPPET_CHARS,
             injected_chars: None,
             recall_fields: false,
+            candidates: None,
         }
     }
 }

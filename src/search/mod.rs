@@ -19,5 +19,6 @@ pub(crate) mod pipeline;
 pub(crate) mod rank;
 
 pub use api::{
-    Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served, WikiPage,
+    Candidate, Candidates, Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse,
+    Served, WikiPage,
 };

@@ -16,8 +16,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::api::{
-    cut_utf16, source_of, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse, Served,
-    SNIPPET_CHARS,
+    cut_utf16, source_of, Candidate, Candidates, Hit, Mode, Provenance, Recall, SearchOptions,
+    SearchResponse, Served, SNIPPET_CHARS,
 };
 use super::hybrid::{self, keyword_hits, FusionParams, KeywordCandidate, VectorCandidate};
 use super::lexical::{self, ChunkWords, KeywordQuery};
@@ -291,6 +291,7 @@ impl Searcher<'_> {
                 true
             });
         }
+        let mut keyword_confidence = 1.0;
         // memoria's min-max and z-score fusions: the keyword side counts in proportion to
         // how much of the query its best chunk holds (`hybrid::keyword_confidence`).
         if let (false, Fusion::MinMax | Fusion::ZScore, Some(k), Some(_)) =
@@ -302,7 +303,8 @@ impl Searcher<'_> {
                 }
                 let text = chunks.get(&best.key.id).map_or("", |c| c.text.as_str());
                 let share = view.text()?.query_share(query, text)?;
-                params.text_weight *= hybrid::keyword_confidence(share);
+                keyword_confidence = hybrid::keyword_confidence(share);
+                params.text_weight *= keyword_confidence;
             }
         }
         let keyword_side = keyword.is_some();
@@ -440,7 +442,50 @@ impl Searcher<'_> {
         };
         let mut response = SearchResponse::new(hits, served, warning);
         response.recall_fields = current;
+        if options.trace {
+            let fusion = match current {
+                true => "2026.9",
+                false => params.fusion.as_str(),
+            };
+            let mut trace = Candidates {
+                fusion: fusion.to_string(),
+                vector_weight: params.vector_weight,
+                text_weight: q.hybrid.text_weight,
+                keyword_confidence,
+                decay: decay.into_iter().collect(),
+                mmr: q.hybrid.mmr.enabled,
+                min_score,
+                base_results: base,
+                candidate_multiplier: multiplier,
+                keyword: Vec::new(),
+                vector: Vec::new(),
+            };
+            let keyword = keyword.iter().flatten().map(|k| (&k.key, k.bm25));
+            let vector = vector.iter().flatten().map(|v| (&v.key, v.cosine));
+            trace.keyword = self.traced(keyword)?;
+            trace.vector = self.traced(vector)?;
+            response.candidates = Some(trace);
+        }
         Ok(response)
+    }
+
+    /// A side's candidates as [`Candidate`]s (their line ranges read from the catalog).
+    fn traced<'k>(
+        &self,
+        side: impl Iterator<Item = (&'k ChunkKey, f64)> + Clone,
+    ) -> Result<Vec<Candidate>> {
+        let ids: Vec<String> = side.clone().map(|(key, _)| key.id.clone()).collect();
+        let records: HashMap<String, ChunkRecord> =
+            self.view.chunks_by_ids(&ids)?.into_iter().collect();
+        Ok(side
+            .map(|(key, score)| Candidate {
+                id: key.id.clone(),
+                path: key.path.clone(),
+                start_line: key.start_line,
+                end_line: records.get(&key.id).map_or(key.start_line, |r| r.end_line),
+                score,
+            })
+            .collect())
     }
 
     /// Vector candidates, `Ok(None)` when the index has no vectors to search, or the reason

@@ -37,7 +37,18 @@ pub fn eval(cli: &Cli, settings: &Settings, args: &Eval) -> Result<ExitCode> {
     let beir = beir
         .as_ref()
         .map(|(c, q, r)| (c.as_path(), q.as_path(), r.as_path()));
-    let results = measure(cli, settings, args.locomo.as_deref(), beir, &args.mode.0)?;
+    let mut log = match &args.candidates {
+        Some(path) => Some(eval::CandidateLog::create(path)?),
+        None => None,
+    };
+    let sets = Sets {
+        locomo: args.locomo.as_deref(),
+        beir,
+    };
+    let results = measure(cli, settings, &sets, &args.mode.0, log.as_mut())?;
+    if let Some(log) = log {
+        log.finish()?;
+    }
     for m in &results {
         if args.json {
             println!("{}", serde_json::to_string(m)?);
@@ -65,13 +76,20 @@ pub fn eval(cli: &Cli, settings: &Settings, args: &Eval) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The metrics of every set in each of `modes`, with the pooled totals of several sets.
+/// The evaluation data: memory workspaces, or a BEIR corpus, queries and qrels.
+struct Sets<'a> {
+    locomo: Option<&'a Path>,
+    beir: Option<(&'a Path, &'a Path, &'a Path)>,
+}
+
+/// The metrics of every set in each of `modes`, with the pooled totals of several sets;
+/// every question's fusion inputs go to `log` when there is one.
 fn measure(
     cli: &Cli,
     settings: &Settings,
-    locomo: Option<&Path>,
-    beir: Option<(&Path, &Path, &Path)>,
+    sets: &Sets,
     modes: &[eval::EvalMode],
+    mut log: Option<&mut eval::CandidateLog>,
 ) -> Result<Vec<eval::Metrics>> {
     // Load the embedder once and share it across every workspace and mode.
     let probe = open_memory(cli, settings.clone())?;
@@ -102,7 +120,7 @@ fn measure(
         }
         let settings = mode.apply(settings.clone());
         let mut these = Vec::new();
-        if let Some(dir) = locomo {
+        if let Some(dir) = sets.locomo {
             let dirs = eval::memory_workspaces(dir)?;
             if dirs.is_empty() {
                 bail!(
@@ -116,15 +134,25 @@ fn measure(
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
                 let scratch = eval_root.join(format!("locomo-{name}"));
                 these.push(eval::eval_memory_workspace(
-                    dir, &settings, &open, &scratch,
+                    dir,
+                    &settings,
+                    &open,
+                    &scratch,
+                    log.as_deref_mut(),
                 )?);
             }
-        } else if let Some((corpus, queries, qrels)) = beir {
+        } else if let Some((corpus, queries, qrels)) = sets.beir {
             let absolute = absolute(corpus)?;
             let tag = &memoria::sha256_hex(absolute.to_string_lossy().as_bytes())[..12];
             let scratch = eval_root.join(format!("beir-{tag}"));
             these.push(eval::eval_beir(
-                corpus, queries, qrels, &settings, &open, &scratch,
+                corpus,
+                queries,
+                qrels,
+                &settings,
+                &open,
+                &scratch,
+                log.as_deref_mut(),
             )?);
         } else {
             bail!("give --locomo DIR, or --corpus, --queries and --qrels");

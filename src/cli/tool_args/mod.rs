@@ -102,6 +102,7 @@ pub fn search_options(
         },
         lexical_only,
         active_project_keys: Vec::new(),
+        trace: false,
     }
 }
 

@@ -127,6 +127,7 @@ fn argument_table() {
             },
             lexical_only: true,
             active_project_keys: vec!["github.com/acme/api".into()],
+            trace: false,
         }
     );
 }
