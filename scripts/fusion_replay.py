@@ -10,6 +10,7 @@ prints the same metrics as `memoria eval`:
     python3 scripts/fusion_replay.py FILE                    # replay: must match eval
     python3 scripts/fusion_replay.py FILE --text-scale 0.5   # the keyword side at half weight
     python3 scripts/fusion_replay.py FILE --fusion minmax    # another fusion, same candidates
+    python3 scripts/fusion_replay.py FILE --fusion weighted --min-score 0.175
 
 A plain replay first checks itself: every question's hits must come out exactly as the
 search returned them (paths, lines, order, scores to 1e-9); it says how many did and exits 1
@@ -106,7 +107,7 @@ def rank(line, pool, args):
     for hit in hits:
         hit[0] *= c["decay"].get(hit[2]["path"], 1.0)
     hits.sort(key=order)
-    min_score = c["minScore"]
+    min_score = c["minScore"] if args.min_score is None else args.min_score
     kept = [h for h in hits if h[0] >= min_score]
     if not kept:
         if mode == "fts-only":
@@ -173,11 +174,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("file", help="the JSON lines of `memoria eval --candidates FILE`")
     parser.add_argument("--fusion", choices=["zscore", "minmax", "weighted", "rrf"],
-                        help="rank with this fusion instead of the logged one")
+                        help="rank with this fusion instead of the logged one (minScore "
+                        "stays as logged: the search's default differs per fusion, so "
+                        "give --min-score with it)")
+    parser.add_argument("--min-score", type=float,
+                        help="cut at this score instead of the logged minScore")
     parser.add_argument("--text-scale", type=float, default=1.0,
                         help="multiply the keyword side's weight (default 1)")
     args = parser.parse_args()
-    varied = args.fusion is not None or args.text_scale != 1.0
+    varied = args.fusion is not None or args.text_scale != 1.0 or args.min_score is not None
     totals = collections.OrderedDict()
     checked = matched = skipped = 0
     with open(args.file, encoding="utf-8") as f:
