@@ -437,8 +437,9 @@ pub fn eval_beir(
     settings.extra_paths.clear();
     let memory = open(settings)?;
     memory.sync(false, &|_| {})?;
+    let max_results = 30;
     let options = SearchOptions {
-        max_results: Some(30),
+        max_results: Some(max_results),
         min_score: Some(0.0),
         trace: log.is_some(),
         ..SearchOptions::default()
@@ -465,13 +466,8 @@ pub fn eval_beir(
                 .iter()
                 .map(|(doc, grade)| (path_of.get(doc.as_str()).copied().unwrap_or(doc), *grade))
                 .collect();
-            log.record(
-                &name,
-                &query.text,
-                30,
-                Answers::Relevant(relevant),
-                &response,
-            )?;
+            let answers = Answers::Relevant(relevant);
+            log.record(&name, &query.text, max_results, answers, &response)?;
         }
         let hits = response.hits;
         if hits.is_empty() {

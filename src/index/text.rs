@@ -237,6 +237,11 @@ impl TextIndex {
     /// term is a candidate, and more matching terms score higher. With `content_only`, the
     /// query's function words are left out ([`stopwords`]). With `source`, only that
     /// source's chunks (scores unchanged).
+    ///
+    /// Equal scores come in path order, then by line, whatever the index's history: chunks
+    /// tied at the edge of `limit` (a weak one-word match often ties with many) are all
+    /// fetched and the tie broken by path, not by tantivy's document address, which
+    /// depends on how the index's segments were written and merged.
     pub fn search(
         &self,
         query: &str,
@@ -271,9 +276,20 @@ impl TextIndex {
             ]));
         }
         let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(|e| Error::text(&self.dir, e))?;
+        let docs = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+        // One past the edge; while the last fetched still ties with the edge, twice as many.
+        let mut fetch = limit.saturating_add(1);
+        let top = loop {
+            let top = searcher
+                .search(&query, &TopDocs::with_limit(fetch).order_by_score())
+                .map_err(|e| Error::text(&self.dir, e))?;
+            let edge = top.get(limit - 1).map(|(score, _)| *score);
+            let tied_on = top.len() == fetch && top.last().map(|(score, _)| *score) == edge;
+            if !tied_on || fetch >= docs {
+                break top;
+            }
+            fetch = fetch.saturating_mul(2);
+        };
         let keys = self.segment_keys(&searcher)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
@@ -282,6 +298,14 @@ impl TextIndex {
                 bm25: score,
             });
         }
+        hits.sort_by(|a, b| {
+            b.bm25
+                .total_cmp(&a.bm25)
+                .then_with(|| a.key.path.cmp(&b.key.path))
+                .then(a.key.start_line.cmp(&b.key.start_line))
+                .then_with(|| a.key.id.cmp(&b.key.id))
+        });
+        hits.truncate(limit);
         Ok(hits)
     }
 
@@ -680,6 +704,49 @@ mod tests {
             .collect();
         assert_eq!(ids, vec![id(1)]);
         assert_eq!(index.keys_by_ids(&[id(2)]).unwrap(), vec![]);
+    }
+
+    /// Chunks that tie at the edge of the pool are the same ones, in the same order, however
+    /// the index was written: one segment, or two written in the other order.
+    #[test]
+    fn ties_at_the_edge_of_the_pool_do_not_depend_on_the_segments() {
+        let docs: Vec<(String, ChunkRecord)> = (0..40)
+            .map(|n| {
+                let path = format!("memory/2026-01-{:02}.md", n % 20 + 1);
+                (id(n + 1), chunk(&path, n as usize * 3 + 1, "walnut bread"))
+            })
+            .collect();
+        let pool = |batches: &[&[(String, ChunkRecord)]]| {
+            let dir = tempfile::tempdir().unwrap();
+            let index = TextIndex::create(dir.path()).unwrap();
+            let mut writer = index.writer().unwrap();
+            for (seq, batch) in batches.iter().enumerate() {
+                for (id, chunk) in batch.iter() {
+                    writer.add(id, chunk).unwrap();
+                }
+                writer.commit(seq as u64 + 1).unwrap();
+            }
+            writer.finish().unwrap();
+            index.reload().unwrap();
+            let hits = index.search("walnut", 6, None, true).unwrap();
+            hits.into_iter()
+                .map(|h| (h.key.path, h.key.start_line))
+                .collect::<Vec<_>>()
+        };
+        let reversed: Vec<(String, ChunkRecord)> = docs.iter().rev().cloned().collect();
+        let one = pool(&[&docs]);
+        let two = pool(&[&reversed[..25], &reversed[25..]]);
+        let want: Vec<(String, usize)> = [(1, 1), (1, 61), (2, 4), (2, 64), (3, 7), (3, 67)]
+            .into_iter()
+            .map(|(day, line)| (format!("memory/2026-01-{day:02}.md"), line))
+            .collect();
+        assert_eq!(one, want);
+        assert_eq!(two, want);
+        assert_eq!(
+            pool(&[&docs[..6]]).len(),
+            6,
+            "a pool of exactly the matches"
+        );
     }
 
     #[test]
