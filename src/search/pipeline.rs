@@ -447,7 +447,9 @@ impl Searcher<'_> {
                 true => "2026.9",
                 false => params.fusion.as_str(),
             };
-            let mut trace = Candidates {
+            let keyword = keyword.iter().flatten().map(|k| (&k.key, k.bm25));
+            let vector = vector.iter().flatten().map(|v| (&v.key, v.cosine));
+            response.candidates = Some(Candidates {
                 fusion: fusion.to_string(),
                 vector_weight: params.vector_weight,
                 text_weight: q.hybrid.text_weight,
@@ -457,14 +459,9 @@ impl Searcher<'_> {
                 min_score,
                 base_results: base,
                 candidate_multiplier: multiplier,
-                keyword: Vec::new(),
-                vector: Vec::new(),
-            };
-            let keyword = keyword.iter().flatten().map(|k| (&k.key, k.bm25));
-            let vector = vector.iter().flatten().map(|v| (&v.key, v.cosine));
-            trace.keyword = self.traced(keyword)?;
-            trace.vector = self.traced(vector)?;
-            response.candidates = Some(trace);
+                keyword: self.traced(keyword)?,
+                vector: self.traced(vector)?,
+            });
         }
         Ok(response)
     }
