@@ -356,6 +356,14 @@ pub struct Embed {
     /// Matryoshka output size: 768 (full), 512, 256 or 128.
     #[arg(long)]
     pub dim: Option<usize>,
+    /// Texts per call to the model (it packs each call into passes of its own width).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
+    /// After the vectors, one JSON line on stderr: the device, the load time and each
+    /// call's texts, tokens and milliseconds (for benchmarks such as scripts/gpu-check);
+    /// with MEMORIA_PROFILE=1, the time of each step of the model too.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 #[derive(Args)]

@@ -29,7 +29,9 @@ use crate::gemma::encoder::Encoder;
 use crate::gemma::error::{GemmaError, Result};
 use crate::gemma::kernels::Packing;
 use crate::gemma::options::{Prompt, NO_TITLE};
+use crate::gemma::padded::Padded;
 use crate::gemma::precision::Precision;
+use crate::gemma::profile::{time_synced, Step};
 use crate::gemma::tokenizer::TextTokenizer;
 use crate::gemma::weights::EmbeddingTable;
 use crate::simd::l2_normalize;
@@ -43,6 +45,9 @@ pub struct GemmaEmbedder {
     pub(super) tokenizer: TextTokenizer,
     /// The token embedding table (`vocab × hidden`).
     pub(super) table: EmbeddingTable,
+    /// On a GPU, the same table scaled by √hidden, in f32 on the device: a pass uploads
+    /// token ids instead of gathering and uploading their rows.
+    pub(super) device_table: Option<Tensor>,
     /// Gemma scales token embeddings by √hidden before the first layer.
     pub(super) embed_scale: f32,
     pub(super) encoder: Encoder,
@@ -65,7 +70,7 @@ pub struct GemmaEmbedder {
     pub(super) fingerprint: String,
     /// Where the weights and tokenizer came from, in words.
     pub(super) origin: String,
-    /// The linear layers' precision: `f32` or `q8` (also `f32` for GPU dtypes).
+    /// The linear layers' precision: `f32`, `q8` or `bf16` (a GPU's: its working dtype).
     pub(super) precision: Precision,
     /// Where the Dense layers came from, or why there are none, for a GGUF file.
     pub(super) dense_words: Option<String>,
@@ -95,7 +100,7 @@ impl GemmaEmbedder {
         self.encoder.bf16_attention()
     }
 
-    /// The precision the linear layers run in (`f32` or `q8`; never `auto`).
+    /// The precision the linear layers run in (`f32`, `q8` or `bf16`; never `auto`).
     pub fn precision(&self) -> Precision {
         self.precision
     }
@@ -226,12 +231,18 @@ impl GemmaEmbedder {
         order.sort_by_key(|&i| std::cmp::Reverse(seqs[i].len()));
         let mut start = 0;
         while start < order.len() {
+            // Longest first: a padding encoder's batch costs its sequences × the first one.
+            let longest = seqs[order[start]].len();
             let mut end = start;
             let mut tokens = 0;
-            while end < order.len()
-                && (end == start || tokens + seqs[order[end]].len() <= self.batch_tokens)
-            {
-                tokens += seqs[order[end]].len();
+            while end < order.len() {
+                tokens += match self.encoder.pads() {
+                    true => longest,
+                    false => seqs[order[end]].len(),
+                };
+                if end > start && tokens > self.batch_tokens {
+                    break;
+                }
                 end += 1;
             }
             let batch: Vec<&[u32]> = order[start..end].iter().map(|&i| seqs[i]).collect();
@@ -247,7 +258,7 @@ impl GemmaEmbedder {
     /// Final hidden states (after the last norm) of each sequence, `len × hidden` values
     /// row-major: what mean pooling averages. For tests and diagnostics.
     pub fn hidden_states(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        let (hs, packing) = self.encode_packed(seqs)?;
+        let (hs, packing, _) = self.encode_packed(seqs)?;
         let h = self.table.cols();
         let data = hs
             .to_dtype(DType::F32)?
@@ -261,8 +272,9 @@ impl GemmaEmbedder {
             .collect())
     }
 
-    /// Embeds and runs the encoder over `seqs` packed into one `[total, hidden]` tensor.
-    fn encode_packed(&self, seqs: &[&[u32]]) -> Result<(Tensor, Packing)> {
+    /// Embeds and runs the encoder over `seqs` packed into one `[total, hidden]` tensor;
+    /// also gives the packing and, for an encoder that pads, the padded layout.
+    fn encode_packed(&self, seqs: &[&[u32]]) -> Result<(Tensor, Packing, Option<Padded>)> {
         let h = self.table.cols();
         let lengths: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
         if let Some(&l) = lengths.iter().max() {
@@ -277,62 +289,74 @@ impl GemmaEmbedder {
             return Err(GemmaError::InvalidOption("empty token sequence".into()));
         }
         let packing = Packing::new(&lengths);
-        let mut x = Vec::with_capacity(packing.total() * h);
-        for s in seqs {
-            for &id in s.iter() {
-                if !self.table.push_row(id, self.embed_scale, &mut x) {
-                    return Err(GemmaError::Tokenize(format!(
-                        "token id {id} outside the vocabulary"
-                    )));
-                }
-            }
-        }
         let device = self.encoder.device();
-        let x = Tensor::from_vec(x, (packing.total(), h), &Device::Cpu)?.to_device(device)?;
+        let padded = self.encoder.pad(&packing)?;
+        let outside =
+            |id: u32| GemmaError::Tokenize(format!("token id {id} outside the vocabulary"));
+        let x = match &self.device_table {
+            Some(table) => {
+                let ids: Vec<u32> = seqs.iter().flat_map(|s| s.iter().copied()).collect();
+                if let Some(&id) = ids.iter().find(|&&id| id as usize >= self.table.rows()) {
+                    return Err(outside(id));
+                }
+                let ids = Tensor::from_vec(ids, packing.total(), device)?;
+                time_synced(device, Step::Lookup, || Ok(table.index_select(&ids, 0)?))?
+            }
+            None => {
+                let mut x = Vec::with_capacity(packing.total() * h);
+                for s in seqs {
+                    for &id in s.iter() {
+                        if !self.table.push_row(id, self.embed_scale, &mut x) {
+                            return Err(outside(id));
+                        }
+                    }
+                }
+                Tensor::from_vec(x, (packing.total(), h), &Device::Cpu)?.to_device(device)?
+            }
+        };
         // The pass runs on a rayon worker, so each of its parallel steps starts inside the
         // pool (the worker takes the first task itself while the other steals) instead of
         // waking the pool from outside and sleeping until the step is done: a query has
         // ~200 such steps (`rayon::scope` runs its closure on a worker).
-        let forward = || self.encoder.forward(&x, &packing);
+        let forward = || self.encoder.forward(&x, &packing, padded.as_ref());
         let hs = match rayon::current_thread_index() {
             Some(_) => forward(),
             None => rayon::scope(|_| forward()),
         }?;
-        Ok((hs, packing))
+        Ok((hs, packing, padded))
     }
 
     /// One packed forward pass: pooled, projected, normalised vectors (full size).
     fn forward_batch(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         let h = self.table.cols();
         let device = self.encoder.device();
-        let (hs, packing) = self.encode_packed(seqs)?;
-        // Mean pooling over every real token.
-        let pooled = if device.is_cpu() && hs.dtype() == DType::F32 {
-            let data = hs.flatten_all()?.to_vec1::<f32>()?;
-            let mut pooled = Vec::with_capacity(seqs.len() * h);
-            for &(off, len) in &packing.seqs {
-                let mut acc = vec![0f64; h];
-                for row in data[off * h..(off + len) * h].chunks_exact(h) {
-                    for (a, &v) in acc.iter_mut().zip(row) {
-                        *a += v as f64;
+        let (hs, packing, padded) = self.encode_packed(seqs)?;
+        let pool = || -> Result<Tensor> {
+            // Mean pooling over every real token: on the padded layout for an encoder that
+            // pads, else on the host (the fused CPU kernels' f32 rows, summed in f64).
+            let mut y = match &padded {
+                Some(padded) => padded.mean(&hs.to_dtype(DType::F32)?)?,
+                None => {
+                    let data = hs.flatten_all()?.to_vec1::<f32>()?;
+                    let mut pooled = Vec::with_capacity(seqs.len() * h);
+                    for &(off, len) in &packing.seqs {
+                        let mut acc = vec![0f64; h];
+                        for row in data[off * h..(off + len) * h].chunks_exact(h) {
+                            for (a, &v) in acc.iter_mut().zip(row) {
+                                *a += v as f64;
+                            }
+                        }
+                        pooled.extend(acc.iter().map(|a| (a / len as f64) as f32));
                     }
+                    Tensor::from_vec(pooled, (seqs.len(), h), device)?
                 }
-                pooled.extend(acc.iter().map(|a| (a / len as f64) as f32));
+            };
+            for d in &self.dense {
+                y = d.weight.forward(&y)?;
             }
-            Tensor::from_vec(pooled, (seqs.len(), h), device)?
-        } else {
-            let hs = hs.to_dtype(DType::F32)?;
-            let rows = packing
-                .seqs
-                .iter()
-                .map(|&(off, len)| hs.narrow(0, off, len)?.mean_keepdim(0))
-                .collect::<candle_core::Result<Vec<_>>>()?;
-            Tensor::cat(&rows, 0)?
+            Ok(y)
         };
-        let mut y = pooled;
-        for d in &self.dense {
-            y = d.weight.forward(&y)?;
-        }
+        let y = time_synced(device, Step::Pooling, pool)?;
         let y = y.to_device(&Device::Cpu)?.to_vec2::<f32>()?;
         Ok(y.into_iter()
             .map(|mut v| {

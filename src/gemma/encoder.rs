@@ -1,11 +1,12 @@
 //! The Gemma3 encoder with bidirectional attention, over packed variable-length sequences.
 //!
 //! Sequences are concatenated into one `[total_tokens, hidden]` tensor (no padding): the
-//! linear layers run as single large matmuls, and attention runs per sequence. Two
-//! implementations of the non-matmul work exist: fused CPU kernels (`kernels.rs`, used for
-//! f32 on CPU) and plain candle ops (any device and dtype; also a cross-check in tests).
+//! linear layers run as single large matmuls. Two implementations of the rest exist: fused
+//! CPU kernels (`kernels.rs`, used on the CPU), which attend sequence by sequence, and plain
+//! candle ops (any device and dtype: the GPU's path, and a cross-check in tests), which
+//! attend over the sequences padded into one batch (`padded.rs`).
 
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device, Tensor};
 
 use crate::gemma::attention_bf16;
 use crate::gemma::bf16;
@@ -14,8 +15,9 @@ use crate::gemma::kernels::{self, AttnDims, Packing};
 use crate::gemma::matmul::{Projection, WeightFormat};
 use crate::gemma::model_files::{GemmaConfig, LayerKind};
 use crate::gemma::pack::Pack;
+use crate::gemma::padded::Padded;
 use crate::gemma::precision::Precision;
-use crate::gemma::profile::{time, Step};
+use crate::gemma::profile::{time, time_synced, Step};
 use crate::gemma::weights::TensorSource;
 use crate::simd::extensions;
 
@@ -268,11 +270,31 @@ impl Encoder {
     }
 
     /// Runs the encoder on scaled embeddings `x` (`[total_tokens, hidden]`, packed as
-    /// `packing` says) and returns the final-normed hidden states, same shape.
-    pub fn forward(&self, x: &Tensor, packing: &Packing) -> Result<Tensor> {
-        match self.kernels {
-            Kernels::Fused => self.forward_fused(x, packing),
-            Kernels::Generic => self.forward_generic(x, packing),
+    /// `packing` says) and returns the final-normed hidden states, same shape. The
+    /// candle-op path attends over `padded` ([`pad`](Self::pad) of the same packing),
+    /// made here when `None`.
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        packing: &Packing,
+        padded: Option<&Padded>,
+    ) -> Result<Tensor> {
+        match (self.kernels, padded) {
+            (Kernels::Fused, _) => self.forward_fused(x, packing),
+            (Kernels::Generic, Some(padded)) => self.forward_generic(x, packing, padded),
+            (Kernels::Generic, None) => {
+                let padded = Padded::new(packing, self.cfg.window, &self.device)?;
+                self.forward_generic(x, packing, &padded)
+            }
+        }
+    }
+
+    /// The padded layout of `packing` on this encoder's device, for an encoder that pads
+    /// ([`pads`](Self::pads)); `None` for the fused kernels.
+    pub(crate) fn pad(&self, packing: &Packing) -> Result<Option<Padded>> {
+        match self.pads() {
+            true => Ok(Some(Padded::new(packing, self.cfg.window, &self.device)?)),
+            false => Ok(None),
         }
     }
 
@@ -320,105 +342,86 @@ impl Encoder {
         norm(&x, &self.final_norm)
     }
 
-    /// RMSNorm in f32 whatever the working dtype, as Gemma's reference does.
-    fn norm_generic(&self, x: &Tensor, w: &Norm) -> Result<Tensor> {
-        let eps = self.cfg.rms_norm_eps;
-        let xf = x.to_dtype(DType::F32)?;
-        let inv = xf
-            .sqr()?
-            .mean_keepdim(D::Minus1)?
-            .affine(1.0, eps)?
-            .sqrt()?
-            .recip()?;
-        let y = xf.broadcast_mul(&inv)?.broadcast_mul(&w.tensor)?;
-        Ok(y.to_dtype(self.dtype)?)
+    /// Whether the pass pads its sequences (the candle-op path, `padded.rs`): then a batch
+    /// costs its sequences × its longest, not its tokens.
+    pub fn pads(&self) -> bool {
+        self.kernels == Kernels::Generic
     }
 
-    fn forward_generic(&self, x: &Tensor, packing: &Packing) -> Result<Tensor> {
+    /// The pass in candle ops, for any device and dtype (a GPU's, and the CPU's generic
+    /// kernels). The residual stream stays f32 whatever the working dtype: every norm runs
+    /// in f32, as Gemma's reference computes them, and RoPE on the normed q and k too; only
+    /// the products' inputs are cast to the working dtype (bf16 on a GPU: tensor cores, f32
+    /// sums). Attention runs batched over the padded sequences (`padded.rs`).
+    fn forward_generic(&self, x: &Tensor, packing: &Packing, padded: &Padded) -> Result<Tensor> {
         let cfg = &self.cfg;
-        let (t, _) = x.dims2()?;
-        let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
-        let (qw, kw) = (nh * hd, nkv * hd);
+        let t = packing.total();
+        let dims = self.dims();
+        let (nh, nkv, hd) = (dims.heads, dims.kv_heads, dims.head_dim);
+        let (qw, kw) = (dims.q_width(), dims.kv_width());
+        let eps = cfg.rms_norm_eps as f32;
+        let dev = &self.device;
+        // Copies from the host come first (here and in `pad`): a copy from pageable memory
+        // waits until the device has finished what was queued before it.
         let pos: Vec<u32> = packing.positions.iter().map(|&p| p as u32).collect();
-        let pos = Tensor::from_vec(pos, t, &self.device)?;
+        let pos = Tensor::from_vec(pos, t, dev)?;
         let tables: Vec<(Tensor, Tensor)> = [&self.rope_local, &self.rope_global]
             .iter()
             .map(|r| -> Result<(Tensor, Tensor)> {
                 Ok((
-                    r.cos_t.index_select(&pos, 0)?.to_dtype(self.dtype)?,
-                    r.sin_t.index_select(&pos, 0)?.to_dtype(self.dtype)?,
+                    r.cos_t.index_select(&pos, 0)?,
+                    r.sin_t.index_select(&pos, 0)?,
                 ))
             })
             .collect::<Result<_>>()?;
-        let mut x = x.to_dtype(self.dtype)?;
+        let norm = |x: &Tensor, w: &Norm| -> Result<Tensor> {
+            let x = x.to_dtype(DType::F32)?.contiguous()?;
+            Ok(candle_nn::ops::rms_norm(&x, &w.tensor, eps)?)
+        };
+        let mut x = x.to_dtype(DType::F32)?;
         for layer in &self.layers {
             let (cos, sin) = match layer.kind {
                 LayerKind::Sliding => &tables[0],
                 LayerKind::Full => &tables[1],
             };
-            let h = self.norm_generic(&x, &layer.input_norm)?;
-            let qkv = layer.wqkv.forward(&h)?;
-            let q = qkv.narrow(1, 0, qw)?.reshape((t * nh, hd))?;
-            let k = qkv.narrow(1, qw, kw)?.reshape((t * nkv, hd))?;
-            let v = qkv
-                .narrow(1, qw + kw, kw)?
-                .reshape((t, nkv, hd))?
-                .contiguous()?;
-            let q = self
-                .norm_generic(&q, &layer.q_norm)?
-                .reshape((1, t, nh, hd))?;
-            let k = self
-                .norm_generic(&k, &layer.k_norm)?
-                .reshape((1, t, nkv, hd))?;
-            let q = candle_nn::rotary_emb::rope_thd(&q, cos, sin)?.reshape((t, nh, hd))?;
-            let k = candle_nn::rotary_emb::rope_thd(&k, cos, sin)?.reshape((t, nkv, hd))?;
-            let mut outs = Vec::with_capacity(packing.seqs.len());
-            for &(off, len) in &packing.seqs {
-                // [H, L, D] per sequence, kv heads repeated for their query groups.
-                let qs = q.narrow(0, off, len)?.transpose(0, 1)?.contiguous()?;
-                let expand = |z: &Tensor| -> Result<Tensor> {
-                    let z = z.narrow(0, off, len)?.transpose(0, 1)?; // [KV, L, D]
-                    let z = z
-                        .unsqueeze(1)?
-                        .broadcast_as((nkv, nh / nkv, len, hd))?
-                        .reshape((nh, len, hd))?;
-                    Ok(z.contiguous()?)
-                };
-                let ks = expand(&k)?;
-                let vs = expand(&v)?;
-                let mut scores = qs.matmul(&ks.t()?)?.to_dtype(DType::F32)?; // [H, L, L]
-                if let Some(w) = self.window(layer.kind) {
-                    if len > w {
-                        let mask: Vec<f32> = (0..len)
-                            .flat_map(|i| {
-                                (0..len).map(move |j| {
-                                    if i.abs_diff(j) < w {
-                                        0.0
-                                    } else {
-                                        f32::NEG_INFINITY
-                                    }
-                                })
-                            })
-                            .collect();
-                        let mask = Tensor::from_vec(mask, (1, len, len), &self.device)?;
-                        scores = scores.broadcast_add(&mask)?;
-                    }
-                }
-                let p = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(self.dtype)?;
-                let o = p.matmul(&vs)?; // [H, L, D]
-                outs.push(o.transpose(0, 1)?.reshape((len, qw))?);
-            }
-            let attn = Tensor::cat(&outs, 0)?;
-            let o = layer.wo.forward(&attn)?;
-            x = (x + self.norm_generic(&o, &layer.post_attn_norm)?)?;
-            let h = self.norm_generic(&x, &layer.pre_ff_norm)?;
-            let gu = layer.wgu.forward(&h)?;
-            let i = cfg.intermediate_size;
-            let gate = gu.narrow(1, 0, i)?.gelu()?;
-            let up = gu.narrow(1, i, i)?;
-            let dn = layer.wd.forward(&(gate * up)?)?;
-            x = (x + self.norm_generic(&dn, &layer.post_ff_norm)?)?;
+            let h = time_synced(dev, Step::Norms, || {
+                Ok(norm(&x, &layer.input_norm)?.to_dtype(self.dtype)?)
+            })?;
+            let qkv = time_synced(dev, Step::LinearQkv, || layer.wqkv.forward(&h))?;
+            // q or k: per-head norm, then RoPE, in f32.
+            let rotated = |start: usize, heads: usize, w: &Norm| -> Result<Tensor> {
+                let z = qkv.narrow(1, start, heads * hd)?.reshape((t * heads, hd))?;
+                let z = norm(&z, w)?.reshape((1, t, heads, hd))?;
+                let z = candle_nn::rotary_emb::rope_thd(&z, cos, sin)?;
+                Ok(z.reshape((t, heads * hd))?.to_dtype(self.dtype)?)
+            };
+            let (q, k, v) = time_synced(dev, Step::QkNormRope, || {
+                let v = qkv.narrow(1, qw + kw, kw)?.contiguous()?;
+                Ok((
+                    rotated(0, nh, &layer.q_norm)?,
+                    rotated(qw, nkv, &layer.k_norm)?,
+                    v,
+                ))
+            })?;
+            let sliding = layer.kind == LayerKind::Sliding;
+            let attn = time_synced(dev, Step::Attention, || {
+                padded.attention(&q, &k, &v, dims, sliding)
+            })?;
+            let o = time_synced(dev, Step::LinearO, || layer.wo.forward(&attn))?;
+            let h = time_synced(dev, Step::Norms, || {
+                x = (&x + norm(&o, &layer.post_attn_norm)?)?;
+                Ok(norm(&x, &layer.pre_ff_norm)?.to_dtype(self.dtype)?)
+            })?;
+            let gu = time_synced(dev, Step::LinearGateUp, || layer.wgu.forward(&h))?;
+            let act = time_synced(dev, Step::GeluMul, || {
+                let i = cfg.intermediate_size;
+                Ok((gu.narrow(1, 0, i)?.gelu()? * gu.narrow(1, i, i)?)?)
+            })?;
+            let dn = time_synced(dev, Step::LinearDown, || layer.wd.forward(&act))?;
+            x = time_synced(dev, Step::Norms, || {
+                Ok((&x + norm(&dn, &layer.post_ff_norm)?)?)
+            })?;
         }
-        self.norm_generic(&x, &self.final_norm)
+        time_synced(dev, Step::Norms, || norm(&x, &self.final_norm))
     }
 }

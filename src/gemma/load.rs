@@ -120,10 +120,10 @@ impl GemmaEmbedder {
             }
         };
         let fused = !options.generic_kernels && device.is_cpu() && dtype == DType::F32;
-        let precision = if fused {
-            options.precision.resolve()
-        } else {
-            Precision::F32
+        let precision = match (fused, dtype) {
+            (true, _) => options.precision.resolve(),
+            (false, DType::BF16) => Precision::Bf16,
+            (false, _) => Precision::F32,
         };
         let plan = match &options.cache_dir {
             Some(cache) if fused => Some(open_pack(cache, &dir, borrowed, &dense_from, precision)),
@@ -267,18 +267,23 @@ impl GemmaEmbedder {
         } else {
             Kernels::Fused
         };
+        let embed_scale = (cfg.hidden_size as f64).sqrt() as f32;
         let table = match &weights {
             Weights::Safetensors(file) => {
                 EmbeddingTable::new(file, "embed_tokens.weight", cfg.vocab_size, cfg.hidden_size)?
             }
             Weights::Gguf(g) => g.table(cfg.vocab_size, cfg.hidden_size)?,
         };
+        // A GPU gathers token rows from its own copy of the table.
+        let device_table = match device.is_cpu() {
+            true => None,
+            false => Some(table.to_device(embed_scale, device)?),
+        };
         let source = weights.source();
         let encoder = Encoder::load(
             &cfg, source, pack, device, dtype, kernels, precision, max_tokens,
         )?;
         phase("encoder loaded");
-        let embed_scale = (cfg.hidden_size as f64).sqrt() as f32;
 
         // Dense projections. They stay f16 in every CPU precision: they run once per text, so
         // quantising them would cost accuracy for no measurable time.
@@ -392,10 +397,16 @@ impl GemmaEmbedder {
                     hash_part(&mut hasher, "attention", b"bf16");
                 }
             }
-            Precision::Bf16 => hash_part(
+            Precision::Bf16 if fused => hash_part(
                 &mut hasher,
                 "precision",
                 b"bf16: bf16 weights, activations and attention, f32 sums",
+            ),
+            // The candle-op path (a GPU's): other arithmetic than the CPU kernels' bf16.
+            Precision::Bf16 => hash_part(
+                &mut hasher,
+                "precision",
+                b"bf16 products (f32 sums); norms, RoPE, softmax and residual in f32",
             ),
             Precision::F32 | Precision::Auto => {}
         }
@@ -405,6 +416,7 @@ impl GemmaEmbedder {
             dir,
             tokenizer,
             table,
+            device_table,
             embed_scale,
             encoder,
             dense,

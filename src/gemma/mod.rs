@@ -23,7 +23,8 @@
 //!   `matmul.rs` (f16 weights, f32 products) and `q8.rs` (Q8_0 weights, int8 activations),
 //!   all dispatched on `crate::simd`'s CPU level; `precision.rs` chooses between the last
 //!   two ([`Precision`]).
-//! - **The network.** `encoder.rs` (the transformer over packed sequences), `dense.rs` (the
+//! - **The network.** `encoder.rs` (the transformer over packed sequences; on a GPU its
+//!   attention runs over the sequences padded into one batch, `padded.rs`), `dense.rs` (the
 //!   projections after pooling), `embedder.rs` ([`GemmaEmbedder`]: prompts, batching,
 //!   pooling, normalisation) and `options.rs` ([`GemmaOptions`], Matryoshka sizes).
 //! - **Loading.** `load.rs` (configuration, tokenizer, weights, the fingerprint), the packed
@@ -67,6 +68,7 @@ mod model_files;
 mod options;
 mod pack;
 mod pack_plan;
+mod padded;
 mod precision;
 mod profile;
 mod q8;
@@ -75,8 +77,8 @@ mod tokenizer;
 mod vnni;
 mod weights;
 
-pub use device::default_device;
 pub(crate) use device::load_on_best_device;
+pub use device::{default_device, DEVICE_VAR, GPU_BATCH_TOKENS_VAR};
 pub use embedder::GemmaEmbedder;
 pub use error::{GemmaError, Result};
 #[cfg(feature = "download")]
@@ -87,7 +89,7 @@ pub use locate::{
 };
 pub use options::{
     truncate_dims, GemmaOptions, Prompt, DEFAULT_DOCUMENT_PROMPT, DEFAULT_QUERY_PROMPT,
-    MATRYOSHKA_DIMS,
+    GPU_BATCH_TOKENS, MATRYOSHKA_DIMS,
 };
 pub use precision::{Precision, PRECISION_VAR};
 pub use profile::profile_report;

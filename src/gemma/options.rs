@@ -52,9 +52,13 @@ pub struct GemmaOptions {
     pub document_prompt: Option<String>,
     /// Token limit (prompt and BOS/EOS included); default `max_seq_length` (2048).
     pub max_tokens: Option<usize>,
-    /// Tokens per forward pass: texts are sorted by length and packed until this many.
+    /// Tokens per forward pass: texts are sorted by length and packed until this many. On a
+    /// GPU (the candle-op path, which pads), what is counted is sequences × the longest.
+    /// The default, 2048, suits a CPU; a GPU needs far wider passes to be busy
+    /// ([`GPU_BATCH_TOKENS`], which the automatic device choice uses there).
     pub batch_tokens: usize,
-    /// Working dtype: default f32. BF16 is accepted on GPU devices only.
+    /// Working dtype: default f32. BF16 is accepted on GPU devices only: weights and the
+    /// products' inputs in bf16 (tensor cores, f32 sums), norms and the residual stream in f32.
     pub dtype: Option<DType>,
     /// Force the plain-candle implementation even where fused CPU kernels apply.
     pub generic_kernels: bool,
@@ -87,6 +91,12 @@ impl Default for GemmaOptions {
         }
     }
 }
+
+/// Tokens per forward pass on a GPU (padded: sequences × the longest): 40 documents of 400
+/// tokens. Measured on an H100 (`scripts/gpu-check`), documents/s at batch 256 were the same
+/// within 1 % for passes of 16384 and 32768 tokens and 5 % lower at 65536, while the GPU
+/// memory grew from 2.5 to 3.2 and 4.8 GB: the narrowest of the three that keeps the GPU busy.
+pub const GPU_BATCH_TOKENS: usize = 16384;
 
 /// Output sizes EmbeddingGemma was trained for (Matryoshka representation learning).
 pub const MATRYOSHKA_DIMS: &[usize] = &[768, 512, 256, 128];

@@ -20,8 +20,10 @@
 //!   PyTorch golden vectors.
 //!
 //! The setting is `MEMORIA_PRECISION` (the CLI's `--precision` sets it) or
-//! [`GemmaOptions::precision`](crate::gemma::GemmaOptions) for library users. GPUs and the
-//! generic kernels always run the working dtype, whatever the setting says.
+//! [`GemmaOptions::precision`](crate::gemma::GemmaOptions) for library users. The generic
+//! kernels always run the working dtype, whatever the setting says. On a GPU the setting
+//! chooses the working dtype (`device.rs`): `f32`, or bf16 for `bf16`, `auto` and `q8` (which
+//! has no GPU kernels; the words in `status` say so).
 
 use std::fmt;
 use std::str::FromStr;

@@ -418,6 +418,36 @@ impl EmbeddingTable {
         self.cols
     }
 
+    /// Rows: the vocabulary's size.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The whole table, every row times `scale`, as one f32 tensor on `device` (for a GPU,
+    /// which then gathers rows itself). Filled and uploaded in slices of 8192 rows, so the
+    /// host never holds more than 25 MB of it.
+    pub fn to_device(&self, scale: f32, device: &Device) -> Result<Tensor> {
+        use rayon::prelude::*;
+        const SLICE: usize = 8192;
+        let slices = (0..self.rows.div_ceil(SLICE))
+            .map(|s| -> Result<Tensor> {
+                let rows = (s * SLICE)..((s + 1) * SLICE).min(self.rows);
+                let n = rows.len();
+                let parts: Vec<Vec<f32>> = rows
+                    .into_par_iter()
+                    .map(|r| {
+                        let mut row = Vec::with_capacity(self.cols);
+                        self.push_row(r as u32, scale, &mut row);
+                        row
+                    })
+                    .collect();
+                let host = Tensor::from_vec(parts.concat(), (n, self.cols), &Device::Cpu)?;
+                Ok(host.to_device(device)?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Tensor::cat(&slices, 0)?)
+    }
+
     /// Appends row `id` multiplied by `scale` to `out`; false when `id` is out of range.
     pub fn push_row(&self, id: u32, scale: f32, out: &mut Vec<f32>) -> bool {
         let id = id as usize;

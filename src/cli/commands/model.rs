@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
@@ -47,8 +48,10 @@ pub fn model(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result<Exi
 /// `memoria embed`.
 pub fn embed(cli: &Cli, settings: &Settings, args: &Embed) -> Result<ExitCode> {
     let location = memoria::gemma::resolve_model(&model_search(cli, settings)?)?;
+    let started = Instant::now();
     let (embedder, device) = memoria::embed::load_local_on(&location.dir)
         .with_context(|| format!("{}: cannot load the model", location.dir.display()))?;
+    let load_ms = started.elapsed().as_secs_f64() * 1e3;
     // Which device and precision produced the vectors (stdout carries only the vectors).
     eprintln!("memoria: model on {device}");
     if let Some(dim) = args.dim {
@@ -71,9 +74,15 @@ pub fn embed(cli: &Cli, settings: &Settings, args: &Embed) -> Result<ExitCode> {
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    for batch in texts.chunks(64) {
+    let mut calls = Vec::new();
+    for batch in texts.chunks(args.batch as usize) {
         let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
-        for embedding in embedder.embed(&refs, args.kind)? {
+        let started = Instant::now();
+        let embeddings = embedder.embed(&refs, args.kind)?;
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        let tokens: usize = embeddings.iter().map(|e| e.tokens).sum();
+        calls.push(serde_json::json!({"texts": batch.len(), "tokens": tokens, "ms": ms}));
+        for embedding in embeddings {
             if embedding.truncated {
                 eprintln!(
                     "warning: an input was longer than {} tokens and was truncated",
@@ -87,6 +96,14 @@ pub fn embed(cli: &Cli, settings: &Settings, args: &Embed) -> Result<ExitCode> {
             let line = serde_json::json!({"embedding": vector, "tokens": embedding.tokens});
             writeln!(out, "{line}")?;
         }
+    }
+    out.flush()?;
+    if args.timings {
+        let mut line = serde_json::json!({"device": device, "load_ms": load_ms, "calls": calls});
+        if let Some(profile) = memoria::gemma::profile_report() {
+            line["profile"] = profile.into();
+        }
+        eprintln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
 }
