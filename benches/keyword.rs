@@ -8,7 +8,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use memoria::config::{Env, ProviderKind, Settings};
-use memoria::{chunk_markdown, ChunkParams};
+use memoria::internals::chunk_markdown;
+use memoria::ChunkParams;
 use memoria::{Memory, SearchOptions};
 
 #[path = "support/rng.rs"]

@@ -70,11 +70,15 @@ fn change_to_searchable(root: &Path) {
             settings.provider = ProviderKind::Local;
             EmbedderChoice::FromSettings {
                 model_dir: Some(dir),
+                precision: None,
             }
         }
         None => {
             settings.provider = ProviderKind::None;
-            EmbedderChoice::FromSettings { model_dir: None }
+            EmbedderChoice::FromSettings {
+                model_dir: None,
+                precision: None,
+            }
         }
     };
     let debounce = settings.sync.watch_debounce_ms;

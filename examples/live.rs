@@ -37,6 +37,7 @@ fn open(
     // Both agents name the same model directory: the process loads it once.
     let choice = EmbedderChoice::FromSettings {
         model_dir: model.cloned(),
+        precision: None,
     };
     Ok(Arc::new(Memory::open_with(settings, choice)?))
 }

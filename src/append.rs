@@ -53,7 +53,7 @@ pub struct Appended {
 }
 
 /// True for a real calendar date written `YYYY-MM-DD`.
-pub fn is_date(date: &str) -> bool {
+pub(crate) fn is_date(date: &str) -> bool {
     matches!(crate::clock::calendar_day(date), Some(Some(_)))
 }
 

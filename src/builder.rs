@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::config::{self, Env, ProviderKind, Settings};
 use crate::embed::{Embedder, EmbedderChoice};
 use crate::error::Result;
+use crate::gemma::Precision;
 use crate::Memory;
 
 /// Opens a [`Memory`]: see [`Memory::builder`].
@@ -22,6 +23,7 @@ pub struct MemoryBuilder {
     read_config: bool,
     workspace: Option<PathBuf>,
     model: Option<PathBuf>,
+    precision: Option<Precision>,
     provider: Option<ProviderKind>,
     embedder: Option<(Arc<dyn Embedder>, String, String)>,
 }
@@ -34,6 +36,7 @@ impl Default for MemoryBuilder {
             read_config: false,
             workspace: None,
             model: None,
+            precision: None,
             provider: None,
             embedder: None,
         }
@@ -80,6 +83,13 @@ impl MemoryBuilder {
     /// [`Error::ModelUnavailable`](crate::Error::ModelUnavailable) when it cannot.
     pub fn model(mut self, path: impl Into<PathBuf>) -> Self {
         self.model = Some(path.into());
+        self
+    }
+
+    /// The local model's precision (`f32`, `q8`, `bf16`, `auto`); without it,
+    /// `MEMORIA_PRECISION`, else `auto` (see [`Precision`]).
+    pub fn precision(mut self, precision: Precision) -> Self {
+        self.precision = Some(precision);
         self
     }
 
@@ -132,6 +142,7 @@ impl MemoryBuilder {
             },
             None => EmbedderChoice::FromSettings {
                 model_dir: self.model.clone(),
+                precision: self.precision,
             },
         };
         let memory = Memory::open_with(settings, choice)?;

@@ -6,7 +6,8 @@
 //! over-long line ends before a character that would cross the budget.
 //!
 //! ```
-//! use memoria::{chunk_markdown, ChunkParams};
+//! use memoria::internals::chunk_markdown;
+//! use memoria::ChunkParams;
 //! let chunks = chunk_markdown("# Title\nline two\n", ChunkParams::default());
 //! assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 3));
 //! ```
@@ -103,14 +104,14 @@ pub fn entries(content: &str) -> Vec<Entry> {
 }
 
 /// Chunks a curated memory file per entry (OpenClaw 2026.9): each entry is chunked on
-/// its own, as [`chunk_markdown_2026_9`] chunks a file, so no chunk spans two entries and
+/// its own, as [`chunk_markdown_openclaw`] chunks a file, so no chunk spans two entries and
 /// no overlap crosses from one to the next.
 pub fn chunk_entries(content: &str, params: ChunkParams) -> Vec<Chunk> {
     let lines: Vec<&str> = content.split('\n').collect();
     let mut out = Vec::new();
     for entry in entries(content) {
         let text = lines[entry.start_line - 1..entry.end_line].join("\n");
-        for mut chunk in chunk_markdown_2026_9(&text, params) {
+        for mut chunk in chunk_markdown_openclaw(&text, params) {
             chunk.start_line += entry.start_line - 1;
             chunk.end_line += entry.start_line - 1;
             out.push(chunk);
@@ -236,7 +237,7 @@ fn push_chunk(segments: &[Segment], out: &mut Vec<Chunk>) {
 /// most tokenizers spend more on it), and the overlap carried into the next chunk stays
 /// within `min(overlap, max − the next line)`: whole lines from the end while they fit,
 /// else the tail of the last line alone.
-pub fn chunk_markdown_2026_9(content: &str, params: ChunkParams) -> Vec<Chunk> {
+pub fn chunk_markdown_openclaw(content: &str, params: ChunkParams) -> Vec<Chunk> {
     let (max_chars, overlap) = (params.max_chars(), params.overlap_chars());
     chunk_segments(content, params, split_line_weighted, |current, next| {
         carry_overlap(current, overlap.min(max_chars.saturating_sub(next.cost)))
@@ -426,7 +427,7 @@ mod tests {
         // 50 ideographs a line: 7 lines a chunk, one line carried over.
         let cjk = format!("{}\n", "京".repeat(50)).repeat(20);
         assert_eq!(
-            ranges(chunk_markdown_2026_9(&cjk, ChunkParams::default())),
+            ranges(chunk_markdown_openclaw(&cjk, ChunkParams::default())),
             [(1, 7), (7, 13), (13, 19), (19, 21)]
         );
         // Counted in UTF-16 units (the documented chunker), the same text is one chunk.
@@ -442,7 +443,7 @@ mod tests {
             "d".repeat(1401),
         ]
         .join("\n");
-        let chunks = chunk_markdown_2026_9(&text, ChunkParams::default());
+        let chunks = chunk_markdown_openclaw(&text, ChunkParams::default());
         assert_eq!(ranges(chunks.clone()), [(1, 3), (3, 4)]);
         let (tail, _) = chunks[1].text.split_once('\n').unwrap();
         assert_eq!(tail.len(), 197, "the tail within min(320, 1600 - 1402) - 1");
@@ -453,7 +454,7 @@ mod tests {
         );
         // A line over the budget is cut by weight: 400 ideographs in 1,600-weight pieces.
         let wide = "京".repeat(800);
-        let pieces: Vec<usize> = chunk_markdown_2026_9(&wide, ChunkParams::default())
+        let pieces: Vec<usize> = chunk_markdown_openclaw(&wide, ChunkParams::default())
             .iter()
             .map(|c| weighted_chars(&c.text))
             .collect();
@@ -464,7 +465,7 @@ mod tests {
             overlap: 0,
         };
         assert_eq!(
-            ranges(chunk_markdown_2026_9(&cjk, params)),
+            ranges(chunk_markdown_openclaw(&cjk, params)),
             [(1, 7), (8, 14), (15, 21)]
         );
     }

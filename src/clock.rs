@@ -13,6 +13,12 @@ pub(crate) fn now() -> Duration {
     since_epoch(SystemTime::now()).unwrap_or_default()
 }
 
+/// The wall clock, now, for APIs that take a [`SystemTime`] (the epoch if the clock is
+/// before it, as [`now`] reads it).
+pub(crate) fn system_now() -> SystemTime {
+    UNIX_EPOCH + now()
+}
+
 /// Seconds since the Unix epoch, now (0 if the clock is before it).
 pub(crate) fn unix_now() -> u64 {
     now().as_secs()

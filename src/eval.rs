@@ -25,9 +25,7 @@ use crate::Memory;
 
 /// A LoCoMo-style question.
 #[derive(Debug, Clone, Deserialize)]
-pub struct EvidenceQuery {
-    /// The question's id, echoed in the output.
-    pub id: serde_json::Value,
+pub(crate) struct EvidenceQuery {
     /// The question.
     pub query: String,
     /// The lines that answer it.
@@ -37,7 +35,7 @@ pub struct EvidenceQuery {
 
 /// One line that answers a question.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     /// Workspace-relative path.
     pub path: String,
     /// 1-based line.
@@ -174,7 +172,7 @@ fn index_dir_name(settings: &Settings) -> &'static str {
 }
 
 /// Rank (1-based) of the first hit covering an evidence line.
-pub fn evidence_rank(hits: &[Hit], evidence: &[Evidence]) -> Option<usize> {
+pub(crate) fn evidence_rank(hits: &[Hit], evidence: &[Evidence]) -> Option<usize> {
     hits.iter()
         .position(|h| {
             evidence
@@ -185,7 +183,7 @@ pub fn evidence_rank(hits: &[Hit], evidence: &[Evidence]) -> Option<usize> {
 }
 
 /// Reads a JSONL file into `T`s, naming the file and line of a bad record.
-pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
+pub(crate) fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -329,7 +327,7 @@ struct BeirQuery {
 }
 
 /// Reads BEIR qrels (`query-id<TAB>corpus-id<TAB>score`, header line) into relevant sets.
-pub fn read_qrels(path: &Path) -> Result<HashMap<String, HashMap<String, f64>>> {
+pub(crate) fn read_qrels(path: &Path) -> Result<HashMap<String, HashMap<String, f64>>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let mut out: HashMap<String, HashMap<String, f64>> = HashMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -351,7 +349,10 @@ pub fn read_qrels(path: &Path) -> Result<HashMap<String, HashMap<String, f64>>> 
 }
 
 /// nDCG@10, recall@{6,10}, MRR@10 of a ranked document list against graded relevance.
-pub fn rank_metrics(ranked: &[String], relevant: &HashMap<String, f64>) -> (f64, f64, f64, f64) {
+pub(crate) fn rank_metrics(
+    ranked: &[String],
+    relevant: &HashMap<String, f64>,
+) -> (f64, f64, f64, f64) {
     let gain = |doc: &String| relevant.get(doc).copied().unwrap_or(0.0);
     let dcg: f64 = ranked
         .iter()

@@ -32,9 +32,10 @@ use crate::chunk::ChunkParams;
 use crate::config::{self, Settings};
 use crate::embed::{EmbedderChoice, ResolvedEmbedder};
 use crate::error::{Error, Result};
-use crate::index::{self, AgentDir, GenerationView, Identity, Manifest, Views, WriterLock};
+use crate::index::{AgentDir, LocalStore, VectorParams};
 use crate::live::{self, Link, LiveEvent, LiveSync};
 use crate::qmd;
+use crate::store::{self, Identity, Manifest, Reader, Store, StoreKind, Writer};
 use crate::sync::{self, EmbedPlan, SyncProgress, SyncReport};
 use crate::workspace::collection::Collection;
 use crate::workspace::{self, Discovery};
@@ -66,6 +67,21 @@ fn keyword_only_over(current: &Identity, built: &Identity) -> bool {
         && current.chunking == built.chunking
 }
 
+/// The store of `kind` for the agent directory `dir` under `settings`: the one place a
+/// store is chosen.
+fn open_store(kind: StoreKind, dir: &AgentDir, settings: &Settings) -> Box<dyn Store> {
+    match kind {
+        StoreKind::Local => {
+            // `store.vector.enabled = false` means an exact in-process scan, never a graph.
+            let mut vector_params = VectorParams::default();
+            if !settings.store.vector_enabled {
+                vector_params.exact_threshold = usize::MAX;
+            }
+            Box::new(LocalStore::new(dir.clone(), vector_params))
+        }
+    }
+}
+
 /// One agent's engine: configuration, workspace, agent directory, embedder and the state
 /// that keeps them fresh (see the module docs).
 pub(crate) struct Agent {
@@ -75,7 +91,8 @@ pub(crate) struct Agent {
     embedder: OnceLock<ResolvedEmbedder>,
     /// Opened for a look: a remote provider's probe is one short try.
     look_only: bool,
-    views: Views,
+    /// Where the index is kept (chosen once, here).
+    store: Box<dyn Store>,
     /// Why the last sync this process tried failed, until one succeeds: searches then
     /// answer from the last committed generation and say so.
     sync_error: Mutex<Option<String>>,
@@ -98,11 +115,23 @@ impl Agent {
     }
 
     pub(crate) fn open(settings: Settings, choice: EmbedderChoice) -> Result<Agent> {
+        Agent::open_on(settings, choice, |dir, settings| {
+            open_store(StoreKind::Local, dir, settings)
+        })
+    }
+
+    /// [`Agent::open`] over the store `store` makes (the pipeline's tests run both stores).
+    pub(crate) fn open_on(
+        settings: Settings,
+        choice: EmbedderChoice,
+        store: impl FnOnce(&AgentDir, &Settings) -> Box<dyn Store>,
+    ) -> Result<Agent> {
         if !settings.enabled {
             return Err(Error::Disabled);
         }
         config::validate_agent_id(&settings.agent_id)?;
         let dir = AgentDir::open(&settings.store_dir())?;
+        let store = store(&dir, &settings);
         let collections = qmd::configured_collections(&settings);
         let qmd = (settings.backend == config::Backend::Qmd)
             .then(|| Arc::new(qmd::Sidecar::new(&settings, &collections)));
@@ -114,7 +143,7 @@ impl Agent {
             choice,
             embedder: OnceLock::new(),
             look_only: false,
-            views: Views::default(),
+            store,
             sync_error: Mutex::new(None),
             live: Mutex::new(None),
         })
@@ -128,6 +157,11 @@ impl Agent {
     /// The agent directory.
     pub(crate) fn dir(&self) -> &AgentDir {
         &self.dir
+    }
+
+    /// Where the index is kept.
+    pub(crate) fn store(&self) -> &dyn Store {
+        self.store.as_ref()
     }
 
     /// `memory.qmd.paths`, as indexed.
@@ -168,13 +202,13 @@ impl Agent {
             chunking: self
                 .settings
                 .semantics
-                .is_2026_9()
+                .is_openclaw()
                 .then(|| "openclaw-2026.9-v5".to_string()),
             passages: resolved.embedder.as_ref().is_some_and(|e| {
                 crate::passage::searched(
                     e.embeds_passages(),
                     self.settings.local.passages,
-                    self.settings.semantics.is_2026_9(),
+                    self.settings.semantics.is_openclaw(),
                 )
             }),
         }
@@ -182,8 +216,8 @@ impl Agent {
 
     /// The memory files as they are now.
     pub(crate) fn discover(&self) -> Discovery {
-        let root_files = match self.settings.semantics.is_2026_9() {
-            true => workspace::ROOT_FILES_2026_9,
+        let root_files = match self.settings.semantics.is_openclaw() {
+            true => workspace::ROOT_FILES_OPENCLAW,
             false => workspace::ROOT_FILES_DOCUMENTED,
         };
         workspace::discover(
@@ -196,20 +230,31 @@ impl Agent {
     }
 
     /// The current generation, opened for searching.
-    pub(crate) fn view(&self) -> Result<Arc<GenerationView>> {
-        self.views.current(&self.dir)
+    pub(crate) fn reader(&self) -> Result<Arc<dyn Reader>> {
+        self.store.reader()
+    }
+
+    /// The committed manifest, `None` before the first sync or when it cannot be read.
+    pub(crate) fn manifest(&self) -> Option<Manifest> {
+        self.store.manifest().ok().flatten()
     }
 
     /// Brings the index up to date with the workspace (see `Memory::sync`).
     pub(crate) fn sync(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
-        let lock = self.dir.lock_writer()?;
+        let mut writer = self.store.writer()?;
         if let Some(qmd) = &self.qmd {
             // The transcripts QMD searches are indexed here too (the fallback's copy).
             qmd.export_sessions();
         }
         let discovery = self.discover();
-        let report = self.sync_locked(&lock, &discovery, force, Trigger::Requested, progress)?;
-        drop(lock);
+        let report = self.sync_locked(
+            &mut *writer,
+            &discovery,
+            force,
+            Trigger::Requested,
+            progress,
+        )?;
+        drop(writer);
         // QMD's own index too (its failure is kept for `status`, never fails the sync).
         if let Some(qmd) = &self.qmd {
             let _ = qmd.update(true);
@@ -219,7 +264,7 @@ impl Agent {
 
     fn sync_locked(
         &self,
-        lock: &WriterLock,
+        writer: &mut dyn Writer,
         discovery: &Discovery,
         force: bool,
         trigger: Trigger,
@@ -230,7 +275,7 @@ impl Agent {
             self.set_sync_error(Some(err.to_string()));
             return Err(err);
         }
-        let identity = self.sync_identity(self.dir.manifest().ok().flatten().as_ref());
+        let identity = self.sync_identity(writer.manifest().ok().flatten().as_ref());
         let plan = self.resolved().embedder.as_ref().map(|embedder| {
             let mut plan = EmbedPlan::new(embedder.as_ref(), &identity, &self.settings);
             // A search never waits for a batch job: its chunks are searchable by keyword
@@ -251,18 +296,18 @@ impl Agent {
             embed: plan.as_ref(),
             session_deltas: background.then_some(self.settings.sync.sessions),
         };
-        let result = sync::sync(&self.dir, lock, &request, progress);
+        let result = sync::sync(writer, &request, progress);
         self.set_sync_error(result.as_ref().err().map(ToString::to_string));
         let report = result?;
-        self.views.invalidate();
+        self.store.invalidate();
         Ok(report)
     }
 
     /// A sync now, as a search would make it (never waiting for a batch job), when the
     /// writer lock is free; a failure is logged and kept for `status`.
-    fn sync_as_search(&self, lock: &WriterLock, what: &str) {
+    fn sync_as_search(&self, writer: &mut dyn Writer, what: &str) {
         let discovery = self.discover();
-        if let Err(err) = self.sync_locked(lock, &discovery, false, Trigger::Search, &|_| {}) {
+        if let Err(err) = self.sync_locked(writer, &discovery, false, Trigger::Search, &|_| {}) {
             tracing::warn!("{what}: {err}");
         }
     }
@@ -300,7 +345,7 @@ impl Agent {
     pub(crate) fn is_dirty(&self, manifest: Option<&Manifest>, discovery: &Discovery) -> bool {
         manifest.is_none_or(|m| {
             m.identity != self.sync_identity(Some(m))
-                || m.format != index::FORMAT_VERSION
+                || m.format != store::FORMAT_VERSION
                 || m.stats.workspace_digest != sync::workspace_digest(discovery)
                 // Chunks without a vector need a sync only when something can embed them.
                 || (m.stats.embedding.as_ref().is_some_and(|e| e.missing > 0)
@@ -314,14 +359,14 @@ impl Agent {
         if !self.settings.sync.on_search {
             return Ok(());
         }
-        let manifest = self.dir.manifest().ok().flatten();
+        let manifest = self.manifest();
         let discovery = self.discover();
         if !self.is_dirty(manifest.as_ref(), &discovery) {
             return Ok(());
         }
-        match self.dir.lock_writer() {
-            Ok(lock) => {
-                match self.sync_locked(&lock, &discovery, false, Trigger::Search, &|_| {}) {
+        match self.store.writer() {
+            Ok(mut writer) => {
+                match self.sync_locked(&mut *writer, &discovery, false, Trigger::Search, &|_| {}) {
                     Ok(_) => Ok(()),
                     Err(err) if manifest.is_some() => {
                         tracing::warn!(
@@ -352,7 +397,7 @@ impl Agent {
         let Some(link) = self.live_link() else {
             return self.sync_if_dirty();
         };
-        let has_index = || self.dir.manifest().ok().flatten().is_some();
+        let has_index = || self.manifest().is_some();
         if !has_index() {
             // Nothing to answer from yet: wait for the live sync's first index, unless it
             // cannot be made (no workspace) or the live sync's attempt fails; then the
@@ -373,7 +418,7 @@ impl Agent {
                 }
             }
         } else if !link.watching() && self.settings.sync.on_search {
-            let manifest = self.dir.manifest().ok().flatten();
+            let manifest = self.manifest();
             if self.is_dirty(manifest.as_ref(), &self.discover()) {
                 link.request_sync();
             }
@@ -383,32 +428,30 @@ impl Agent {
 
     /// A damaged keyword index is rebuilt from the catalog by any sync: a search that finds
     /// it so heals it now (when no other process is writing) rather than serving without it
-    /// until someone runs `memoria index`. Returns the view to search.
-    pub(crate) fn heal_keyword_index(
-        &self,
-        view: Arc<GenerationView>,
-    ) -> Result<Arc<GenerationView>> {
-        if view.text().is_ok() || !self.settings.sync.on_search {
-            return Ok(view);
+    /// until someone runs `memoria index`. Returns the generation to search.
+    pub(crate) fn heal_keyword_index(&self, reader: Arc<dyn Reader>) -> Result<Arc<dyn Reader>> {
+        if reader.keyword_ready().is_ok() || !self.settings.sync.on_search {
+            return Ok(reader);
         }
-        let Ok(lock) = self.dir.lock_writer() else {
-            return Ok(view);
+        let Ok(mut writer) = self.store.writer() else {
+            return Ok(reader);
         };
-        self.sync_as_search(&lock, "rebuilding the keyword index failed");
-        self.view()
+        self.sync_as_search(&mut *writer, "rebuilding the keyword index failed");
+        drop(writer);
+        self.reader()
     }
 
     /// After an append: the note searchable at once. Syncs now when the writer lock is
     /// free; when this process's live sync holds it, asks it and waits a little; another
     /// process's sync, or the watcher, picks the note up otherwise.
     pub(crate) fn sync_after_append(&self) {
-        match self.dir.lock_writer() {
-            Ok(lock) => self.sync_as_search(&lock, "syncing after an append"),
+        match self.store.writer() {
+            Ok(mut writer) => self.sync_as_search(&mut *writer, "syncing after an append"),
             Err(_) => {
                 if let Some(link) = self.live_link() {
                     link.request_sync();
                     link.wait_until(APPEND_SYNC_WAIT, |_| {
-                        let manifest = self.dir.manifest().ok().flatten();
+                        let manifest = self.manifest();
                         !self.is_dirty(manifest.as_ref(), &self.discover())
                     });
                 }
@@ -460,19 +503,19 @@ impl live::Target for Agent {
     }
 
     fn has_index(&self) -> bool {
-        self.dir.manifest().ok().flatten().is_some()
+        self.manifest().is_some()
     }
 
     /// Syncs (transcripts below their deltas wait) when the workspace changed; `None`
     /// when it had not.
     fn sync_if_changed(&self) -> Result<Option<SyncReport>> {
-        let manifest = self.dir.manifest().ok().flatten();
+        let manifest = self.manifest();
         let discovery = self.discover();
         if !self.is_dirty(manifest.as_ref(), &discovery) {
             return Ok(None);
         }
-        let lock = self.dir.lock_writer()?;
-        self.sync_locked(&lock, &discovery, false, Trigger::Live, &|_| {})
+        let mut writer = self.store.writer()?;
+        self.sync_locked(&mut *writer, &discovery, false, Trigger::Live, &|_| {})
             .map(Some)
     }
 
@@ -490,7 +533,7 @@ impl live::Target for Agent {
     }
 
     fn warm_view(&self) {
-        if let Err(err) = self.view() {
+        if let Err(err) = self.reader() {
             tracing::warn!("opening the new index generation: {err}");
         }
     }

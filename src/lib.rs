@@ -48,6 +48,7 @@
 
 #![deny(missing_docs)]
 
+mod analyzer;
 mod annotation;
 pub mod append;
 mod atomic;
@@ -73,6 +74,7 @@ mod recall;
 mod search;
 mod simd;
 mod status;
+mod store;
 mod sync;
 mod title;
 mod transcript;
@@ -87,14 +89,10 @@ use config::Settings;
 use freshness::Agent;
 
 pub use builder::MemoryBuilder;
-pub use chunk::{
-    chunk_entries, chunk_markdown, chunk_markdown_2026_9, weighted_chars, Chunk, ChunkParams,
-};
-pub use digest::sha256_hex;
+pub use chunk::{Chunk, ChunkParams};
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderChoice, Embedding};
 pub use error::{Error, Result};
 pub use fallback::Fallback;
-pub use index::{Identity, FORMAT_VERSION};
 pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
 pub use payload::{GetPayload, SearchPayload, SearchResult};
 pub use qmd::QmdStatus;
@@ -103,17 +101,20 @@ pub use search::{
     Served, WikiPage,
 };
 pub use status::{EmbeddingStatus, Status};
+pub use store::Identity;
 pub use sync::{SyncProgress, SyncReport};
 pub use transcript_search::{SessionHit, SessionsSearchPayload};
-pub use workspace::read_text;
 
 /// Internals that the benches and the integration tests use directly; not part of the
 /// API, and they may change in any release.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::index::analyzer::{terms, AnalyzerMode};
+    pub use crate::analyzer::{terms, AnalyzerMode};
+    pub use crate::chunk::chunk_markdown;
+    pub use crate::embed::cosine;
     pub use crate::index::vector::{VectorIndex, VectorParams};
     pub use crate::index::WriterLock;
+    pub use crate::store::FORMAT_VERSION;
     pub use crate::transcript::{redact, transcript, Transcript};
 
     /// Takes `memory`'s writer lock, as another process's sync would hold it.
@@ -151,7 +152,13 @@ impl Memory {
     /// Opens the agent directory named by `settings` (creating it if needed); the embedder
     /// is resolved from the settings when first needed.
     pub fn open(settings: Settings) -> Result<Memory> {
-        Self::open_with(settings, EmbedderChoice::FromSettings { model_dir: None })
+        Self::open_with(
+            settings,
+            EmbedderChoice::FromSettings {
+                model_dir: None,
+                precision: None,
+            },
+        )
     }
 
     /// Like [`Memory::open_with`], for a look at the memory (what `status` and `doctor`
@@ -185,7 +192,7 @@ impl Memory {
     /// [`Error::IndexBusy`] when another process holds it; another error when the agent
     /// directory cannot be written.
     pub fn can_sync(&self) -> Result<()> {
-        self.agent.dir().lock_writer().map(drop)
+        self.agent.store().writer().map(drop)
     }
 
     /// The embedding provider and model serving searches (`"none"` when keyword-only).
@@ -313,6 +320,23 @@ impl Memory {
         today: &str,
     ) -> Result<flush::FlushPlan> {
         flush::plan_session(self.settings(), self.agent.dir(), key, session, today)
+    }
+
+    /// The chunks the index makes of `text` as the workspace file `path` (a relative path:
+    /// `MEMORY.md` and `USER.md` are cut per entry under OpenClaw's semantics), with their
+    /// line ranges and hashes: what `memoria chunks` shows, to see how a note is cut.
+    pub fn chunks(&self, path: &str, text: &str) -> Vec<Chunk> {
+        let settings = self.settings();
+        let params = ChunkParams {
+            tokens: settings.chunking.tokens,
+            overlap: settings.chunking.overlap,
+        };
+        let curated = ["MEMORY.md", "USER.md"].contains(&path);
+        match settings.semantics.is_openclaw() {
+            true if curated => chunk::chunk_entries(text, params),
+            true => chunk::chunk_markdown_openclaw(text, params),
+            false => chunk::chunk_markdown(text, params),
+        }
     }
 
     /// The agent directory's state.

@@ -6,9 +6,9 @@
 //! meets a diluted match: on LoCoMo the evidence chunk sat at rank 7–15 on the vector side
 //! for most questions hybrid missed. So every chunk with at least [`MIN_LINES`] content
 //! lines also gets a vector per window of [`LINES`] lines, one every [`STRIDE`] lines, and
-//! the vector side scores a chunk by the best of its vectors (README "How memoria ranks").
-//! A shorter chunk is not diluted much, and a window of most of it is a second vector of
-//! nearly the same text that lifts it for any query near a part of it (it cost a
+//! the vector side scores a chunk by the best of its vectors (docs/ranking.md, "How memoria
+//! ranks"). A shorter chunk is not diluted much, and a window of most of it is a second
+//! vector of nearly the same text that lifts it for any query near a part of it (it cost a
 //! newcomer's six-line `MEMORY.md` two right answers in `tests/data/personal`).
 //! Blank lines and Markdown headings are not content: the heading already is the chunk's
 //! title. A passage's vector is stored under [`id`]`(chunk, n)`, which [`chunk_of`] maps
@@ -24,10 +24,10 @@
 /// Whether a sync embeds passages and searches use them: with an embedder that embeds them
 /// (the local model) unless the config turns them off (`enabled`: memoria's
 /// `plugins.entries.memoria.config.passages`), and never under OpenClaw 2026.9's semantics
-/// (`semantics_2026_9`), whose vector side scores chunks alone (memoria ranks as it does
+/// (`openclaw_semantics`), whose vector side scores chunks alone (memoria ranks as it does
 /// there). Part of the index identity: changing it rebuilds the index once.
-pub fn searched(embeds_passages: bool, enabled: bool, semantics_2026_9: bool) -> bool {
-    embeds_passages && enabled && !semantics_2026_9
+pub fn searched(embeds_passages: bool, enabled: bool, openclaw_semantics: bool) -> bool {
+    embeds_passages && enabled && !openclaw_semantics
 }
 
 /// Content lines per passage.

@@ -16,7 +16,7 @@ pub const MAX_ACTIVE: usize = 4;
 
 /// The key of the repository whose remote URL is `origin` (when it parses) rooted at
 /// `root`.
-pub fn key_for(origin: Option<&str>, root: &Path) -> String {
+pub(crate) fn key_for(origin: Option<&str>, root: &Path) -> String {
     let key = origin
         .and_then(remote_key)
         .unwrap_or_else(|| format!("path:{}", root.display()));
@@ -25,7 +25,7 @@ pub fn key_for(origin: Option<&str>, root: &Path) -> String {
 
 /// The repository root at or above `dir` (a directory holding `.git`, a directory or a
 /// worktree's file), if any.
-pub fn repository_root(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn repository_root(dir: &Path) -> Option<PathBuf> {
     let dir = std::path::absolute(dir).ok()?;
     dir.ancestors()
         .find(|d| d.join(".git").exists())
@@ -55,7 +55,7 @@ pub fn key_of_directory(dir: &Path) -> Option<String> {
 /// `host/path` of a remote URL, or `None` when it does not parse as a remote: `scheme://`
 /// (`https`, `http`, `ssh`, `git`, `git+ssh`; lower-case) with at least two path segments,
 /// or scp-like `git@host:path`.
-pub fn remote_key(url: &str) -> Option<String> {
+pub(crate) fn remote_key(url: &str) -> Option<String> {
     let url = url.trim();
     let url = url.split(['?', '#']).next().unwrap_or(url);
     let (host, path) = if let Some((scheme, rest)) = url.split_once("://") {
@@ -107,7 +107,7 @@ fn escape(key: &str) -> String {
 
 /// `keys` as a search's active set: trimmed, empty ones dropped, de-duplicated (first
 /// wins). Keys compare exactly, as OpenClaw compares them.
-pub fn active_set<S: AsRef<str>>(keys: &[S]) -> Vec<String> {
+pub(crate) fn active_set<S: AsRef<str>>(keys: &[S]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for key in keys.iter().map(|k| k.as_ref().trim()) {
         if !key.is_empty() && !out.iter().any(|k| k == key) {

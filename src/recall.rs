@@ -15,6 +15,7 @@ use crate::payload::{self, SearchPayload};
 use crate::qmd;
 use crate::search::pipeline::{configured, Searcher};
 use crate::search::rank;
+use crate::search::ranking::Ranking;
 use crate::search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, WikiPage};
 use crate::wiki;
 
@@ -160,11 +161,12 @@ fn search_memory(agent: &Agent, query: &str, options: &SearchOptions) -> Result<
 /// memoria's own search.
 fn search_builtin(agent: &Agent, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
     agent.freshen()?;
-    let view = agent.heal_keyword_index(agent.view()?)?;
+    let reader = agent.heal_keyword_index(agent.reader()?)?;
     let searcher = Searcher {
         settings: agent.settings(),
+        ranking: Ranking::of(agent.settings()),
         embedder: agent.resolved(),
-        view: &view,
+        reader: reader.as_ref(),
     };
     let mut response = searcher.search(query, options)?;
     if let Some(error) = agent.sync_error() {
@@ -222,7 +224,10 @@ fn fails_closed(
     );
     let served = &response.served;
     let keyword_only = served.mode == Mode::FtsOnly && agent.resolved().embedder.is_none();
-    if !settings.semantics.is_2026_9() || !explicit_remote || !keyword_only || options.lexical_only
+    if !settings.semantics.is_openclaw()
+        || !explicit_remote
+        || !keyword_only
+        || options.lexical_only
     {
         return None;
     }

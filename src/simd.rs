@@ -34,7 +34,7 @@ pub(crate) struct Extensions {
     pub bf16: bool,
     /// `vdpbf16ps` at twice the multiply-adds of f32's FMAs per cycle: AMD's (Zen 4 and
     /// later), where `q8` runs attention in bf16 too. Intel's cores without AMX run it at
-    /// no more than their FMA rate (README, "Embedding speed"). Implies `bf16`.
+    /// no more than their FMA rate (docs/performance.md, "Embedding speed"). Implies `bf16`.
     pub bf16_fast: bool,
     /// AMX tiles with `tdpbf16ps`, the kernel having granted this process the tile state.
     pub amx_bf16: bool,
@@ -221,12 +221,20 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     dot_lanes::<false>(a, b)
 }
 
+/// [`dot_lanes`] compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must have AVX-512F and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
 unsafe fn dot_avx512(a: &[f32], b: &[f32]) -> f32 {
     dot_lanes::<true>(a, b)
 }
 
+/// [`dot_lanes`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {

@@ -11,11 +11,11 @@ use crate::config::{Fusion, Settings};
 use crate::error::{Error, Result};
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
-use crate::index::{EmbeddingStats, Identity};
 use crate::live::{self, LiveStatus};
 use crate::qmd::QmdStatus;
 use crate::search::hybrid;
 use crate::search::pipeline::configured;
+use crate::store::{EmbeddingStats, Identity};
 use crate::sync;
 use crate::workspace::{Discovery, SourceKind};
 
@@ -106,7 +106,7 @@ pub struct EmbeddingStatus {
 fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<EmbeddingStatus> {
     let resolved = agent.resolved();
     let embedder = resolved.embedder.as_ref()?;
-    let batch_jobs = sync::recorded_batch_jobs(agent.dir());
+    let batch_jobs = sync::recorded_batch_jobs(agent.dir().batch_jobs().ok().flatten());
     Some(EmbeddingStatus {
         dims: embedder.dims(),
         device: resolved.device.clone(),
@@ -121,7 +121,7 @@ fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<Emb
 /// How searches rank, in words (see [`Status::ranking`]).
 fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
     let h = &settings.query.hybrid;
-    if settings.semantics.is_2026_9() {
+    if settings.semantics.is_openclaw() {
         return "OpenClaw 2026.9's: weighted 0.7 / 0.3 over its keyword score, MMR".into();
     }
     let mut out = match h.fusion {
@@ -170,7 +170,7 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
 /// how many score below 1/16 of an undated note's (four half-lives), and the oldest.
 fn buried_by_decay(settings: &Settings, discovery: &Discovery) -> Option<String> {
     let decay = &settings.query.hybrid.temporal_decay;
-    if !settings.semantics.is_2026_9() || !decay.enabled {
+    if !settings.semantics.is_openclaw() || !decay.enabled {
         return None;
     }
     let now = clock::now().as_secs_f64();
@@ -181,7 +181,7 @@ fn buried_by_decay(settings: &Settings, discovery: &Discovery) -> Option<String>
         .filter(|f| matches!(hybrid::dated_note_day(&f.rel_path), Some(Some(_))))
         .map(|f| {
             let factor =
-                hybrid::decay_factor_2026_9(&f.rel_path, true, None, now, decay.half_life_days);
+                hybrid::decay_factor_openclaw(&f.rel_path, true, None, now, decay.half_life_days);
             (f.rel_path.as_str(), factor)
         })
         .collect();
@@ -238,7 +238,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         warnings.push(format!("the last sync failed: {error}"));
     } else if dirty && manifest.is_some() {
         // Say now whether the next sync can run at all (a read-only index cannot).
-        match agent.dir().lock_writer() {
+        match agent.store().writer().map(drop) {
             Ok(_) | Err(Error::IndexBusy { .. }) => {}
             Err(err) => warnings.push(format!(
                 "the index cannot be synced ({err}): searches answer from the last \

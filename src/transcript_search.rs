@@ -22,7 +22,7 @@ use serde::Serialize;
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::index::analyzer::is_cjk;
+use crate::analyzer::is_cjk;
 use crate::transcript;
 
 /// Hits returned when the caller names no limit.

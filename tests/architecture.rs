@@ -540,6 +540,56 @@ fn modules_import_only_downward_and_nothing_they_must_not_know() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The crates that keep the local store; `sync/` and `search/` reach storage only through
+/// `store`'s traits (docs/ARCHITECTURE.md, "The storage seam").
+const STORAGE_CRATES: &[&str] = &["tantivy", "redb", "hnsw_rs", "lancedb"];
+
+/// `sync/` and `search/` import no storage crate: the imports of `sources` that name one.
+fn storage_imports(sources: &[Source]) -> Vec<String> {
+    let mut found = Vec::new();
+    for source in sources {
+        if !matches!(top(&source.module).as_str(), "sync" | "search") {
+            continue;
+        }
+        let mut imported = BTreeSet::new();
+        for (path, _) in imports(&without_test_modules(&source.code)) {
+            let first = path
+                .trim_start_matches("::")
+                .split("::")
+                .next()
+                .unwrap_or("");
+            if STORAGE_CRATES.contains(&first) {
+                found.push(format!("{} imports {path}", source.path.display()));
+                imported.insert(first.to_string());
+            }
+        }
+        // A path written in code (`tantivy::Index::open`), not only `use`.
+        let code = without_test_modules(&source.code);
+        for krate in STORAGE_CRATES.iter().filter(|k| !imported.contains(**k)) {
+            let needle = format!("{krate}::");
+            if let Some(at) = code.find(&needle) {
+                let before = code[..at].chars().last();
+                if before.is_none_or(|c| !(ident_char(c) || c == ':')) {
+                    found.push(format!("{} names {krate}::", source.path.display()));
+                }
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn sync_and_search_reach_storage_through_the_store_traits_only() {
+    let found = storage_imports(&sources());
+    assert!(
+        found.is_empty(),
+        "sync/ and search/ must use crate::store's traits, not the storage crates:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn no_import_circle_between_files() {
     if let Some(cycle) = find_cycle(&edges(&sources())) {
@@ -615,4 +665,27 @@ fn the_checker_sees_what_it_must() {
     assert!(find_cycle(&edges).is_some());
     let edges: BTreeSet<_> = [(m("a"), m("b")), (m("b"), m("c"))].into();
     assert!(find_cycle(&edges).is_none());
+    // A storage crate named in search/ or sync/ is found, by `use` or by path; elsewhere,
+    // or in a test module, it is not.
+    let source = |module: &str, code: &str| Source {
+        path: PathBuf::from(format!("src/{module}/x.rs")),
+        module: vec![module.to_string(), "x".to_string()],
+        code: strip(code),
+    };
+    let found = storage_imports(&[
+        source("search", "use tantivy::Index;"),
+        source("sync", "fn f() { let _ = redb::Database::create(\"x\"); }"),
+        source("index", "use tantivy::Index;"),
+        source(
+            "search",
+            "#[cfg(test)]\nmod tests {\n    use hnsw_rs::Hnsw;\n}",
+        ),
+    ]);
+    assert_eq!(
+        found,
+        [
+            "src/search/x.rs imports tantivy::Index",
+            "src/sync/x.rs names redb::"
+        ],
+    );
 }

@@ -435,7 +435,7 @@ fn a_busy_index_exits_3_and_usage_errors_exit_2() {
     drop(lock);
 
     // `--agent ../..` would name a directory two levels up: refused before anything runs,
-    // as a usage error (2, the README's code for a bad command line).
+    // as a usage error (2, the code docs/configuration.md gives a bad command line).
     let out = memoria(tmp.path(), &ws, &["--agent", "../..", "index"])
         .output()
         .unwrap();

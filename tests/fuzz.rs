@@ -10,8 +10,9 @@
 use std::path::Path;
 
 use memoria::config::{self, Env};
+use memoria::internals::chunk_markdown;
 use memoria::internals::{redact, terms, transcript, AnalyzerMode};
-use memoria::{chunk_markdown, ChunkParams};
+use memoria::ChunkParams;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 

@@ -11,8 +11,9 @@
 use std::sync::OnceLock;
 
 use candle_core::Device;
-use memoria::embed::{cosine, EmbedKind, Embedder};
+use memoria::embed::{EmbedKind, Embedder};
 use memoria::gemma::{GemmaEmbedder, GemmaOptions, Precision};
+use memoria::internals::cosine;
 
 /// The f32 model as the product loads it on every start but the first: from its packed
 /// model (mapped weights, table-driven tokenizer). The pack is built in a temporary cache

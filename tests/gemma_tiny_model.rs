@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{Device, Tensor};
-use memoria::embed::{cosine, EmbedKind, Embedder};
+use memoria::embed::{EmbedKind, Embedder};
 use memoria::gemma::{GemmaEmbedder, GemmaError, GemmaOptions, Precision, Prompt};
+use memoria::internals::cosine;
 use serde_json::json;
 
 const HIDDEN: usize = 64;

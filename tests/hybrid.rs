@@ -244,7 +244,7 @@ fn an_index_of_an_older_format_is_rebuilt_by_the_next_search_without_re_embeddin
     let root = memory.agent_root().to_path_buf();
     let manifest = fs::read_to_string(root.join("manifest.json")).unwrap();
     let older = manifest.replacen(
-        &format!("\"format\": {}", memoria::FORMAT_VERSION),
+        &format!("\"format\": {}", memoria::internals::FORMAT_VERSION),
         "\"format\": 2",
         1,
     );
@@ -964,7 +964,7 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     drop(off);
     assert_eq!(cosine(&switched(true)), best);
     // OpenClaw 2026.9's semantics score chunks alone, as OpenClaw does.
-    let openclaw = memoria::config::Semantics::OpenClaw2026_9;
+    let openclaw = memoria::config::Semantics::OpenClaw;
     let (plain_2026_9, passages_2026_9) = (
         with_semantics(false, openclaw),
         with_semantics(true, openclaw),

@@ -46,7 +46,7 @@ fn at(metrics: &Metrics, k: usize) -> f64 {
 /// back empty under the default minScore in either mode (a match found by meaning alone is
 /// not hidden by the threshold: EmbeddingGemma's calibrated default), and hybrid puts the
 /// right note first at least as often as the vector side alone: common words on the
-/// keyword side do not push the answer down (README "How memoria ranks").
+/// keyword side do not push the answer down (docs/ranking.md, "How memoria ranks").
 #[test]
 fn hybrid_keeps_every_planted_answer() {
     let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {

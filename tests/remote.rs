@@ -178,7 +178,10 @@ fn a_look_at_a_provider_that_is_down_asks_once_and_names_the_key() {
         (503, Vec::new(), "down".to_string())
     }));
     let tmp = tempfile::tempdir().unwrap();
-    let choice = memoria::EmbedderChoice::FromSettings { model_dir: None };
+    let choice = memoria::EmbedderChoice::FromSettings {
+        model_dir: None,
+        precision: None,
+    };
     let memory =
         Memory::open_to_look(settings(tmp.path(), &server.url, Some(KEY)), choice).unwrap();
     let status = memory.status().unwrap();
@@ -1025,7 +1028,7 @@ fn an_explicit_provider_fails_closed_under_the_newer_layout() {
     }));
     let tmp = tempfile::tempdir().unwrap();
     let mut s = settings(tmp.path(), &server.url, Some(KEY));
-    s.semantics = memoria::config::Semantics::OpenClaw2026_9;
+    s.semantics = memoria::config::Semantics::OpenClaw;
     let memory = Memory::open(s).unwrap();
     let payload = memory.memory_search("penicillin", &SearchOptions::default());
     assert_eq!(payload.unavailable, Some(true), "{payload:?}");

@@ -49,7 +49,8 @@ cuda_toolkit() {
 # then the binary.
 cuda_stub_driver() {
     local stubs="$cuda/lib/stubs"
-    nm -u "target/$1"/deps/libcudarc-*.rlib "target/$1"/deps/libcandle_core-*.rlib 2>/dev/null \
+    local deps="${CARGO_TARGET_DIR:-target}/$1/deps"
+    nm -u "$deps"/libcudarc-*.rlib "$deps"/libcandle_core-*.rlib 2>/dev/null \
         | awk '$2 ~ /^cu[A-Z]/ {print "int " $2 "(void) { return 999; }"}' | sort -u > "$stubs/libcuda-stub.c"
     cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$stubs/libcuda.so" "$stubs/libcuda-stub.c"
     ln -sf libcuda.so "$stubs/libcuda.so.1"

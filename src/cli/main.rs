@@ -27,8 +27,9 @@ use args::{Cli, Command};
 use commands::{chunks, doctor, eval, index, live, model, notes, search};
 use setup::{open_memory, open_memory_to_look, single_agent};
 
-/// Exit codes (documented in the README): 0 success, 1 error, 2 usage (clap), 3 index
-/// busy (another process is writing; nothing was done, try again later), 4 not found.
+/// Exit codes (docs/configuration.md, "Behaviour decisions"): 0 success, 1 error, 2 usage
+/// (clap), 3 index busy (another process is writing; nothing was done, try again later), 4
+/// not found.
 const EXIT_BUSY: u8 = 3;
 const EXIT_NOT_FOUND: u8 = 4;
 
@@ -42,10 +43,6 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     let cli = Cli::parse();
-    if let Some(precision) = cli.precision {
-        // Before any thread starts: the model loader (and `mcp`'s agents) read it from here.
-        std::env::set_var(memoria::gemma::PRECISION_VAR, precision.as_str());
-    }
     match run(&cli) {
         Ok(code) => code,
         Err(err) => {
@@ -76,7 +73,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::SessionsSearch(args) => {
             search::sessions_search(&open_memory(cli, settings()?)?, args)
         }
-        Command::Chunks(args) => chunks::chunks(&settings()?, args),
+        Command::Chunks(args) => chunks::chunks(&open_memory(cli, settings()?)?, args),
         Command::ProjectKey { dir } => chunks::project_key(dir.as_deref()),
         Command::Append(args) => notes::append(settings()?, args),
         Command::Context(args) => notes::context(settings()?, args),

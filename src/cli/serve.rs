@@ -28,6 +28,7 @@ use axum::{Json, Router};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use memoria::gemma::MATRYOSHKA_DIMS;
 use memoria::{EmbedKind, Embedder, Embedding};
 
 use crate::mcp;
@@ -46,8 +47,6 @@ const MAX_INPUTS: usize = 2048;
 const QUEUE: usize = 64;
 /// Texts the model embeds in one call (its batches pack them by tokens).
 const BATCH_TEXTS: usize = 64;
-/// Matryoshka sizes a request may ask for (`dimensions`).
-const DIMENSIONS: [usize; 4] = [768, 512, 256, 128];
 
 /// The names the served model answers to (the first is the one `/v1/models` lists first).
 pub const MODEL_NAMES: [&str; 4] = [
@@ -439,7 +438,7 @@ pub fn parse_request(body: &[u8], dims: usize) -> Result<EmbeddingsRequest, ApiE
     let dimensions = match object.get("dimensions") {
         None | Some(Value::Null) => None,
         Some(n) => match n.as_u64().map(|n| n as usize) {
-            Some(d) if DIMENSIONS.contains(&d) && d <= dims => Some(d),
+            Some(d) if MATRYOSHKA_DIMS.contains(&d) && d <= dims => Some(d),
             _ => {
                 return Err(invalid(
                     format!("`dimensions` must be one of 768, 512, 256, 128, got {n}"),

@@ -120,7 +120,10 @@ pub fn open_memory(cli: &Cli, settings: Settings) -> Result<Memory> {
     let model_dir = cli.model.as_deref().map(absolute).transpose()?;
     Ok(Memory::open_with(
         settings,
-        EmbedderChoice::FromSettings { model_dir },
+        EmbedderChoice::FromSettings {
+            model_dir,
+            precision: cli.precision,
+        },
     )?)
 }
 
@@ -130,7 +133,10 @@ pub fn open_memory_to_look(cli: &Cli, settings: Settings) -> Result<Memory> {
     let model_dir = cli.model.as_deref().map(absolute).transpose()?;
     Ok(Memory::open_to_look(
         settings,
-        EmbedderChoice::FromSettings { model_dir },
+        EmbedderChoice::FromSettings {
+            model_dir,
+            precision: cli.precision,
+        },
     )?)
 }
 

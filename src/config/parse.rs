@@ -200,9 +200,27 @@ fn parse_with(
             newer_defaults = Some((parse_layer(&search)?, search.path.clone()));
         }
     }
+    parse_provider_keys(&root, &mut parsed)?;
+    // OpenClaw's secret providers, for the SecretRefs of API keys.
+    if let Some(secrets) = root.object("secrets")? {
+        parsed.secrets = parse_secrets(&secrets)?;
+    }
+    parse_plugins(&root, &mut parsed)?;
+    match root.object("agents")? {
+        Some(agents) => parse_agents(&agents, agent_id, newer_defaults, &mut parsed, warnings)?,
+        None => {
+            if let Some((layer, _)) = newer_defaults {
+                parsed.defaults = layer;
+                parsed.newer_layout = true;
+            }
+        }
+    }
+    Ok(parsed)
+}
 
-    // API keys OpenClaw keeps with its chat models: `models.providers.<name>.apiKey`. The
-    // rest of `models` configures chat models, which memoria does not use (no warnings).
+/// API keys OpenClaw keeps with its chat models: `models.providers.<name>.apiKey`. The rest
+/// of `models` configures chat models, which memoria does not use (no warnings).
+fn parse_provider_keys(root: &Node, parsed: &mut Parsed) -> Result<(), ConfigError> {
     let providers = match root.object("models")? {
         Some(models) => models.object("providers")?,
         None => None,
@@ -217,13 +235,14 @@ fn parse_with(
         }
     }
 
-    // OpenClaw's secret providers, for the SecretRefs of API keys.
-    if let Some(secrets) = root.object("secrets")? {
-        parsed.secrets = parse_secrets(&secrets)?;
-    }
+    Ok(())
+}
 
-    // memoria's own keys live in its plugin's config, the one place OpenClaw's strict
-    // schema leaves to a plugin (`memory.search` refuses unknown keys).
+/// Plugins' config that memoria reads: its own keys (`plugins.entries.memoria.config`, the
+/// one place OpenClaw's strict schema leaves to a plugin: `memory.search` refuses unknown
+/// keys) and the memory-wiki plugin's vault (read for `corpus: "wiki"`; the rest of its
+/// config is its own).
+fn parse_plugins(root: &Node, parsed: &mut Parsed) -> Result<(), ConfigError> {
     let entries = match root.object("plugins")? {
         Some(plugins) => plugins.object("entries")?,
         None => None,
@@ -237,8 +256,6 @@ fn parse_with(
             None => Ok(None),
         }
     };
-    // The memory-wiki plugin's vault (read for `corpus: "wiki"`); the rest of its config
-    // is its own.
     if let Some(entry) = match &entries {
         Some(entries) => entries.object("memory-wiki")?,
         None => None,
@@ -261,13 +278,20 @@ fn parse_with(
         }
     }
 
-    let Some(agents) = root.object("agents")? else {
-        if let Some((layer, _)) = newer_defaults {
-            parsed.defaults = layer;
-            parsed.newer_layout = true;
-        }
-        return Ok(parsed);
-    };
+    Ok(())
+}
+
+/// `agents.*`: the default workspace and `memorySearch`, compaction, and this agent's entry
+/// in `agents.list` (older layout) or `agents.entries` (newer), each layer from the layout
+/// that wins. Every entry is validated, so a typo in one agent's block is reported whichever
+/// agent runs.
+fn parse_agents(
+    agents: &Node,
+    agent_id: &str,
+    newer_defaults: Option<(Layer, String)>,
+    parsed: &mut Parsed,
+    warnings: &RefCell<Vec<String>>,
+) -> Result<(), ConfigError> {
     let mut default_workspace = None;
     let mut older_defaults = None;
     if let Some(defaults) = agents.object("defaults")? {
@@ -288,7 +312,6 @@ fn parse_with(
         }
     }
 
-    // Every entry is validated, so a typo in one agent's block is reported whichever agent runs.
     let mut found = false;
     let mut listed_block = false;
     for entry in agents.get_array("list")?.unwrap_or_default() {
@@ -348,8 +371,8 @@ fn parse_with(
         }
         parsed.agent = layer;
     }
-    parsed.workspace = parsed.workspace.or(default_workspace);
-    Ok(parsed)
+    parsed.workspace = parsed.workspace.take().or(default_workspace);
+    Ok(())
 }
 
 /// The defaults layer from the newer layout, else the older one; a warning when both exist.

@@ -3,7 +3,7 @@
 //! Every documented key is read and type checked; an unknown one is a warning, as
 //! everywhere in the config. Defaults are OpenClaw's where the seeds give them
 //! (`update.interval` 5 min, `limits.maxResults` 6, `limits.timeoutMs` 4000, the DM-only
-//! `scope`), and memoria's otherwise (README, "QMD users").
+//! `scope`), and memoria's otherwise (docs/openclaw.md, "QMD users").
 //!
 //! * Durations (`update.interval`, `update.embedInterval`) are `"500ms"`, `"30s"`, `"5m"`,
 //!   `"1h"`, `"1d"`, or a bare number of minutes (OpenClaw's default unit for them); `0` turns

@@ -82,28 +82,16 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         sources.push(Source::Memory);
     }
 
-    let mut extra_paths: Vec<String> = Vec::new();
-    for path in p.defaults.extra_paths.iter().chain(&p.agent.extra_paths) {
-        let path = match path.trim() {
-            home if home.starts_with('~') => expand_home(home, env).display().to_string(),
-            path => path.to_string(),
-        };
-        if !path.is_empty() && !extra_paths.contains(&path) {
-            extra_paths.push(path);
-        }
-    }
-
-    let mut headers = p.defaults.remote_headers.clone();
-    headers.extend(p.agent.remote_headers.clone());
+    let extra_paths = extra_paths(p, env);
 
     let tokens = int_at_least(pick(p, |l| &l.chunk_tokens), 400, 1);
     let overlap = int_at_least(pick(p, |l| &l.chunk_overlap), 80, 0).min(tokens - 1);
     let semantics = match p.newer_layout {
-        true => Semantics::OpenClaw2026_9,
+        true => Semantics::OpenClaw,
         false => Semantics::Documented,
     };
     let query = query_settings(p, semantics, &mut warnings);
-    if semantics.is_2026_9() && p.memoria_passages == Some(true) {
+    if semantics.is_openclaw() && p.memoria_passages == Some(true) {
         warnings.push(
             "plugins.entries.memoria.config.passages: the memory.search layout embeds no \
              passages (its vector side scores chunks alone, as OpenClaw 2026.9's does): ignored"
@@ -131,35 +119,8 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         fallback: pick(p, |l| &l.fallback).unwrap_or(None),
         sources,
         extra_paths,
-        local: LocalSettings {
-            // `~` is expanded in every path read from the config.
-            model_path: pick(p, |l| &l.local_model_path).map(|path| {
-                match path.starts_with("hf:") {
-                    true => path,
-                    false => expand_home(&path, env).display().to_string(),
-                }
-            }),
-            model_cache_dir: pick(p, |l| &l.local_model_cache_dir)
-                .map(|dir| expand_home(&dir, env).display().to_string()),
-            passages: p.memoria_passages.unwrap_or(true),
-        },
-        remote: RemoteSettings {
-            base_url: pick(p, |l| &l.remote_base_url),
-            api_key: pick(p, |l| &l.remote_api_key),
-            headers,
-            input_type: pick(p, |l| &l.input_type),
-            query_input_type: pick(p, |l| &l.query_input_type),
-            document_input_type: pick(p, |l| &l.document_input_type),
-            output_dimensionality: pick(p, |l| &l.output_dimensionality)
-                .map(|d| u32::try_from(d.max(1)).unwrap_or(u32::MAX)),
-            batch: BatchSettings {
-                enabled: pick(p, |l| &l.batch_enabled).unwrap_or(true),
-                wait: pick(p, |l| &l.batch_wait).unwrap_or(true),
-                concurrency: to_usize(int_at_least(pick(p, |l| &l.batch_concurrency), 2, 1)),
-                poll_interval_ms: int_at_least(pick(p, |l| &l.batch_poll_interval_ms), 2000, 0),
-                timeout_minutes: int_at_least(pick(p, |l| &l.batch_timeout_minutes), 60, 1),
-            },
-        },
+        local: local_settings(p, env),
+        remote: remote_settings(p),
         store: StoreSettings {
             dir: pick(p, |l| &l.store_path)
                 .as_deref()
@@ -170,17 +131,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
             tokens: to_usize(tokens),
             overlap: to_usize(overlap),
         },
-        sync: SyncSettings {
-            on_session_start: pick(p, |l| &l.sync_on_session_start).unwrap_or(true),
-            on_search: pick(p, |l| &l.sync_on_search).unwrap_or(true),
-            watch: pick(p, |l| &l.sync_watch).unwrap_or(true),
-            watch_debounce_ms: int_at_least(pick(p, |l| &l.sync_watch_debounce_ms), 1500, 0),
-            interval_minutes: int_at_least(pick(p, |l| &l.sync_interval_minutes), 0, 0),
-            sessions: SessionSyncSettings {
-                delta_bytes: int_at_least(pick(p, |l| &l.sync_delta_bytes), 100_000, 0),
-                delta_messages: int_at_least(pick(p, |l| &l.sync_delta_messages), 50, 0),
-            },
-        },
+        sync: sync_settings(p),
         query,
         cache: CacheSettings {
             enabled: pick(p, |l| &l.cache_enabled).unwrap_or(true),
@@ -192,25 +143,102 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         secrets: secret_paths(p.secrets.clone(), env),
         provider_keys: p.provider_keys.clone(),
         citations: p.citations.unwrap_or(Citations::Auto),
-        compaction: CompactionSettings {
-            reserve_tokens_floor: int_at_least(p.reserve_tokens_floor, 20_000, 0),
-            memory_flush: MemoryFlushSettings {
-                enabled: p.flush_enabled.unwrap_or(true),
-                soft_threshold_tokens: int_at_least(p.flush_soft_threshold_tokens, 4000, 0),
-                system_prompt: p.flush_system_prompt.clone(),
-                prompt: p.flush_prompt.clone(),
-            },
-        },
-        wiki: WikiSettings {
-            enabled: p.wiki_enabled.unwrap_or(true),
-            vault_path: p
-                .wiki_vault_path
-                .as_deref()
-                .map(|path| expand_home(path, env)),
-            agent_scope: p.wiki_agent_scope.unwrap_or(false),
-        },
+        compaction: compaction_settings(p),
+        wiki: wiki_settings(p, env),
         state_dir,
     }
+}
+
+/// `local.*`; `~` is expanded in every path read from the config.
+fn local_settings(p: &Parsed, env: &Env) -> LocalSettings {
+    LocalSettings {
+        // `~` is expanded in every path read from the config.
+        model_path: pick(p, |l| &l.local_model_path).map(|path| match path.starts_with("hf:") {
+            true => path,
+            false => expand_home(&path, env).display().to_string(),
+        }),
+        model_cache_dir: pick(p, |l| &l.local_model_cache_dir)
+            .map(|dir| expand_home(&dir, env).display().to_string()),
+        passages: p.memoria_passages.unwrap_or(true),
+    }
+}
+
+/// `remote.*`: the agent's headers over the defaults'.
+fn remote_settings(p: &Parsed) -> RemoteSettings {
+    let mut headers = p.defaults.remote_headers.clone();
+    headers.extend(p.agent.remote_headers.clone());
+    RemoteSettings {
+        base_url: pick(p, |l| &l.remote_base_url),
+        api_key: pick(p, |l| &l.remote_api_key),
+        headers,
+        input_type: pick(p, |l| &l.input_type),
+        query_input_type: pick(p, |l| &l.query_input_type),
+        document_input_type: pick(p, |l| &l.document_input_type),
+        output_dimensionality: pick(p, |l| &l.output_dimensionality)
+            .map(|d| u32::try_from(d.max(1)).unwrap_or(u32::MAX)),
+        batch: BatchSettings {
+            enabled: pick(p, |l| &l.batch_enabled).unwrap_or(true),
+            wait: pick(p, |l| &l.batch_wait).unwrap_or(true),
+            concurrency: to_usize(int_at_least(pick(p, |l| &l.batch_concurrency), 2, 1)),
+            poll_interval_ms: int_at_least(pick(p, |l| &l.batch_poll_interval_ms), 2000, 0),
+            timeout_minutes: int_at_least(pick(p, |l| &l.batch_timeout_minutes), 60, 1),
+        },
+    }
+}
+
+/// `sync.*`.
+fn sync_settings(p: &Parsed) -> SyncSettings {
+    SyncSettings {
+        on_session_start: pick(p, |l| &l.sync_on_session_start).unwrap_or(true),
+        on_search: pick(p, |l| &l.sync_on_search).unwrap_or(true),
+        watch: pick(p, |l| &l.sync_watch).unwrap_or(true),
+        watch_debounce_ms: int_at_least(pick(p, |l| &l.sync_watch_debounce_ms), 1500, 0),
+        interval_minutes: int_at_least(pick(p, |l| &l.sync_interval_minutes), 0, 0),
+        sessions: SessionSyncSettings {
+            delta_bytes: int_at_least(pick(p, |l| &l.sync_delta_bytes), 100_000, 0),
+            delta_messages: int_at_least(pick(p, |l| &l.sync_delta_messages), 50, 0),
+        },
+    }
+}
+
+/// `agents.defaults.compaction`.
+fn compaction_settings(p: &Parsed) -> CompactionSettings {
+    CompactionSettings {
+        reserve_tokens_floor: int_at_least(p.reserve_tokens_floor, 20_000, 0),
+        memory_flush: MemoryFlushSettings {
+            enabled: p.flush_enabled.unwrap_or(true),
+            soft_threshold_tokens: int_at_least(p.flush_soft_threshold_tokens, 4000, 0),
+            system_prompt: p.flush_system_prompt.clone(),
+            prompt: p.flush_prompt.clone(),
+        },
+    }
+}
+
+/// The memory-wiki plugin's vault.
+fn wiki_settings(p: &Parsed, env: &Env) -> WikiSettings {
+    WikiSettings {
+        enabled: p.wiki_enabled.unwrap_or(true),
+        vault_path: p
+            .wiki_vault_path
+            .as_deref()
+            .map(|path| expand_home(path, env)),
+        agent_scope: p.wiki_agent_scope.unwrap_or(false),
+    }
+}
+
+/// `extraPaths` of the defaults and the agent, `~` expanded, blank and repeated ones left out.
+fn extra_paths(p: &Parsed, env: &Env) -> Vec<String> {
+    let mut extra_paths: Vec<String> = Vec::new();
+    for path in p.defaults.extra_paths.iter().chain(&p.agent.extra_paths) {
+        let path = match path.trim() {
+            home if home.starts_with('~') => expand_home(home, env).display().to_string(),
+            path => path.to_string(),
+        };
+        if !path.is_empty() && !extra_paths.contains(&path) {
+            extra_paths.push(path);
+        }
+    }
+    extra_paths
 }
 
 /// `query.*`: as configured under the older layout; under the newer one, OpenClaw 2026.9's
@@ -221,7 +249,7 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
     let configured_min_score = pick(p, |l| &l.min_score);
     let min_score_configured = configured_min_score.is_some();
     let min_score = clamp01(configured_min_score.unwrap_or(0.35));
-    if semantics.is_2026_9() {
+    if semantics.is_openclaw() {
         if [&p.defaults, &p.agent].iter().any(|l| l.sets_hybrid()) {
             warnings.push(
                 "memory.search.query.hybrid is retired in OpenClaw 2026.9 (its weights, MMR \
@@ -260,7 +288,7 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
     }
     // A config that names weights gets the documented formula with them; one that names
     // neither weights nor a fusion gets memoria's: z-score fusion at 0.5 / 0.5, which
-    // `memoria eval` measured best (README "How memoria ranks").
+    // `memoria eval` measured best (docs/ranking.md, "How memoria ranks").
     let (vector_weight, text_weight) = (pick(p, |l| &l.vector_weight), pick(p, |l| &l.text_weight));
     let names_weights = vector_weight.is_some() || text_weight.is_some();
     let fusion = pick(p, |l| &l.fusion).unwrap_or(match names_weights {

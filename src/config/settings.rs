@@ -145,7 +145,7 @@ pub enum Semantics {
     /// The documented behaviour of the older `memorySearch` layout.
     Documented,
     /// OpenClaw 2026.9's behaviour, for the newer `memory.search` layout.
-    OpenClaw2026_9,
+    OpenClaw,
 }
 
 impl Semantics {
@@ -153,13 +153,13 @@ impl Semantics {
     pub fn as_str(self) -> &'static str {
         match self {
             Semantics::Documented => "documented (memorySearch layout)",
-            Semantics::OpenClaw2026_9 => "openclaw-2026.9 (memory.search layout)",
+            Semantics::OpenClaw => "openclaw-2026.9 (memory.search layout)",
         }
     }
 
     /// Whether this is 2026.9's behaviour.
-    pub fn is_2026_9(self) -> bool {
-        self == Semantics::OpenClaw2026_9
+    pub fn is_openclaw(self) -> bool {
+        self == Semantics::OpenClaw
     }
 }
 

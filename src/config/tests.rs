@@ -1212,7 +1212,7 @@ fn qmd_settings() {
 #[test]
 fn semantics_follow_the_layout() {
     let newer = resolve_str("{memory: {search: {query: {minScore: 0.4}}}}", "main").unwrap();
-    assert_eq!(newer.semantics, Semantics::OpenClaw2026_9);
+    assert_eq!(newer.semantics, Semantics::OpenClaw);
     let h = &newer.query.hybrid;
     assert_eq!((h.vector_weight, h.text_weight), (0.7, 0.3));
     assert!(h.mmr.enabled && h.temporal_decay.enabled);
@@ -1224,7 +1224,7 @@ fn semantics_follow_the_layout() {
         "main",
     )
     .unwrap();
-    assert_eq!(per_agent.semantics, Semantics::OpenClaw2026_9);
+    assert_eq!(per_agent.semantics, Semantics::OpenClaw);
     let other = resolve_str("{agents: {entries: {x: {memory: {search: {}}}}}}", "main").unwrap();
     assert_eq!(other.semantics, Semantics::Documented);
 

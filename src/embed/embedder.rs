@@ -68,7 +68,7 @@ pub trait Embedder: Send + Sync {
     }
     /// Whether each long chunk's passages (windows of a few lines) get vectors of their own
     /// besides the chunk's, searched with them: the local model only (measured with it; a
-    /// remote provider would bill every passage). README "How memoria ranks".
+    /// remote provider would bill every passage). docs/ranking.md, "How memoria ranks".
     fn embeds_passages(&self) -> bool {
         false
     }

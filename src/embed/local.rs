@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::embed::embedder::{Document, EmbedKind, Embedder, Embedding, Result};
-use crate::gemma::{load_on_best_device, truncate_dims, GemmaEmbedder, Prompt};
+use crate::gemma::{
+    load_on_best_device, truncate_dims, GemmaEmbedder, GemmaError, Precision, Prompt,
+};
 use crate::title;
 
 impl From<EmbedKind> for Prompt {
@@ -86,23 +88,35 @@ impl Embedder for GemmaEmbedder {
 /// Loads the local EmbeddingGemma model from `dir`: on the GPU when the build has a usable
 /// one, else on the CPU (see [`load_local_on`]).
 pub fn load_local(dir: &Path) -> Result<Arc<dyn Embedder>> {
-    load_local_on(dir).map(|(embedder, _)| embedder)
+    load_local_on(dir, None).map(|(embedder, _)| embedder)
 }
 
-/// Loads the local EmbeddingGemma model from `dir`, and says where it runs, in words
-/// (`cuda:0, f32`, `cpu, f32, AVX-512 kernels`).
+/// Loads the local EmbeddingGemma model from `dir` in `precision` (`None`:
+/// `MEMORIA_PRECISION`, else `auto`), and says where it runs, in words (`cuda:0 (…), bf16`,
+/// `cpu, f32, AVX-512 kernels`).
 ///
 /// A build with a GPU backend (`cuda`, `metal`) loads on the GPU and checks it with one
 /// short embedding. When there is no usable GPU (no device, no driver, a failing kernel),
 /// the model runs on the CPU instead, and the words say why.
 ///
 /// A model already loaded in this process from the same directory (by another
-/// [`Memory`](crate::Memory): one per agent) is shared rather than loaded again; it is
-/// freed when the last user drops it. Concurrent first loads of one directory load once.
-pub fn load_local_on(dir: &Path) -> Result<(Arc<dyn Embedder>, String)> {
-    type Loaded = (PathBuf, Weak<dyn Embedder>, String);
+/// [`Memory`](crate::Memory): one per agent) in the same precision is shared rather than
+/// loaded again; it is freed when the last user drops it. Concurrent first loads of one
+/// directory load once.
+pub fn load_local_on(
+    dir: &Path,
+    precision: Option<Precision>,
+) -> Result<(Arc<dyn Embedder>, String)> {
+    type Loaded = ((PathBuf, Precision), Weak<dyn Embedder>, String);
     static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
-    let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let precision = match precision {
+        Some(precision) => precision,
+        None => Precision::from_env().map_err(GemmaError::InvalidOption)?,
+    };
+    let key = (
+        std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        precision,
+    );
     let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
     loaded.retain(|(_, weak, _)| weak.strong_count() > 0);
     if let Some(shared) = loaded
@@ -112,7 +126,7 @@ pub fn load_local_on(dir: &Path) -> Result<(Arc<dyn Embedder>, String)> {
     {
         return Ok(shared);
     }
-    let (embedder, device) = load_on_best_device(dir)?;
+    let (embedder, device) = load_on_best_device(dir, precision)?;
     let embedder: Arc<dyn Embedder> = Arc::new(embedder);
     loaded.push((key, Arc::downgrade(&embedder), device.clone()));
     Ok((embedder, device))

@@ -10,7 +10,7 @@ use crate::embed::local::load_local_on;
 #[cfg(feature = "remote")]
 use crate::embed::remote;
 use crate::fallback::Fallback;
-use crate::gemma::{resolve_model, ModelSearch};
+use crate::gemma::{resolve_model, ModelSearch, Precision};
 
 /// Where a [`Memory`](crate::Memory)'s embedder comes from.
 pub enum EmbedderChoice {
@@ -19,6 +19,9 @@ pub enum EmbedderChoice {
     FromSettings {
         /// An explicit model directory, or `None` to follow the resolution order.
         model_dir: Option<PathBuf>,
+        /// The local model's precision on the CPU (or dtype on a GPU), or `None` for
+        /// `MEMORIA_PRECISION`, else `auto` (see [`Precision`]).
+        precision: Option<Precision>,
     },
     /// Use this embedder (library users with their own model, tests).
     Given {
@@ -44,7 +47,7 @@ pub(crate) struct ResolvedEmbedder {
     pub(crate) device: Option<String>,
     /// The remote client, when a remote provider serves (for `status`).
     #[cfg(feature = "remote")]
-    remote: Option<Arc<remote::OpenAiCompatible>>,
+    remote: Option<Arc<remote::HttpEmbedder>>,
 }
 
 impl ResolvedEmbedder {
@@ -130,8 +133,15 @@ impl ResolvedEmbedder {
                 Some(model.clone()),
                 None,
             ),
-            EmbedderChoice::FromSettings { model_dir } => {
-                resolve_embedder(settings, model_dir.clone(), quick)
+            EmbedderChoice::FromSettings {
+                model_dir,
+                precision,
+            } => {
+                let local = LocalModel {
+                    dir: model_dir.clone(),
+                    precision: *precision,
+                };
+                resolve_embedder(settings, &local, quick)
             }
         }
     }
@@ -140,17 +150,20 @@ impl ResolvedEmbedder {
 /// Resolves the configured provider to an embedder (SPEC §7), or says why there is none.
 /// When the provider cannot serve and `fallback` names another, that one is tried; the
 /// payloads then say what was configured and why something else serves.
-fn resolve_embedder(
-    settings: &Settings,
-    model_dir: Option<PathBuf>,
-    quick: bool,
-) -> ResolvedEmbedder {
+/// What the caller says of the local model: an explicit directory (`--model`), and its
+/// precision.
+struct LocalModel {
+    dir: Option<PathBuf>,
+    precision: Option<Precision>,
+}
+
+fn resolve_embedder(settings: &Settings, local: &LocalModel, quick: bool) -> ResolvedEmbedder {
     let none = |fallback| ResolvedEmbedder::plain(None, "none".into(), None, fallback);
     let kind = settings.provider;
     if kind == ProviderKind::None {
         return none(None);
     }
-    let reason = match try_provider(kind, settings, &model_dir, settings.model.as_deref(), quick) {
+    let reason = match try_provider(kind, settings, local, settings.model.as_deref(), quick) {
         Ok(resolved) => return resolved,
         Err(reason) => reason,
     };
@@ -159,7 +172,7 @@ fn resolve_embedder(
         .fallback
         .filter(|f| !matches!(f, ProviderKind::None | ProviderKind::Auto) && *f != kind);
     match fallback {
-        Some(other) => match try_provider(other, settings, &model_dir, None, quick) {
+        Some(other) => match try_provider(other, settings, local, None, quick) {
             Ok(mut resolved) => {
                 resolved.fallback = Some(Fallback { from, reason });
                 resolved
@@ -185,7 +198,7 @@ fn resolve_embedder(
 fn try_provider(
     kind: ProviderKind,
     settings: &Settings,
-    model_dir: &Option<PathBuf>,
+    local: &LocalModel,
     model: Option<&str>,
     quick: bool,
 ) -> Result<ResolvedEmbedder, String> {
@@ -201,12 +214,12 @@ fn try_provider(
              memoria (it needs GitHub Copilot's sign-in, which only OpenClaw holds): use \
              local, openai-compatible or another provider"
             .into()),
-        ProviderKind::Local => try_local(settings, model_dir, model),
+        ProviderKind::Local => try_local(settings, local, model),
         // OpenClaw's automatic order: a local model, then OpenAI when a key resolves.
-        ProviderKind::Auto => try_local(settings, model_dir, model).or_else(|local| {
+        ProviderKind::Auto => try_local(settings, local, model).or_else(|why| {
             // OpenClaw's automatic order: a local model, then OpenAI, then Gemini, each
             // when its key resolves.
-            let mut reasons = vec![local];
+            let mut reasons = vec![why];
             for (remote, config_name, var) in [
                 (ProviderKind::OpenAi, "openai", "OPENAI_API_KEY"),
                 (ProviderKind::Gemini, "google", "GEMINI_API_KEY"),
@@ -214,7 +227,7 @@ fn try_provider(
                 if !remote_key_resolves(settings, config_name, var) {
                     continue;
                 }
-                match try_provider(remote, settings, model_dir, None, quick) {
+                match try_provider(remote, settings, local, None, quick) {
                     Ok(resolved) => return Ok(resolved),
                     Err(reason) => reasons.push(format!("{}: {reason}", remote.as_str())),
                 }
@@ -234,7 +247,7 @@ fn try_provider(
                 return Err(format!("{} is not a remote provider", kind.as_str()));
             };
             let env = |name: &str| std::env::var(name).ok();
-            remote::OpenAiCompatible::connect(defaults, settings, model, env, quick)
+            remote::HttpEmbedder::connect(defaults, settings, model, env, quick)
                 .map(|client| {
                     let client = Arc::new(client);
                     ResolvedEmbedder {
@@ -293,17 +306,17 @@ fn remote_key_resolves(settings: &Settings, config_name: &str, var: &str) -> boo
 /// The local EmbeddingGemma model, loaded, or why not.
 fn try_local(
     settings: &Settings,
-    model_dir: &Option<PathBuf>,
+    local: &LocalModel,
     model: Option<&str>,
 ) -> Result<ResolvedEmbedder, String> {
     let search = ModelSearch::from_process(
-        model_dir.clone(),
+        local.dir.clone(),
         settings.local.model_path.clone(),
         settings.local.model_cache_dir.as_ref().map(PathBuf::from),
     );
     let location = resolve_model(&search).map_err(|err| err.to_string())?;
-    let (embedder, device) =
-        load_local_on(&location.dir).map_err(|err| format!("{}: {err}", location.dir.display()))?;
+    let (embedder, device) = load_local_on(&location.dir, local.precision)
+        .map_err(|err| format!("{}: {err}", location.dir.display()))?;
     let mut resolved = ResolvedEmbedder::plain(
         Some(embedder),
         "local".into(),

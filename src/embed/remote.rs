@@ -90,8 +90,9 @@ impl CallLimits {
 const FIRST_DELAY: Duration = Duration::from_millis(250);
 const MAX_DELAY: Duration = Duration::from_secs(8);
 
-/// An OpenAI-compatible embedding endpoint.
-pub(crate) struct OpenAiCompatible {
+/// An embedding provider over HTTP, speaking its wire format ([`Wire`]: OpenAI's, which
+/// OpenAI-compatible endpoints share, or Gemini's).
+pub(crate) struct HttpEmbedder {
     provider: &'static str,
     /// `remote.baseUrl` or the provider's default, without a final `/`.
     base: String,
@@ -187,7 +188,7 @@ pub(crate) fn find_key(
         .map(|key| (defaults.key_var.to_string(), key)))
 }
 
-impl OpenAiCompatible {
+impl HttpEmbedder {
     /// The client `settings` describe, with its output length learnt from one probe
     /// request (which also proves the endpoint, model and key work). `var` reads the
     /// environment.
@@ -197,7 +198,7 @@ impl OpenAiCompatible {
         model: Option<&str>,
         var: impl Fn(&str) -> Option<String>,
         quick: bool,
-    ) -> Result<OpenAiCompatible, EmbedError> {
+    ) -> Result<HttpEmbedder, EmbedError> {
         let base = settings
             .remote
             .base_url
@@ -254,7 +255,7 @@ impl OpenAiCompatible {
             poll_interval: Duration::from_millis(batch.poll_interval_ms),
             timeout: Duration::from_secs(batch.timeout_minutes.saturating_mul(60)),
         });
-        let mut client = OpenAiCompatible {
+        let mut client = HttpEmbedder {
             provider: defaults.provider,
             base: base.to_string(),
             url,
@@ -676,7 +677,7 @@ fn jitter(delay: Duration, attempt: u32) -> Duration {
     delay.mul_f64(0.75 + unit * 0.5)
 }
 
-impl Embedder for OpenAiCompatible {
+impl Embedder for HttpEmbedder {
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(BATCH) {

@@ -35,11 +35,10 @@
 
 use std::cell::RefCell;
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 use half::bf16;
 use rayon::prelude::*;
 
-use crate::gemma::cpu::{linear_input, par_tiles, SyncPtr};
+use crate::gemma::cpu::{par_tiles, LinearWeight, SyncPtr};
 use crate::gemma::slab::Slab;
 use crate::simd::extensions;
 
@@ -225,22 +224,18 @@ thread_local! {
 }
 
 /// `y = x · wᵀ` for `x: [M, K]` (f32) and a [`Bf16Weight`] `w: [N, K]`.
-pub struct Linear<'a> {
-    pub w: &'a Bf16Weight,
-}
+impl LinearWeight for Bf16Weight {
+    const NAME: &'static str = "memoria-linear-bf16";
 
-impl CustomOp1 for Linear<'_> {
-    fn name(&self) -> &'static str {
-        "memoria-linear-bf16"
+    fn rows(&self) -> usize {
+        self.rows
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let n = self.w.rows;
-        let (x, m, k) = linear_input(s, l, self.name(), (n, self.w.cols))?;
-        if m == 0 || n == 0 || k == 0 {
-            return Ok((CpuStorage::F32(vec![0f32; m * n]), Shape::from((m, n))));
-        }
-        let mut y: Vec<f32> = Vec::with_capacity(m * n);
+    fn cols(&self) -> usize {
+        self.cols
+    }
+
+    fn matmul(&self, x: &[f32], m: usize, y: &mut Vec<f32>) {
         BUFFERS.with(|cell| {
             // A rayon worker that steals another forward pass while this one runs finds the
             // buffers taken and uses its own.
@@ -250,9 +245,8 @@ impl CustomOp1 for Linear<'_> {
                 Ok(b) => &mut **b,
                 Err(_) => &mut own,
             };
-            matmul(x, m, self.w, Kernel::best(), xb, wide, &mut y);
+            matmul(x, m, self, Kernel::best(), xb, wide, y);
         });
-        Ok((CpuStorage::F32(y), Shape::from((m, n))))
     }
 }
 
@@ -380,6 +374,10 @@ mod simd {
     }
 
     /// MR rows of x times NP panels; `cols` of the NP × 16 outputs are real.
+    ///
+    /// # Safety
+    /// The CPU must have AVX512-BF16; x holds MR rows of `kp` values, w NP panels, and y
+    /// room for MR rows of `ldy` outputs past the first column written.
     #[inline(always)]
     unsafe fn block<const MR: usize, const NP: usize>(
         x: *const u16,
@@ -421,6 +419,10 @@ mod simd {
     }
 
     /// All `m` rows of x times NP panels, 8 rows at a time.
+    ///
+    /// # Safety
+    /// As [`block`]: AVX512-BF16, and x, w and y hold `m` rows, NP panels and `m` rows of
+    /// outputs.
     #[inline(always)]
     unsafe fn rows<const NP: usize>(
         x: *const u16,

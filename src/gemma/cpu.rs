@@ -71,9 +71,52 @@ pub(crate) fn gemm_f32(x: &[f32], m: usize, k: usize, wt: &[f32], n: usize, y: &
     }
 }
 
+/// A linear layer's weights in one of the CPU kernels' formats (f16 panels, Q8_0, bf16):
+/// `[rows, cols]` in PyTorch's `[out, in]` layout.
+pub(crate) trait LinearWeight: Sync {
+    /// The candle op's name (errors name it).
+    const NAME: &'static str;
+    /// Output units.
+    fn rows(&self) -> usize;
+    /// Input values per row of x.
+    fn cols(&self) -> usize;
+    /// `y = x · wᵀ` for `m` rows of x (`m`, `rows` and `cols` all positive): `y` is empty
+    /// with room for `m × rows` values, and holds all of them when this returns.
+    fn matmul(&self, x: &[f32], m: usize, y: &mut Vec<f32>);
+}
+
+/// `y = x · wᵀ` for `x: [M, K]` (f32) and a [`LinearWeight`] `w: [N, K]`, as a candle op:
+/// the scaffolding every format shares (the shapes checked, an empty product).
+pub(crate) struct Linear<'a, W>(pub &'a W);
+
+impl<W: LinearWeight> candle_core::CustomOp1 for Linear<'_, W> {
+    fn name(&self) -> &'static str {
+        W::NAME
+    }
+
+    fn cpu_fwd(
+        &self,
+        s: &CpuStorage,
+        l: &Layout,
+    ) -> candle_core::Result<(CpuStorage, candle_core::Shape)> {
+        let n = self.0.rows();
+        let (x, m, k) = linear_input(s, l, W::NAME, (n, self.0.cols()))?;
+        let y = match m > 0 && n > 0 && k > 0 {
+            true => {
+                let mut y = Vec::with_capacity(m * n);
+                self.0.matmul(x, m, &mut y);
+                debug_assert_eq!(y.len(), m * n);
+                y
+            }
+            false => vec![0f32; m * n],
+        };
+        Ok((CpuStorage::F32(y), candle_core::Shape::from((m, n))))
+    }
+}
+
 /// A linear layer's input: x as `[m, k]` f32 and the weight's `[n, k]`, checked to agree;
 /// returns `(x, m, k)`. The error names the op's shapes.
-pub(crate) fn linear_input<'a>(
+fn linear_input<'a>(
     s: &'a CpuStorage,
     l: &Layout,
     what: &str,

@@ -37,7 +37,7 @@ use crate::simd::{amx_permission, detect_extensions, level, Level};
 
 /// The environment variable that keeps a GPU build on the CPU: `cpu`, or `auto` (the
 /// default: the GPU when one works).
-pub const DEVICE_VAR: &str = "MEMORIA_DEVICE";
+const DEVICE_VAR: &str = "MEMORIA_DEVICE";
 
 /// Whether `MEMORIA_DEVICE` lets the GPU be tried; an error names the variable.
 fn gpu_allowed() -> Result<bool> {
@@ -53,15 +53,13 @@ fn gpu_allowed() -> Result<bool> {
     }
 }
 
-/// The device models run on: the first CUDA or Metal device when built with that feature,
-/// else the CPU.
-pub fn default_device() -> Result<Device> {
+/// The GPU of this build: the first CUDA device, or the default Metal device.
+#[cfg(any(feature = "cuda", feature = "metal"))]
+fn default_device() -> Result<Device> {
     #[cfg(feature = "cuda")]
     return cuda_device(0);
     #[cfg(all(feature = "metal", not(feature = "cuda")))]
     return Ok(Device::new_metal(0)?);
-    #[cfg(not(any(feature = "cuda", feature = "metal")))]
-    Ok(Device::Cpu)
 }
 
 /// CUDA device `ordinal` with a stream of its own. candle's default device queues on the
@@ -101,7 +99,8 @@ fn gpu_words(device: Option<&Device>) -> String {
 /// The environment variable that sets a GPU's pass width in tokens (default
 /// [`GPU_BATCH_TOKENS`](crate::gemma::GPU_BATCH_TOKENS)); lower it for a GPU with little
 /// memory.
-pub const GPU_BATCH_TOKENS_VAR: &str = "MEMORIA_GPU_BATCH_TOKENS";
+#[cfg(any(feature = "cuda", feature = "metal"))]
+const GPU_BATCH_TOKENS_VAR: &str = "MEMORIA_GPU_BATCH_TOKENS";
 
 /// A GPU's pass width: `MEMORIA_GPU_BATCH_TOKENS`, else `GPU_BATCH_TOKENS`.
 #[cfg(any(feature = "cuda", feature = "metal"))]
@@ -135,7 +134,8 @@ fn gpu_dtype(asked: Precision) -> (candle_core::DType, &'static str) {
     }
 }
 
-/// Loads the model at `dir` where it runs best, and says where, in words (`cuda:0, f32`,
+/// Loads the model at `dir` in the precision `asked` where it runs best, and says where,
+/// in words (`cuda:0 (…), bf16`,
 /// `cpu, f32, AVX-512 kernels; loaded from …; tokenizer: …`).
 ///
 /// A build with a GPU backend (`cuda`, `metal`) loads on the GPU and checks it with one
@@ -143,7 +143,7 @@ fn gpu_dtype(asked: Precision) -> (candle_core::DType, &'static str) {
 /// the model runs on the CPU instead, and the words say why. A GGUF file without Dense
 /// layers borrows them from a sentence-transformers copy of the model when one is found
 /// ([`dense_source`](crate::gemma::locate::dense_source)).
-pub(crate) fn load_on_best_device(dir: &Path) -> Result<(GemmaEmbedder, String)> {
+pub(crate) fn load_on_best_device(dir: &Path, asked: Precision) -> Result<(GemmaEmbedder, String)> {
     // A GGUF file without Dense layers borrows them from a sentence-transformers copy.
     let dense_dir = is_gguf(dir).then(|| dense_source(dir)).flatten();
     let with_dense = |words: &mut String, embedder: &GemmaEmbedder| {
@@ -151,7 +151,6 @@ pub(crate) fn load_on_best_device(dir: &Path) -> Result<(GemmaEmbedder, String)>
             words.push_str(&format!("; {dense}"));
         }
     };
-    let asked = Precision::from_env().map_err(GemmaError::InvalidOption)?;
     #[cfg(any(feature = "cuda", feature = "metal"))]
     let gpu_failed = match gpu_allowed()? {
         false => Some(format!("{DEVICE_VAR}=cpu")),

@@ -144,7 +144,8 @@ pub(crate) fn bf16_attention(precision: Precision, head_dim: usize) -> bool {
 impl Encoder {
     /// Loads every tensor but the embedding table from `file` (names without `model.`), the
     /// fused kernels' projections from `pack` when it holds them, in the format of
-    /// `precision` (f16 panels for `f32`, Q8_0 for `q8`, bf16 for `bf16`).
+    /// `precision` (f16 panels for `f32`, Q8_0 for `q8`, bf16 for `bf16`). `kernels` is the
+    /// load's choice (`Fused` only for f32 on the CPU).
     #[allow(clippy::too_many_arguments)]
     pub fn load(
         cfg: &GemmaConfig,
@@ -160,11 +161,7 @@ impl Encoder {
         let hd = cfg.head_dim;
         let (qw, kw) = (cfg.num_heads * hd, cfg.num_kv_heads * hd);
         let i = cfg.intermediate_size;
-        let kernels = if device.is_cpu() && dtype == DType::F32 {
-            kernels
-        } else {
-            Kernels::Generic
-        };
+        debug_assert!(kernels == Kernels::Generic || (device.is_cpu() && dtype == DType::F32));
         let format = match kernels {
             Kernels::Fused => match precision {
                 Precision::Q8 => WeightFormat::Q8,

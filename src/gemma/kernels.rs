@@ -24,8 +24,16 @@ macro_rules! multiversion {
             fn inner($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
+                /// The kernel compiled for AVX-512.
+                ///
+                /// # Safety
+                /// The CPU must have the features enabled here.
                 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
                 unsafe fn v4($($arg: $ty),*) $(-> $ret)? { inner($($arg),*) }
+                /// The kernel compiled for AVX2.
+                ///
+                /// # Safety
+                /// The CPU must have AVX2 and FMA.
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn v3($($arg: $ty),*) $(-> $ret)? { inner($($arg),*) }
                 match level() {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_REPO: &str = "google/embeddinggemma-300m";
 
 /// Files a sentence-transformers EmbeddingGemma directory must have.
-pub const REQUIRED_FILES: &[&str] = &[
+pub(crate) const REQUIRED_FILES: &[&str] = &[
     "model.safetensors",
     "config.json",
     "tokenizer.json",

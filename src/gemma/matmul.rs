@@ -16,13 +16,13 @@
 
 use std::cell::RefCell;
 
-use candle_core::{CpuStorage, CustomOp1, DType, Device, Layout, Shape, Tensor};
+use candle_core::{DType, Device, Tensor};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
-use crate::gemma::bf16::{self, Bf16Weight};
-use crate::gemma::cpu::{gemm_f32, linear_input, SyncPtr};
+use crate::gemma::bf16::Bf16Weight;
+use crate::gemma::cpu::{gemm_f32, Linear, LinearWeight, SyncPtr};
 use crate::gemma::error::{GemmaError, Result};
 use crate::gemma::pack::Pack;
 use crate::gemma::q8::{self, Q8Weight};
@@ -154,9 +154,9 @@ impl Projection {
     /// `x · wᵀ`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
-            Projection::Half { weight, .. } => x.apply_op1_no_bwd(&Linear { w: weight })?,
-            Projection::Q8 { weight, .. } => x.apply_op1_no_bwd(&q8::Linear { w: weight })?,
-            Projection::Bf16 { weight, .. } => x.apply_op1_no_bwd(&bf16::Linear { w: weight })?,
+            Projection::Half { weight, .. } => x.apply_op1_no_bwd(&Linear(weight))?,
+            Projection::Q8 { weight, .. } => x.apply_op1_no_bwd(&Linear(weight))?,
+            Projection::Bf16 { weight, .. } => x.apply_op1_no_bwd(&Linear(weight))?,
             Projection::Tensor(w) => x.matmul(&w.t()?)?,
         })
     }
@@ -238,7 +238,7 @@ impl HalfWeight {
     }
 }
 
-/// Rows up to which [`Linear`] uses the skinny kernel instead of the packed gemm.
+/// Rows up to which an f16 product uses the skinny kernel instead of the packed gemm.
 pub const SKINNY_MAX_ROWS: usize = 32;
 
 thread_local! {
@@ -253,45 +253,41 @@ thread_local! {
 /// once per block of x rows and widens it in registers. Large M (documents) is bound by
 /// arithmetic: the weight is widened to f32 once per call (≈1% of the product's time) and
 /// multiplied with the `gemm` crate.
-pub struct Linear<'a> {
-    pub w: &'a HalfWeight,
-}
+impl LinearWeight for HalfWeight {
+    const NAME: &'static str = "memoria-linear-f16";
 
-impl CustomOp1 for Linear<'_> {
-    fn name(&self) -> &'static str {
-        "memoria-linear-f16"
+    fn rows(&self) -> usize {
+        self.rows
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let n = self.w.rows;
-        let (x, m, k) = linear_input(s, l, self.name(), (n, self.w.cols))?;
-        let mut y: Vec<f32> = Vec::with_capacity(m * n);
-        if m == 0 || n == 0 {
-        } else if k == 0 {
-            y.resize(m * n, 0.0);
-        } else if m <= SKINNY_MAX_ROWS && skinny_available() {
-            skinny_matmul(x, m, self.w, y.as_mut_ptr());
+    fn cols(&self) -> usize {
+        self.cols
+    }
+
+    fn matmul(&self, x: &[f32], m: usize, y: &mut Vec<f32>) {
+        let (n, k) = (self.rows, self.cols);
+        if m <= SKINNY_MAX_ROWS && skinny_available() {
+            skinny_matmul(x, m, self, y.as_mut_ptr());
             // SAFETY: the skinny kernel wrote all m×n values.
             unsafe { y.set_len(m * n) };
-        } else {
-            WIDE.with(|cell| {
-                // A rayon worker that steals another forward pass while this one is in
-                // gemm finds the buffer taken and uses its own.
-                let mut own = Vec::new();
-                let mut borrowed = cell.try_borrow_mut();
-                let buf = match borrowed.as_mut() {
-                    Ok(buf) => &mut **buf,
-                    Err(_) => &mut own,
-                };
-                if buf.len() < n * k {
-                    buf.resize(n * k, 0.0);
-                }
-                let wt = &mut buf[..n * k];
-                self.w.widen_transposed(wt);
-                gemm_f32(x, m, k, wt, n, &mut y);
-            });
+            return;
         }
-        Ok((CpuStorage::F32(y), Shape::from((m, n))))
+        WIDE.with(|cell| {
+            // A rayon worker that steals another forward pass while this one is in gemm
+            // finds the buffer taken and uses its own.
+            let mut own = Vec::new();
+            let mut borrowed = cell.try_borrow_mut();
+            let buf = match borrowed.as_mut() {
+                Ok(buf) => &mut **buf,
+                Err(_) => &mut own,
+            };
+            if buf.len() < n * k {
+                buf.resize(n * k, 0.0);
+            }
+            let wt = &mut buf[..n * k];
+            self.widen_transposed(wt);
+            gemm_f32(x, m, k, wt, n, y);
+        });
     }
 }
 
@@ -340,6 +336,10 @@ mod simd {
     use super::PANEL;
 
     /// The few vector operations the skinny kernel needs.
+    ///
+    /// # Safety
+    /// Every method needs the CPU features of its implementation (AVX-512F, or AVX2 and
+    /// FMA, with F16C), and a pointer it reads or writes must hold [`Simd::W`] values.
     pub trait Simd {
         type V: Copy;
         /// Lanes per vector.
@@ -407,6 +407,10 @@ mod simd {
 
     /// MR rows of x times NV vectors' worth of panel columns (NV·W outputs starting at the
     /// panel `w`); `cols` of those outputs are real, the rest is panel padding.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; x holds MR rows of `k` values, w the panel, and y
+    /// MR rows of `ldy` outputs from its first column.
     #[inline(always)]
     unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
         x: *const f32,
@@ -448,6 +452,9 @@ mod simd {
     }
 
     /// All m rows of x (in blocks of MR ≤ 8) times NV vectors of panel columns.
+    ///
+    /// # Safety
+    /// As [`block`], for all `m` rows.
     #[inline(always)]
     unsafe fn rows<S: Simd, const MR: usize, const NV: usize>(
         x: *const f32,
@@ -567,7 +574,7 @@ mod tests {
             let rounded: Vec<f32> = w.iter().map(|&v| f16::from_f32(v).to_f32()).collect();
             let xt = Tensor::from_slice(&x, (m, k), &Device::Cpu).unwrap();
             let y = xt
-                .apply_op1_no_bwd(&Linear { w: &hw })
+                .apply_op1_no_bwd(&Linear(&hw))
                 .unwrap()
                 .to_vec2::<f32>()
                 .unwrap();
@@ -588,7 +595,7 @@ mod tests {
     fn linear_rejects_mismatched_inner_size() {
         let hw = HalfWeight::from_f32(&[1.0; 6], 2, 3).unwrap();
         let x = Tensor::zeros((4, 5), candle_core::DType::F32, &Device::Cpu).unwrap();
-        assert!(x.apply_op1_no_bwd(&Linear { w: &hw }).is_err());
+        assert!(x.apply_op1_no_bwd(&Linear(&hw)).is_err());
     }
 
     #[test]

@@ -78,18 +78,17 @@ mod vnni;
 mod weights;
 
 pub(crate) use device::load_on_best_device;
-pub use device::{default_device, DEVICE_VAR, GPU_BATCH_TOKENS_VAR};
+
 pub use embedder::GemmaEmbedder;
 pub use error::{GemmaError, Result};
 #[cfg(feature = "download")]
 pub use locate::pull;
 pub use locate::{
     resolve_model, ModelLocation, ModelNotFound, ModelSearch, PullError, DEFAULT_REPO,
-    REQUIRED_FILES,
 };
 pub use options::{
     truncate_dims, GemmaOptions, Prompt, DEFAULT_DOCUMENT_PROMPT, DEFAULT_QUERY_PROMPT,
     GPU_BATCH_TOKENS, MATRYOSHKA_DIMS,
 };
-pub use precision::{Precision, PRECISION_VAR};
+pub use precision::Precision;
 pub use profile::profile_report;

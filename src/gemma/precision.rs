@@ -10,8 +10,8 @@
 //!   in f32 (`bf16.rs`, `attention_bf16.rs`); on AMX tiles (`amx.rs`) or AVX512-BF16 where
 //!   the CPU has them, else the same arithmetic through f32 products. Golden worst cosine
 //!   0.99998.
-//! - `auto` (the default), chosen from measurements on each kind of CPU (README, "Embedding
-//!   speed"): `bf16` with AMX (documents 1.95× `f32` on a 2-core Xeon), `q8` with
+//! - `auto` (the default), chosen from measurements on each kind of CPU
+//!   (docs/performance.md, "Embedding speed"): `bf16` with AMX (documents 1.95× `f32` on a 2-core Xeon), `q8` with
 //!   AVX512-VNNI otherwise (Zen 4 with AVX512-BF16: 2.4–2.6× `f32` and 1.3× `bf16`, queries
 //!   11–13 ms against 14–15; the Xeon without AMX: 1.44× `f32`, where `bf16` ran at 0.7×)
 //!   and on AVX2 (1.1–1.26×), `f32` on AVX-512 CPUs without VNNI and on scalar-only ones.

@@ -42,11 +42,10 @@
 //! instead (`vnni.rs`), and the activations are stored as `x + 128` for it ([`Kernel`]); the
 //! sum then holds `128 · Σ q` of the weights too, which the stored correction takes back.
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 use half::f16;
 use rayon::prelude::*;
 
-use crate::gemma::cpu::{linear_input, par_tiles, SyncPtr};
+use crate::gemma::cpu::{par_tiles, LinearWeight, SyncPtr};
 use crate::gemma::slab::Slab;
 #[cfg(target_arch = "x86_64")]
 use crate::gemma::vnni;
@@ -243,11 +242,6 @@ fn quantize_rows(x: &[f32], m: usize, k: usize, kernel: Kernel) -> QuantRows {
     QuantRows { q, d }
 }
 
-/// `y = x · wᵀ` for `x: [M, K]` (f32) and a [`Q8Weight`] `w: [N, K]`.
-pub struct Linear<'a> {
-    pub w: &'a Q8Weight,
-}
-
 /// Rows of x per task: their quantised bytes (≤ 64 × 1152) stay in L2 while every panel
 /// of the task's group passes over them. (256 measured slower with the VNNI kernel:
 /// 903 against 1005 tokens/s on a Xeon, one window.)
@@ -256,26 +250,24 @@ const ROWS_PER_TASK: usize = 64;
 /// magnitudes, ones and two temporaries fit AVX2's 16 registers without spilling.
 const MR: usize = 6;
 
-impl CustomOp1 for Linear<'_> {
-    fn name(&self) -> &'static str {
-        "memoria-linear-q8"
+/// `y = x · wᵀ` for `x: [M, K]` (f32) and a [`Q8Weight`] `w: [N, K]`.
+impl LinearWeight for Q8Weight {
+    const NAME: &'static str = "memoria-linear-q8";
+
+    fn rows(&self) -> usize {
+        self.rows
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let n = self.w.rows;
-        let (x, m, k) = linear_input(s, l, self.name(), (n, self.w.cols))?;
-        let y = if m > 0 && n > 0 && k > 0 {
-            // Not zeroed first: for a document batch that is megabytes of stores per layer,
-            // and every value is written below.
-            let mut y = Vec::with_capacity(m * n);
-            matmul(x, m, self.w, Kernel::best(), y.as_mut_ptr());
-            // SAFETY: `matmul` wrote all m×n values.
-            unsafe { y.set_len(m * n) };
-            y
-        } else {
-            vec![0f32; m * n]
-        };
-        Ok((CpuStorage::F32(y), Shape::from((m, n))))
+    fn cols(&self) -> usize {
+        self.cols
+    }
+
+    fn matmul(&self, x: &[f32], m: usize, y: &mut Vec<f32>) {
+        // Not zeroed first: for a document batch that is megabytes of stores per layer, and
+        // every value is written below.
+        matmul(x, m, self, Kernel::best(), y.as_mut_ptr());
+        // SAFETY: `matmul` wrote all m×n values.
+        unsafe { y.set_len(m * self.rows) };
     }
 }
 
@@ -521,6 +513,12 @@ mod simd {
         }
     }
 
+    /// R rows of quantised x against one panel of Q8_0 weights, into `out`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 (its caller, [`panel`], is compiled for it); `xq` and `xd` hold
+    /// R rows of `k` quantised values and their block scales, `w` the panel's `k / 32`
+    /// blocks.
     #[inline(always)]
     #[allow(clippy::needless_range_loop)] // the register tiles read like the maths
     unsafe fn rows<const R: usize>(
@@ -565,6 +563,7 @@ mod simd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemma::cpu::Linear;
     use candle_core::{Device, Tensor};
 
     fn values(n: usize, seed: usize, scale: f32) -> Vec<f32> {
@@ -673,7 +672,7 @@ mod tests {
             let q = Q8Weight::quantize(&w, n, k).unwrap();
             let want = reference(&x, m, k, &q);
             let xt = Tensor::from_slice(&x, (m, k), &Device::Cpu).unwrap();
-            let got = xt.apply_op1_no_bwd(&Linear { w: &q }).unwrap();
+            let got = xt.apply_op1_no_bwd(&Linear(&q)).unwrap();
             let got = got.flatten_all().unwrap().to_vec1::<f32>().unwrap();
             for (g, w) in got.iter().zip(&want) {
                 assert!(
@@ -770,7 +769,7 @@ mod tests {
         let w = values(n * k, 43, 0.1);
         let q = Q8Weight::quantize(&w, n, k).unwrap();
         let xt = Tensor::from_slice(&x, (m, k), &Device::Cpu).unwrap();
-        let got = xt.apply_op1_no_bwd(&Linear { w: &q }).unwrap();
+        let got = xt.apply_op1_no_bwd(&Linear(&q)).unwrap();
         let got = got.flatten_all().unwrap().to_vec1::<f32>().unwrap();
         for i in 0..m {
             for j in 0..n {
@@ -785,6 +784,6 @@ mod tests {
     fn linear_rejects_mismatched_inner_size() {
         let q = Q8Weight::quantize(&[0.5; 64], 2, 32).unwrap();
         let x = Tensor::zeros((4, 64), candle_core::DType::F32, &Device::Cpu).unwrap();
-        assert!(x.apply_op1_no_bwd(&Linear { w: &q }).is_err());
+        assert!(x.apply_op1_no_bwd(&Linear(&q)).is_err());
     }
 }

@@ -88,6 +88,10 @@ pub unsafe fn panel_256(
     }
 }
 
+/// [`rows_256`] with AVX-VNNI's `vpdpbusd`.
+///
+/// # Safety
+/// The CPU must have AVX-VNNI; the pointers as [`panel_256`] takes them, for R rows.
 #[target_feature(enable = "avx2,fma,avxvnni")]
 unsafe fn rows_avxvnni<const R: usize>(
     xq: *const i8,
@@ -106,6 +110,11 @@ unsafe fn rows_avxvnni<const R: usize>(
     )
 }
 
+/// [`rows_256`] with AVX512-VNNI's 256-bit `vpdpbusd`.
+///
+/// # Safety
+/// The CPU must have AVX512-VNNI and AVX512-VL; the pointers as [`panel_256`] takes them,
+/// for R rows.
 #[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
 unsafe fn rows_vl<const R: usize>(
     xq: *const i8,
@@ -117,6 +126,11 @@ unsafe fn rows_vl<const R: usize>(
     rows_256::<R>(|a, b, c| _mm256_dpbusd_epi32(a, b, c), xq, xd, k, w, out)
 }
 
+/// R rows of x against one half panel, with `dot` as the u8 × i8 dot product.
+///
+/// # Safety
+/// The CPU must have what `dot` and the 256-bit integer products need (its callers are
+/// compiled for it); the pointers as [`panel_256`] takes them, for R rows.
 #[inline(always)]
 unsafe fn rows_256<const R: usize>(
     dot: impl Fn(__m256i, __m256i, __m256i) -> __m256i,
@@ -200,6 +214,9 @@ pub const FEW: usize = 16;
 /// (documents) go row by row over all of K, the totals in registers ([`block_512`]): there
 /// the first rows would wait for memory and the others reread the panels from L2, which
 /// a long batch amortises.
+///
+/// # Safety
+/// The CPU must have AVX512-VNNI; x, its scales and y hold `m` rows, w the P panels.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn rows_512<const P: usize>(
@@ -245,6 +262,10 @@ const _: () = assert!(MRW == 4);
 
 /// Block `b` of P panels against R rows of x (`xb` and `db` at the block), added into the
 /// f32 totals `tile` (R rows).
+///
+/// # Safety
+/// The CPU must have AVX512-VNNI; `xb`, `db` and `w` hold block `b` of R rows and of P
+/// panels.
 #[inline(always)]
 unsafe fn step_512<const R: usize, const P: usize>(
     xb: *const i8,
@@ -282,6 +303,9 @@ unsafe fn step_512<const R: usize, const P: usize>(
 }
 
 /// The f32 totals of `acc.len()` rows × P panels into y (`cols` of the outputs real).
+///
+/// # Safety
+/// The CPU must have AVX-512F; y holds `acc.len()` rows of `ldy` outputs.
 #[inline(always)]
 unsafe fn store_512<const P: usize>(acc: &[[__m512; P]], cols: usize, y: *mut f32, ldy: usize) {
     for (i, row) in acc.iter().enumerate() {
@@ -298,6 +322,9 @@ unsafe fn store_512<const P: usize>(acc: &[[__m512; P]], cols: usize, y: *mut f3
 }
 
 /// R rows of x times P panels over all of K, the R × P f32 totals in registers.
+///
+/// # Safety
+/// The CPU must have AVX512-VNNI; x, its scales and y hold R rows, w the P panels.
 #[inline(always)]
 unsafe fn block_512<const R: usize, const P: usize>(
     x: *const i8,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-use super::manifest::Manifest;
+use crate::store::Manifest;
 
 const MANIFEST: &str = "manifest.json";
 /// Batch embedding jobs submitted and not yet read (`embed::backfill`); absent when none.
@@ -231,7 +231,7 @@ impl AgentDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::manifest::{Identity, SyncStats, FORMAT_VERSION};
+    use crate::store::{Identity, SyncStats, FORMAT_VERSION};
 
     fn manifest(generation: u64) -> Manifest {
         Manifest {

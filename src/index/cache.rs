@@ -1,6 +1,7 @@
 //! `cache.redb`: the embedding cache of an agent directory (SPEC §4).
 //!
-//! Keyed by sha256 of (provider, model, provider key, prompt, chunk hash), so a vector is
+//! Keyed by [`cache_key`](crate::store::cache_key): sha256 of (provider, model, provider
+//! key, prompt, chunk hash), so a vector is
 //! reused by any generation whose embedder would compute the same one — a forced reindex or
 //! a chunking change re-embeds only chunks whose text changed. It lives beside the
 //! generations, not inside one, for that reason. Entries carry a use stamp; past
@@ -13,7 +14,6 @@ use std::path::{Path, PathBuf};
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use super::codec;
-use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
 
 /// key → (stamp u64 LE, vector in either of `codec`'s forms).
@@ -21,12 +21,6 @@ const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 /// stamp → key, ordered by age for pruning.
 const BY_STAMP: TableDefinition<u64, &str> = TableDefinition::new("by_stamp");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-
-/// The cache key of a chunk for one embedder identity (`embedder_key` covers provider,
-/// model, provider key and document prompt).
-pub fn cache_key(embedder_key: &str, chunk_hash: &str) -> String {
-    sha256_hex(format!("{embedder_key}\n{chunk_hash}").as_bytes())
-}
 
 /// An open embedding cache.
 pub struct EmbeddingCache {
@@ -169,6 +163,7 @@ impl<'t> Tables<'t> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::cache_key;
 
     #[test]
     fn least_recently_used_entries_are_pruned_first() {

@@ -13,10 +13,10 @@ use redb::{
     Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
     ReadableTableMetadata, TableDefinition, WriteTransaction,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use crate::annotation::Annotations;
 use crate::passage;
+use crate::store::{unembedded, Batch, ChunkRecord, FileRecord, Unembedded, Upsert};
 
 use super::codec;
 use crate::error::{Error, Result};
@@ -27,117 +27,6 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// chunk id → embedding (`codec`'s f32 form); a chunk's passages under `<chunk id>#<n>`
 /// ([`passage::id`]), in its int8 form (a quarter of the bytes).
 const VECTORS: TableDefinition<&str, &[u8]> = TableDefinition::new("vectors");
-
-/// What the catalog knows about one indexed file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FileRecord {
-    pub source: String,
-    /// sha256 of the file's bytes.
-    pub hash: String,
-    pub size: u64,
-    /// Modification time in nanoseconds since the epoch (the fast "unchanged" check).
-    pub mtime_ns: i128,
-    pub chunk_ids: Vec<String>,
-    /// The file had invalid UTF-8 (indexed with U+FFFD replacements; shown in `status`).
-    #[serde(default)]
-    pub lossy: bool,
-}
-
-/// One chunk, with everything needed to rebuild derived indexes and to answer a search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChunkRecord {
-    /// Workspace-relative path of the file.
-    pub path: String,
-    /// `memory` (or `sessions`).
-    pub source: String,
-    /// First line (1-based).
-    pub start_line: usize,
-    /// Last line (1-based, inclusive).
-    pub end_line: usize,
-    /// sha256 of `text`, lowercase hex.
-    pub hash: String,
-    /// The chunk's text.
-    pub text: String,
-    /// What the embedder is told the chunk is from (`title`): empty for none.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub title: String,
-    /// Its entry's annotations (2026.9 semantics; default otherwise).
-    #[serde(default, skip_serializing_if = "Annotations::is_empty")]
-    pub annotations: Annotations,
-    /// The whole file's text, on the first chunk of a file that is also embedded whole
-    /// ([`passage::whole_file`]); empty otherwise, and in records read from the text index.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub whole: String,
-}
-
-impl ChunkRecord {
-    /// This chunk's ranking key, given its id.
-    pub fn key(&self, id: String) -> ChunkKey {
-        ChunkKey {
-            id,
-            path: self.path.clone(),
-            start_line: self.start_line,
-        }
-    }
-}
-
-/// What ranking needs to know of a chunk: its id and the SPEC §5.4 tie-break keys (path,
-/// start line). Searches rank keys and read the full record only for the chunks they
-/// return: reading every candidate's stored chunk was a third of a search at 100k chunks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChunkKey {
-    pub id: String,
-    pub path: String,
-    pub start_line: usize,
-}
-
-/// A vector not computed yet, a chunk's own or one of its passages': what embedding it
-/// needs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unembedded {
-    /// The chunk's id, or its passage's ([`passage::id`]).
-    pub id: String,
-    /// sha256 of `text`.
-    pub hash: String,
-    /// Its title (empty for none).
-    pub title: String,
-    pub text: String,
-}
-
-impl Unembedded {
-    /// What identifies its vector for one embedder: the text's hash, and the title when
-    /// there is one (a chunk under a renamed heading embeds anew).
-    pub fn input_hash(&self) -> String {
-        match self.title.is_empty() {
-            true => self.hash.clone(),
-            false => crate::digest::sha256_hex(format!("{}\n{}", self.title, self.hash).as_bytes()),
-        }
-    }
-}
-
-/// A file (re)indexed, with its new chunks as `(id, record)`.
-#[derive(Debug)]
-pub struct Upsert {
-    pub path: String,
-    pub record: FileRecord,
-    pub chunks: Vec<(String, ChunkRecord)>,
-}
-
-/// A batch of changes committed atomically.
-#[derive(Debug, Default)]
-pub struct Batch {
-    pub upserts: Vec<Upsert>,
-    /// Files whose content is unchanged but whose size/mtime record is refreshed.
-    pub touches: Vec<(String, FileRecord)>,
-    /// Files that vanished.
-    pub removals: Vec<String>,
-}
-
-impl Batch {
-    pub fn is_empty(&self) -> bool {
-        self.upserts.is_empty() && self.touches.is_empty() && self.removals.is_empty()
-    }
-}
 
 /// An open catalog.
 pub struct Catalog {
@@ -375,27 +264,8 @@ impl Catalog {
             if has(id)? {
                 continue;
             }
-            let mut chunk: ChunkRecord = self.decode(id, value.value())?;
-            if passages {
-                let whole = std::mem::take(&mut chunk.whole);
-                for (n, text) in passage::numbered(&chunk.text, whole) {
-                    let passage_id = passage::id(id, n);
-                    if !has(&passage_id)? {
-                        out.push(Unembedded {
-                            id: passage_id,
-                            hash: crate::digest::sha256_hex(text.as_bytes()),
-                            title: chunk.title.clone(),
-                            text,
-                        });
-                    }
-                }
-            }
-            out.push(Unembedded {
-                id: id.to_string(),
-                hash: chunk.hash,
-                title: chunk.title,
-                text: chunk.text,
-            });
+            let chunk: ChunkRecord = self.decode(id, value.value())?;
+            out.extend(unembedded(id, chunk, passages, &mut |id| has(id))?);
         }
         Ok(out)
     }
@@ -486,6 +356,7 @@ fn bump(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::annotation::Annotations;
 
     fn chunk(text: &str) -> ChunkRecord {
         ChunkRecord {

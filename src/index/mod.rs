@@ -1,4 +1,5 @@
-//! The agent directory: everything one agent's memory index needs, in one place.
+//! The local store: one agent's index in one directory on this machine (redb + tantivy +
+//! hnsw_rs), the product's implementation of the storage seam (`crate::store`, `local.rs`).
 //!
 //! ```text
 //! <stateDir>/memory/<agentId>/
@@ -19,7 +20,7 @@
 //! Invariants:
 //! - Readers never take the lock and never hold the catalog open: they read `manifest.json`,
 //!   then open that generation's `text/` and `vectors/`, whose last commits are always
-//!   complete states ([`view`]). Only when `text/` cannot be opened does a search read
+//!   complete states (`view.rs`). Only when `text/` cannot be opened does a search read
 //!   chunks from the catalog, opened read-only per call, so the writer is never kept out.
 //! - Writers hold `LOCK`. A second writer gets [`Error::IndexBusy`] instead of waiting.
 //! - An identity change (chunking, sources, embedder) builds a *new* generation; the manifest
@@ -29,17 +30,15 @@
 //! - The text index is derived: when its commit payload lags the catalog `seq` (a crash
 //!   between the two commits), the writer rebuilds it from the catalog.
 pub(crate) mod agent_dir;
-pub(crate) mod analyzer;
 pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod codec;
-pub(crate) mod manifest;
-pub(crate) mod stopwords;
+mod local;
 pub(crate) mod text;
 mod tolerant_dir;
 pub(crate) mod vector;
 mod view;
 
 pub use agent_dir::{AgentDir, WriterLock};
-pub use manifest::{EmbeddingStats, Identity, Manifest, SyncStats, FORMAT_VERSION};
-pub(crate) use view::{GenerationView, Views};
+pub(crate) use local::LocalStore;
+pub(crate) use vector::VectorParams;

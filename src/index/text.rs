@@ -25,11 +25,10 @@ use tantivy::{
     TantivyDocument, Term,
 };
 
-use super::analyzer::{analyzer, terms, AnalyzerMode, ANALYZER_NAME};
-use super::catalog::{ChunkKey, ChunkRecord};
-use super::stopwords;
 use super::tolerant_dir::TolerantDirectory;
+use crate::analyzer::{analyzer, query_terms, terms, AnalyzerMode, ANALYZER_NAME};
 use crate::error::{Error, Result};
+use crate::store::{ChunkKey, ChunkRecord, KeywordHit};
 
 /// Writer heap: large enough that a 50 MB workspace indexes in a few segments.
 const WRITER_HEAP_BYTES: usize = 256 << 20;
@@ -69,25 +68,6 @@ fn schema() -> (Schema, Fields) {
         annotations: builder.add_text_field("annotations", STORED),
     };
     (builder.build(), fields)
-}
-
-/// The distinct terms a keyword query searches, sorted; with `content_only`, without its
-/// function words ([`stopwords::content_terms`]).
-fn query_terms(query: &str, content_only: bool) -> Vec<String> {
-    let mut out = terms(query, AnalyzerMode::Query);
-    if content_only {
-        out = stopwords::content_terms(out);
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// A keyword hit: the chunk's ranking key and its raw BM25 score (higher is better).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TextHit {
-    pub key: ChunkKey,
-    pub bm25: f32,
 }
 
 /// One segment's ranking keys, from its fast fields. The id is 32 hex digits, kept as two
@@ -235,7 +215,7 @@ impl TextIndex {
 
     /// Top `limit` chunks by BM25 over the query's terms, OR semantics: a chunk matching any
     /// term is a candidate, and more matching terms score higher. With `content_only`, the
-    /// query's function words are left out ([`stopwords`]). With `source`, only that
+    /// query's function words are left out ([`query_terms`]). With `source`, only that
     /// source's chunks (scores unchanged).
     ///
     /// Equal scores come in path order, then by line, whatever the index's history: chunks
@@ -248,7 +228,7 @@ impl TextIndex {
         limit: usize,
         source: Option<&str>,
         content_only: bool,
-    ) -> Result<Vec<TextHit>> {
+    ) -> Result<Vec<KeywordHit>> {
         let query_terms = query_terms(query, content_only);
         if query_terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
@@ -293,18 +273,12 @@ impl TextIndex {
         let keys = self.segment_keys(&searcher)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            hits.push(TextHit {
+            hits.push(KeywordHit {
                 key: self.key_at(&keys, address)?,
                 bm25: score,
             });
         }
-        hits.sort_by(|a, b| {
-            b.bm25
-                .total_cmp(&a.bm25)
-                .then_with(|| a.key.path.cmp(&b.key.path))
-                .then(a.key.start_line.cmp(&b.key.start_line))
-                .then_with(|| a.key.id.cmp(&b.key.id))
-        });
+        hits.sort_by(KeywordHit::order);
         hits.truncate(limit);
         Ok(hits)
     }
@@ -336,7 +310,7 @@ impl TextIndex {
 
     /// The first chunk (lowest start line) of every indexed file whose path `named`
     /// accepts, by path.
-    pub fn first_chunks(&self, named: impl Fn(&str) -> bool) -> Result<Vec<ChunkKey>> {
+    pub fn first_chunks(&self, named: &dyn Fn(&str) -> bool) -> Result<Vec<ChunkKey>> {
         let searcher = self.reader.searcher();
         let keys = self.segment_keys(&searcher)?;
         let mut first: std::collections::BTreeMap<String, ChunkKey> = Default::default();

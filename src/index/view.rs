@@ -1,18 +1,18 @@
-//! The read side of the agent directory: one generation's text and vector indexes, opened
-//! from the manifest and reopened when a writer swaps generations.
+//! The local store's [`Reader`]: one generation's text and vector indexes, opened from the
+//! manifest and reopened when a writer swaps generations.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::agent_dir::AgentDir;
-use super::catalog::{Catalog, ChunkKey, ChunkRecord};
-use super::manifest::Manifest;
+use super::catalog::Catalog;
 use super::text::TextIndex;
 use super::vector::VectorIndex;
 use crate::error::{Error, Result};
+use crate::store::{ChunkKey, ChunkRecord, KeywordHit, Manifest, Reader};
 
 /// What a search reads: one generation's text index and vector index.
-pub(crate) struct GenerationView {
+pub(super) struct GenerationView {
     manifest: Manifest,
     /// The text index, or why it cannot be opened (searches then fall back to vectors,
     /// whose chunks come from the catalog; the next sync rebuilds the text index).
@@ -63,40 +63,9 @@ impl GenerationView {
         }
     }
 
-    /// The manifest this view was opened from.
-    pub(crate) fn manifest(&self) -> &Manifest {
-        &self.manifest
-    }
-
-    /// The vector index, when the generation has one that loads.
-    pub(crate) fn vectors(&self) -> Option<&VectorIndex> {
-        self.vectors.as_ref()
-    }
-
     /// The text index, or the error that kept it from opening.
-    pub(crate) fn text(&self) -> Result<&TextIndex> {
+    fn text(&self) -> Result<&TextIndex> {
         self.text.as_ref().map_err(|err| Error::Shared(err.clone()))
-    }
-
-    /// Ranking keys of vector hits: from the text index, else from the catalog.
-    pub(crate) fn keys_by_ids(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
-        match &self.text {
-            Ok(text) => text.keys_by_ids(ids),
-            Err(_) => Ok(self
-                .catalog_chunks_by_ids(ids)?
-                .into_iter()
-                .map(|(id, chunk)| chunk.key(id))
-                .collect()),
-        }
-    }
-
-    /// Chunk records of the hits a search returns: from the text index, else from the
-    /// catalog.
-    pub(crate) fn chunks_by_ids(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
-        match &self.text {
-            Ok(text) => text.chunks_by_ids(ids),
-            Err(_) => self.catalog_chunks_by_ids(ids),
-        }
     }
 
     /// The one place a reader opens the catalog: only when the text index cannot be opened.
@@ -107,16 +76,72 @@ impl GenerationView {
     }
 }
 
+impl Reader for GenerationView {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    fn keyword_ready(&self) -> Result<()> {
+        self.text().map(drop)
+    }
+
+    fn keyword(
+        &self,
+        query: &str,
+        limit: usize,
+        source: Option<&str>,
+        content_only: bool,
+    ) -> Result<Vec<KeywordHit>> {
+        self.text()?.search(query, limit, source, content_only)
+    }
+
+    fn query_share(&self, query: &str, text: &str) -> Result<f64> {
+        self.text()?.query_share(query, text)
+    }
+
+    fn has_vectors(&self) -> bool {
+        self.vectors.is_some()
+    }
+
+    fn nearest(&self, query: &[f32], k: usize) -> Option<Vec<(String, f32)>> {
+        self.vectors.as_ref().map(|v| v.search(query, k))
+    }
+
+    /// From the text index, else from the catalog.
+    fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
+        match &self.text {
+            Ok(text) => text.keys_by_ids(ids),
+            Err(_) => Ok(self
+                .catalog_chunks_by_ids(ids)?
+                .into_iter()
+                .map(|(id, chunk)| chunk.key(id))
+                .collect()),
+        }
+    }
+
+    /// From the text index, else from the catalog.
+    fn chunks(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
+        match &self.text {
+            Ok(text) => text.chunks_by_ids(ids),
+            Err(_) => self.catalog_chunks_by_ids(ids),
+        }
+    }
+
+    fn first_chunks(&self, named: &dyn Fn(&str) -> bool) -> Result<Vec<ChunkKey>> {
+        self.text()?.first_chunks(named)
+    }
+}
+
 /// The current generation's view, kept between searches and reopened when the manifest
 /// changes (another process, or this one, committed a sync).
 #[derive(Default)]
-pub(crate) struct Views {
+pub(super) struct Views {
     cached: Mutex<Option<Arc<GenerationView>>>,
 }
 
 impl Views {
     /// The view of the generation the manifest names now.
-    pub(crate) fn current(&self, dir: &AgentDir) -> Result<Arc<GenerationView>> {
+    pub(super) fn current(&self, dir: &AgentDir) -> Result<Arc<GenerationView>> {
         let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
         let view = GenerationView::open(dir, cached.as_ref())?;
         *cached = Some(view.clone());
@@ -124,7 +149,7 @@ impl Views {
     }
 
     /// Forgets the cached view (after this process committed a sync).
-    pub(crate) fn invalidate(&self) {
+    pub(super) fn invalidate(&self) {
         *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }

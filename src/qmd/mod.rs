@@ -41,11 +41,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::unix_now;
+use crate::clock::{self, unix_now};
 use crate::config::{QmdSettings, SearchMode, Settings, DEFAULT_COLLECTIONS};
 use crate::search::api::source_of;
 use crate::search::{Hit, Mode, SearchResponse, Served};
@@ -387,7 +387,7 @@ impl Sidecar {
             &export.source,
             &export.dir,
             export.retention,
-            SystemTime::now(),
+            clock::system_now(),
         ) {
             Ok(done) if done.written + done.removed > 0 => tracing::info!(
                 "exported transcripts for QMD: {} written, {} removed",

@@ -225,7 +225,8 @@ pub struct SearchResponse {
 
 /// The inputs of one search's fusion: each side's candidates for the widest pool the
 /// request needed, best first, with their raw scores, and the rule that ranked them.
-/// `scripts/fusion_replay.py` re-ranks them under other rules (README "How memoria ranks").
+/// `scripts/fusion_replay.py` re-ranks them under other rules (docs/ranking.md, "How memoria
+/// ranks").
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Candidates {

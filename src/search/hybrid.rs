@@ -2,16 +2,16 @@
 //!
 //! A config that names weights gets OpenClaw's documented weighted sum; one that names none
 //! gets memoria's z-score fusion; `rrf` and `minmax` are the other choices
-//! (`query.hybrid.fusion`), all measured in `memoria eval` (README "How memoria ranks").
+//! (`query.hybrid.fusion`), all measured in `memoria eval` (docs/ranking.md, "How memoria ranks").
 //! Temporal decay and MMR are optional post-steps. All functions are pure.
 
 use std::collections::{HashMap, HashSet};
 
 use super::rank::{text_score, Ranked};
+use crate::analyzer::is_cjk;
 use crate::clock;
 use crate::config::Fusion;
-use crate::index::analyzer::is_cjk;
-use crate::index::catalog::ChunkKey;
+use crate::store::ChunkKey;
 
 /// The RRF constant (Cormack et al.); 60 is the customary value.
 pub const RRF_K: f64 = 60.0;
@@ -326,7 +326,7 @@ pub fn dated_note_day(path: &str) -> Option<Option<i64>> {
 
 /// Whether OpenClaw 2026.9 never decays this memory file: `MEMORY.md`, `USER.md`, or an
 /// undated file under the workspace's `memory/`.
-fn evergreen_2026_9(path: &str) -> bool {
+fn evergreen(path: &str) -> bool {
     path == "MEMORY.md" || path == "USER.md" || path.starts_with("memory/")
 }
 
@@ -335,7 +335,7 @@ fn evergreen_2026_9(path: &str) -> bool {
 /// its date; an evergreen memory file never ages; anything else (an impossible date, an
 /// extra path, a session transcript) ages from its modification time (`mtime_secs`; none
 /// known: no decay).
-pub fn decay_factor_2026_9(
+pub fn decay_factor_openclaw(
     path: &str,
     memory: bool,
     mtime_secs: Option<f64>,
@@ -344,7 +344,7 @@ pub fn decay_factor_2026_9(
 ) -> f64 {
     let since = match (memory, memory.then(|| dated_note_day(path)).flatten()) {
         (true, Some(Some(day))) => Some(day as f64 * 86_400.0),
-        (true, None) if evergreen_2026_9(path) => return 1.0,
+        (true, None) if evergreen(path) => return 1.0,
         _ => mtime_secs,
     };
     let Some(since) = since else {
@@ -359,7 +359,7 @@ pub fn decay_factor_2026_9(
 
 /// The tokens OpenClaw 2026.9's MMR compares: lower-cased ASCII `[a-z0-9_]` runs, and in
 /// text with CJK characters, each of them and each pair of adjacent ones.
-pub fn mmr_tokens_2026_9(text: &str) -> HashSet<String> {
+pub fn snippet_tokens(text: &str) -> HashSet<String> {
     let lower = text.to_lowercase();
     let mut out: HashSet<String> = lower
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -689,18 +689,18 @@ mod tests {
             ("sessions/x.jsonl", false, Some(now + day), 1.0),
         ];
         for (path, memory, mtime, want) in cases {
-            let got = decay_factor_2026_9(path, *memory, *mtime, now, 30.0);
+            let got = decay_factor_openclaw(path, *memory, *mtime, now, 30.0);
             assert!((got - want).abs() < 1e-9, "{path}: {got} (want {want})");
         }
         assert_eq!(
-            decay_factor_2026_9("memory/2020-01-01.md", true, None, now, 0.0),
+            decay_factor_openclaw("memory/2020-01-01.md", true, None, now, 0.0),
             1.0
         );
     }
 
     #[test]
-    fn mmr_tokens_2026_9_and_normalised_relevance() {
-        let t = mmr_tokens_2026_9("Café_1 node-22 猫カフェ");
+    fn snippet_tokens_and_normalised_relevance() {
+        let t = snippet_tokens("Café_1 node-22 猫カフェ");
         for w in [
             "caf", "_1", "node", "22", "猫", "カ", "猫カ", "カフ", "フェ",
         ] {

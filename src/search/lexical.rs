@@ -21,7 +21,7 @@ use std::collections::HashSet;
 
 use unicode_normalization::UnicodeNormalization;
 
-use crate::index::analyzer::is_cjk;
+use crate::analyzer::is_cjk;
 
 /// The bonuses' weights and caps, as OpenClaw 2026.9 fixes them.
 const COVERAGE: f64 = 0.45;

@@ -2,13 +2,14 @@
 //!
 //! - [`api`] is the public vocabulary: [`SearchOptions`] in, [`SearchResponse`] out, with
 //!   its [`Hit`]s and what [`Served`] them. It knows nothing of the index.
-//! - `pipeline` is the orchestration over one generation of the index: it asks for
-//!   candidates, runs the two sides, decides the mode and the fallback, and reads the chunks
-//!   of the page it returns.
-//! - The ranking itself is pure functions over candidate lists: score mapping, order,
-//!   minScore relaxation, pools, tiers and the merge of memory with wiki hits in `rank`; fusion, temporal decay and MMR in
-//!   `hybrid`; OpenClaw 2026.9's keyword score (bonuses over BM25, keyword candidates) in
-//!   `lexical`.
+//! - `pipeline` runs one search over one generation in stages: retrieve both sides'
+//!   candidates through the store's reader (deciding the mode and the fallback), hydrate the
+//!   records the ranking needs in one read, rank, and read the page it returns.
+//! - `ranking` is the ranking stage, pure, with the [`Ranking`](ranking::Ranking) chosen once
+//!   from the settings; its steps are pure functions over candidate lists: score mapping,
+//!   order, minScore relaxation, pools, tiers and the merge of memory with wiki hits in
+//!   `rank`; fusion, temporal decay and MMR in `hybrid`; OpenClaw 2026.9's keyword score
+//!   (bonuses over BM25, keyword candidates) in `lexical`.
 //!
 //! The files import each other, never this one: it only declares and re-exports.
 
@@ -17,6 +18,7 @@ pub(crate) mod hybrid;
 pub(crate) mod lexical;
 pub(crate) mod pipeline;
 pub(crate) mod rank;
+pub(crate) mod ranking;
 
 pub use api::{
     Candidate, Candidates, Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse,

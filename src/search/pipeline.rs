@@ -1,40 +1,42 @@
-//! The search pipeline: one query through modes, fallbacks, candidate pools, tiers,
-//! temporal decay and MMR (SPEC §5), over one generation of the index.
+//! The search pipeline: one query over one generation (SPEC §5), in stages.
 //!
 //! ```text
-//! query ─┬─► embed (query prompt) ─► vector index top-pool ─┐
-//!        └─► BM25 top-pool (text index) ────────────────────┼─► fuse ─► decay ─► minScore
-//!                                                           │     ─► MMR ─► tiers ─► read
-//!                                         mode + fallback ◄─┘          the returned chunks
+//!          ┌─► embed (query prompt) ─► nearest chunks ─┐
+//! query ───┼─► BM25 candidates ────────────────────────┼─► hydrate ─► rank ─► page
+//!          └─► files the query names (OpenClaw's) ─────┘   (one read)  (pure)  (read the
+//!              retrieve: mode + fallback                                      rest, hits)
 //! ```
 //!
-//! The two sides run at the same time. Which of them serves decides the [`Mode`]; a side
-//! that was configured but could not serve becomes the payload's [`Fallback`]. Ranking
-//! works on chunk keys only; the chunks' texts are read for the page returned (and, when
-//! MMR is on, for every candidate, since MMR compares texts).
+//! 1. **Retrieve** (`retrieve`): both sides' candidates through the store's
+//!    [`Reader`](crate::store::Reader), at the same time. Which of them serves decides the
+//!    [`Mode`]; a side that was configured but could not serve becomes the payload's
+//!    [`Fallback`].
+//! 2. **Hydrate** (`hydrate`): one read of the chunk records the ranking needs (every
+//!    candidate's when MMR compares texts or OpenClaw's ranking reads annotations; else
+//!    only the best keyword chunk's, for memoria's keyword confidence), and each candidate
+//!    file's temporal decay factor.
+//! 3. **Rank** (`ranking.rs`): pure, with the [`Ranking`] chosen once from the settings.
+//! 4. **Page**: the records of the returned chunks not hydrated yet, read in one call, as
+//!    [`Hit`]s.
 
 use std::collections::{HashMap, HashSet};
 
 use super::api::{
-    cut_utf16, source_of, Candidate, Candidates, Hit, Mode, Provenance, Recall, SearchOptions,
-    SearchResponse, Served, SNIPPET_CHARS,
+    source_of, Candidate, Candidates, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse,
+    Served,
 };
-use super::hybrid::{self, keyword_hits, FusionParams, KeywordCandidate, VectorCandidate};
-use super::lexical::{self, ChunkWords, KeywordQuery};
-use super::rank::{
-    candidate_pool, filter_keyword_only, filter_ranked, rank_order, select_2026_9, text_score,
-    tier_size, tiered_top, Ranked, SelectMode,
-};
+use super::hybrid::{self, KeywordCandidate, VectorCandidate};
+use super::lexical;
+use super::rank::{candidate_pool, tier_size, Ranked};
+use super::ranking::{self, Input, Outcome, Ranking};
 use crate::annotation;
 use crate::clock;
 use crate::config::{Fusion, Settings};
 use crate::embed::{EmbedKind, Embedder, ResolvedEmbedder};
 use crate::error::Result;
 use crate::fallback::Fallback;
-use crate::index::analyzer::{self, AnalyzerMode};
-use crate::index::catalog::{ChunkKey, ChunkRecord};
-use crate::index::{GenerationView, Manifest};
 use crate::project;
+use crate::store::{ChunkKey, ChunkRecord, Manifest, Reader};
 
 /// How many times the pool the vector side fetches when a search covers one corpus.
 const CORPUS_OVERFETCH: usize = 4;
@@ -51,43 +53,6 @@ fn embedded_part(query: &str) -> (&str, bool) {
         Some((byte, _)) => (&query[..byte], true),
         None => (query, false),
     }
-}
-
-/// Why an answer is empty although candidates were found: none reached `min_score`.
-fn below_min_score(candidates: Vec<Ranked>, min_score: f64) -> Option<String> {
-    let best = candidates
-        .iter()
-        .max_by(|a, b| a.score.total_cmp(&b.score))?;
-    Some(format!(
-        "no result reached minScore {min_score}: {} candidate(s) scored lower, the best \
-         {:.3} ({} line {}); a lower minScore shows them",
-        candidates.len(),
-        best.score,
-        best.key.path,
-        best.key.start_line
-    ))
-}
-
-/// Why an answer is empty although candidates were found: each had a malformed
-/// `<!-- project: … -->` tag, which drops its entry (2026.9's semantics).
-fn malformed_tags(candidates: &HashMap<String, ChunkRecord>) -> Option<String> {
-    let mut dropped: Vec<(&str, usize)> = candidates
-        .values()
-        .filter(|c| c.annotations.project == annotation::ProjectTag::Malformed)
-        .map(|c| (c.path.as_str(), c.start_line))
-        .collect();
-    dropped.sort();
-    let (path, line) = dropped.first()?;
-    Some(format!(
-        "{} matching entr{} dropped for a malformed <!-- project: … --> tag (an empty key, \
-         `<`, `>` or an unclosed comment), first at {path} line {line}; fix or remove the tag",
-        dropped.len(),
-        if dropped.len() == 1 {
-            "y was"
-        } else {
-            "ies were"
-        }
-    ))
 }
 
 /// The result for `ranked`, whose chunk is `chunk`; `recall` says what its entry says of
@@ -166,42 +131,112 @@ pub(crate) fn configured(embedder: &ResolvedEmbedder, manifest: Option<&Manifest
     served
 }
 
-/// One search over one generation: the settings, the agent's embedder and the view.
+/// One search over one generation: the settings, the ranking they choose, the agent's
+/// embedder and the generation's reader.
 pub(crate) struct Searcher<'a> {
     pub(crate) settings: &'a Settings,
+    pub(crate) ranking: Ranking,
     pub(crate) embedder: &'a ResolvedEmbedder,
-    pub(crate) view: &'a GenerationView,
+    pub(crate) reader: &'a dyn Reader,
+}
+
+/// What retrieval found: both sides' candidates (`None`: the side did not serve), what
+/// served, and the files the query names (OpenClaw's ranking).
+struct Retrieved {
+    served: Served,
+    keyword: Option<Vec<KeywordCandidate>>,
+    vector: Option<Vec<VectorCandidate>>,
+    named: Vec<(u8, ChunkKey)>,
+    /// The vector side embedded only the query's first [`QUERY_EMBED_CHARS`].
+    query_cut: bool,
+}
+
+/// What hydration read for the ranking.
+struct Hydrated {
+    chunks: HashMap<String, ChunkRecord>,
+    keyword_confidence: f64,
+    decay: HashMap<String, f64>,
 }
 
 impl Searcher<'_> {
     /// Searches for `query` (already trimmed, not empty).
     pub(crate) fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchResponse> {
-        let state = self.embedder;
-        let view = self.view;
-        let mut served = configured(state, None);
         let q = &self.settings.query;
         let max_results = options.max_results.unwrap_or(q.max_results).max(1);
         let min_score = options.min_score.unwrap_or(q.min_score).clamp(0.0, 1.0);
-        // Candidates for the widest tier the request needs (see `tiered_top`).
-        let multiplier = q.hybrid.candidate_multiplier;
-        let base = q.max_results.max(1);
-        let pool = candidate_pool(tier_size(max_results, base), multiplier);
+        // Candidates for the widest tier the request needs (see `rank::tiered_top`).
+        let tier = tier_size(max_results, q.max_results.max(1));
+        let pool = candidate_pool(tier, q.hybrid.candidate_multiplier);
         let source = options.corpus.source();
+        let retrieved = self.retrieve(query, options, pool, source)?;
+        let hydrated = self.hydrate(query, &retrieved)?;
+        let active = project::active_set(&options.active_project_keys);
+        let outcome = ranking::rank(Input {
+            query,
+            ranking: self.ranking,
+            settings: q,
+            model: self.embedder.model.as_deref(),
+            max_results,
+            min_score,
+            min_score_asked: options.min_score.is_some(),
+            keyword: retrieved.keyword,
+            vector: retrieved.vector,
+            named: retrieved.named,
+            chunks: &hydrated.chunks,
+            decay: &hydrated.decay,
+            keyword_confidence: hydrated.keyword_confidence,
+            active: &active,
+        });
+        let trace = match options.trace {
+            true => Some(self.trace(&outcome, &hydrated)?),
+            false => None,
+        };
+        let served = retrieved.served;
+        let warning = match (
+            retrieved.query_cut && served.mode != Mode::FtsOnly,
+            outcome.warning,
+        ) {
+            (false, warning) => warning,
+            (true, warning) => {
+                let note = format!(
+                    "the query is {} characters: the vector side embedded its first \
+                     {QUERY_EMBED_CHARS} (the keyword side read it all)",
+                    query.chars().count()
+                );
+                Some(warning.map_or(note.clone(), |w| format!("{w}; {note}")))
+            }
+        };
+        let hits = self.page(outcome.ranked, hydrated.chunks)?;
+        let mut response = SearchResponse::new(hits, served, warning);
+        response.recall_fields = self.ranking == Ranking::OpenClaw;
+        response.candidates = trace;
+        Ok(response)
+    }
 
+    /// Both sides' candidates, the mode and the fallback (stage 1).
+    fn retrieve(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+        pool: usize,
+        source: Option<&str>,
+    ) -> Result<Retrieved> {
+        let state = self.embedder;
+        let mut served = configured(state, None);
         // Vector side: embed the query, nearest chunks (SPEC §5.3); keyword side (§5.2).
         // They are independent, so they run at the same time. With hybrid disabled the
         // keyword side only runs when the vector side cannot serve.
-        let hybrid = q.hybrid.enabled;
+        let hybrid = self.settings.query.hybrid.enabled;
         let embedder = state.embedder.as_ref().filter(|_| !options.lexical_only);
         let (embedded, query_cut) = embedded_part(query);
         let run_vector = || {
             embedder
                 .map(|embedder| self.vector_candidates(embedder.as_ref(), embedded, pool, source))
         };
-        // memoria's keyword side leaves out the query's function words; 2026.9's keeps
-        // OpenClaw's terms (its parity is tested against the real OpenClaw).
-        let content_only = !self.settings.semantics.is_2026_9();
-        let run_keyword = || view.text()?.search(query, pool, source, content_only);
+        // memoria's keyword side leaves out the query's function words; OpenClaw's keeps its
+        // terms (its parity is tested against the real OpenClaw).
+        let content_only = self.ranking == Ranking::Memoria;
+        let run_keyword = || self.reader.keyword(query, pool, source, content_only);
         let (vector_outcome, keyword) = if hybrid || embedder.is_none() {
             let (v, k) = rayon::join(run_vector, run_keyword);
             (v, Some(k))
@@ -232,7 +267,7 @@ impl Searcher<'_> {
                 })
                 .collect::<Vec<_>>()
         });
-        let (mut keyword, vector) = match (keyword, vector) {
+        let (keyword, vector) = match (keyword, vector) {
             (Ok(keyword), Some(vector)) if hybrid => {
                 served.mode = Mode::Hybrid;
                 (Some(keyword), Some(vector))
@@ -254,216 +289,127 @@ impl Searcher<'_> {
                 (Some(keyword?), None)
             }
         };
-        let current = self.settings.semantics.is_2026_9();
-        let mut params = FusionParams {
-            vector_weight: q.hybrid.vector_weight,
-            text_weight: q.hybrid.text_weight,
-            fusion: q.hybrid.fusion,
+        let named = match self.ranking {
+            Ranking::OpenClaw => self.named_files(query, source)?,
+            Ranking::Memoria => Vec::new(),
         };
-        // MMR compares candidates' texts and 2026.9's ranking reads their annotations, so
+        Ok(Retrieved {
+            served,
+            keyword,
+            vector,
+            named,
+            query_cut,
+        })
+    }
+
+    /// The chunk records and facts the ranking needs, in one read (stage 2).
+    fn hydrate(&self, query: &str, retrieved: &Retrieved) -> Result<Hydrated> {
+        let hybrid = &self.settings.query.hybrid;
+        let openclaw = self.ranking == Ranking::OpenClaw;
+        let keyword = retrieved.keyword.iter().flatten().map(|k| &k.key);
+        let vector = retrieved.vector.iter().flatten().map(|v| &v.key);
+        let mut ids: Vec<&str> = Vec::new();
+        // MMR compares candidates' texts and OpenClaw's ranking reads their annotations, so
         // both read every candidate's chunk; otherwise only the returned chunks are read.
-        let mut chunks: HashMap<String, ChunkRecord> = HashMap::new();
-        if q.hybrid.mmr.enabled || current {
-            let ids: Vec<String> = keyword
-                .iter()
-                .flatten()
-                .map(|k| k.key.id.clone())
-                .chain(vector.iter().flatten().map(|v| v.key.id.clone()))
-                .collect();
-            chunks.extend(view.chunks_by_ids(&ids)?);
+        if hybrid.mmr.enabled || openclaw {
+            ids.extend(keyword.clone().chain(vector.clone()).map(|k| k.id.as_str()));
         }
-        // 2026.9's keyword side: only chunks holding every query word or a keyword are
-        // keyword hits, scored with its bonuses (`lexical`); the raw mapping stays textScore.
-        let mut keyword_scores: HashMap<String, f64> = HashMap::new();
-        if let (true, Some(candidates)) = (current, keyword.as_mut()) {
-            let lexical = KeywordQuery::new(query);
-            candidates.retain(|k| {
-                let Some(chunk) = chunks.get(&k.key.id) else {
-                    return true;
-                };
-                let words = ChunkWords::new(&chunk.text);
-                if !lexical.is_candidate(&words) {
-                    return false;
-                }
-                let score =
-                    lexical.score_words(text_score(k.bm25), &words, &chunk.text, &k.key.path);
-                keyword_scores.insert(k.key.id.clone(), score);
-                true
-            });
-        }
-        let mut keyword_confidence = 1.0;
         // memoria's min-max and z-score fusions: the keyword side counts in proportion to
         // how much of the query its best chunk holds (`hybrid::keyword_confidence`).
-        if let (false, Fusion::MinMax | Fusion::ZScore, Some(k), Some(_)) =
-            (current, params.fusion, keyword.as_ref(), vector.as_ref())
-        {
-            if let Some(best) = k.first() {
-                if !chunks.contains_key(&best.key.id) {
-                    chunks.extend(view.chunks_by_ids(std::slice::from_ref(&best.key.id))?);
-                }
+        let best = match (
+            openclaw,
+            hybrid.fusion,
+            &retrieved.keyword,
+            &retrieved.vector,
+        ) {
+            (false, Fusion::MinMax | Fusion::ZScore, Some(k), Some(_)) => k.first(),
+            _ => None,
+        };
+        ids.extend(best.map(|b| b.key.id.as_str()));
+        ids.extend(retrieved.named.iter().map(|(_, k)| k.id.as_str()));
+        let mut seen = HashSet::new();
+        let ids: Vec<String> = ids
+            .into_iter()
+            .filter(|id| seen.insert(*id))
+            .map(str::to_string)
+            .collect();
+        let chunks: HashMap<String, ChunkRecord> = self.reader.chunks(&ids)?.into_iter().collect();
+        let keyword_confidence = match best {
+            Some(best) => {
                 let text = chunks.get(&best.key.id).map_or("", |c| c.text.as_str());
-                let share = view.text()?.query_share(query, text)?;
-                keyword_confidence = hybrid::keyword_confidence(share);
-                params.text_weight *= keyword_confidence;
+                hybrid::keyword_confidence(self.reader.query_share(query, text)?)
             }
-        }
-        let keyword_side = keyword.is_some();
-        let active = project::active_set(&options.active_project_keys);
-        let decay = self.decay_factors(
-            keyword
-                .iter()
-                .flatten()
-                .map(|k| &k.key)
-                .chain(vector.iter().flatten().map(|v| &v.key)),
-        );
-        // Every candidate of a pool, fused and decayed, before minScore.
-        let scored = |pool: usize| -> Vec<Ranked> {
-            let head = |len: usize| len.min(pool);
-            let mut hits = match (&keyword, &vector) {
-                (Some(k), Some(v)) => hybrid::fuse(
-                    k[..head(k.len())].to_vec(),
-                    v[..head(v.len())].to_vec(),
-                    &params,
-                ),
-                (None, Some(v)) => hybrid::vector_hits(v[..head(v.len())].to_vec()),
-                (Some(k), None) => keyword_hits(k[..head(k.len())].to_vec()),
-                (None, None) => Vec::new(),
-            };
-            if current {
-                // The keyword side's part is its boosted score (0.7 · cosine + 0.3 · it).
-                for hit in &mut hits {
-                    let keyword = keyword_scores.get(&hit.key.id).copied();
-                    hit.score = match (keyword, hit.vector_score) {
-                        (Some(k), None) if vector.is_none() => k,
-                        (k, Some(cosine)) if keyword_side => {
-                            params.vector_weight * cosine + params.text_weight * k.unwrap_or(0.0)
-                        }
-                        (Some(k), None) => params.text_weight * k,
-                        _ => hit.score,
-                    };
-                }
-            }
-            for hit in &mut hits {
-                if let Some(factor) = decay.get(&hit.key.path) {
-                    hit.score *= factor;
-                }
-            }
-            if current {
-                // × importance, × project affinity; a malformed project tag drops the entry.
-                hits.retain_mut(|hit| {
-                    let Some(a) = chunks.get(&hit.key.id).map(|c| &c.annotations) else {
-                        return true;
-                    };
-                    match annotation::project_multiplier(&a.project, &active) {
-                        None => false,
-                        Some(affinity) => {
-                            hit.score *= annotation::importance_multiplier(a.importance) * affinity;
-                            true
-                        }
-                    }
-                });
-            }
-            hits
+            None => 1.0,
         };
-        let mode = match (&keyword, &vector) {
-            (Some(_), Some(_)) => SelectMode::Hybrid,
-            (None, Some(_)) => SelectMode::VectorOnly,
-            _ => SelectMode::KeywordOnly,
-        };
-        // memoria's semantics lower the default threshold for a model whose cosines run low
-        // (`hybrid::Calibration`); a minScore the request or the config sets, and 2026.9's
-        // semantics, keep it.
-        let calibration = hybrid::Calibration::for_model(state.model.as_deref())
-            .filter(|_| options.min_score.is_none() && !q.min_score_configured && !current);
-        let min_score = match (calibration, mode) {
-            (Some(c), SelectMode::Hybrid) => {
-                c.default_min_score(min_score, params.vector_weight, params.fusion)
-            }
-            (Some(c), SelectMode::VectorOnly) => {
-                c.default_min_score(min_score, 1.0, Fusion::Weighted)
-            }
-            _ => min_score,
-        };
-        let rank = |pool: usize| match current {
-            true => self.filter_2026_9(scored(pool), min_score, mode, &chunks),
-            false => self.filter(scored(pool), min_score, mode, &chunks),
-        };
-        let ranked = tiered_top(
-            max_results,
-            base,
-            |size| candidate_pool(size, multiplier),
-            rank,
-            |hit: &Ranked| hit.key.id.clone(),
-        );
-        // An empty answer says why when candidates were there but none reached minScore
-        // (the ranking and the result set stay OpenClaw's).
-        let warning = match ranked.is_empty() {
-            true => below_min_score(scored(pool), min_score).or_else(|| malformed_tags(&chunks)),
-            false if current => self.buried_by_decay(&ranked, || scored(pool), &decay),
-            false => None,
-        };
-        // 2026.9: a query naming a file puts its first chunk before every content hit.
-        let ranked = match current {
-            true => {
-                self.exact_paths_first(query, ranked, max_results, source, &active, &mut chunks)?
-            }
-            false => ranked,
-        };
+        let decay = self.decay_factors(keyword.chain(vector));
+        Ok(Hydrated {
+            chunks,
+            keyword_confidence,
+            decay,
+        })
+    }
+
+    /// The hits of `ranked`: their records, the ones not hydrated read in one call (stage
+    /// 4). The reader's generation never changes, so every ranked id is found; were a
+    /// record gone (a store read through its fallback while a sync removed the chunk), the
+    /// hit is dropped, as its file no longer has it.
+    fn page(
+        &self,
+        ranked: Vec<Ranked>,
+        mut chunks: HashMap<String, ChunkRecord>,
+    ) -> Result<Vec<Hit>> {
         let missing: Vec<String> = ranked
             .iter()
             .filter(|r| !chunks.contains_key(&r.key.id))
             .map(|r| r.key.id.clone())
             .collect();
-        // The text index of a view never reloads, so every ranked id is found. Only in the
-        // catalog fallback can a sync remove a chunk in between; its file no longer has it,
-        // so it is dropped.
-        chunks.extend(view.chunks_by_ids(&missing)?);
-        let hits = ranked
+        chunks.extend(self.reader.chunks(&missing)?);
+        Ok(ranked
             .into_iter()
             .filter_map(|r| {
                 let chunk = chunks.remove(&r.key.id)?;
-                let recall = match current {
-                    true => self.recall(&chunk),
-                    false => Recall::default(),
+                let recall = match self.ranking {
+                    Ranking::OpenClaw => self.recall(&chunk),
+                    Ranking::Memoria => Recall::default(),
                 };
                 Some(hit(r, chunk, recall))
             })
-            .collect();
-        let warning = match (query_cut && served.mode != Mode::FtsOnly, warning) {
-            (false, warning) => warning,
-            (true, warning) => {
-                let note = format!(
-                    "the query is {} characters: the vector side embedded its first \
-                     {QUERY_EMBED_CHARS} (the keyword side read it all)",
-                    query.chars().count()
-                );
-                Some(warning.map_or(note.clone(), |w| format!("{w}; {note}")))
-            }
+            .collect())
+    }
+
+    /// Both sides' candidates and the fusion's inputs, for `memoria eval --candidates`.
+    fn trace(&self, outcome: &Outcome, hydrated: &Hydrated) -> Result<Candidates> {
+        let hybrid = &self.settings.query.hybrid;
+        let fusion = match self.ranking {
+            Ranking::OpenClaw => "2026.9",
+            Ranking::Memoria => outcome.params.fusion.as_str(),
         };
-        let mut response = SearchResponse::new(hits, served, warning);
-        response.recall_fields = current;
-        if options.trace {
-            let fusion = match current {
-                true => "2026.9",
-                false => params.fusion.as_str(),
-            };
-            let keyword = keyword.iter().flatten().map(|k| (&k.key, k.bm25));
-            let vector = vector.iter().flatten().map(|v| (&v.key, v.cosine));
-            response.candidates = Some(Candidates {
-                fusion: fusion.to_string(),
-                vector_weight: params.vector_weight,
-                text_weight: q.hybrid.text_weight,
-                keyword_confidence,
-                decay: decay.into_iter().collect(),
-                mmr: q.hybrid.mmr.enabled,
-                min_score,
-                base_results: base,
-                candidate_multiplier: multiplier,
-                keyword: self.traced(keyword)?,
-                vector: self.traced(vector)?,
-            });
-        }
-        Ok(response)
+        let keyword = outcome.keyword.iter().flatten().map(|k| (&k.key, k.bm25));
+        let vector = outcome.vector.iter().flatten().map(|v| (&v.key, v.cosine));
+        // The decay factors of the candidates that took part.
+        let paths: HashSet<&str> = keyword
+            .clone()
+            .chain(vector.clone())
+            .map(|(k, _)| k.path.as_str())
+            .collect();
+        Ok(Candidates {
+            fusion: fusion.to_string(),
+            vector_weight: outcome.params.vector_weight,
+            text_weight: hybrid.text_weight,
+            keyword_confidence: hydrated.keyword_confidence,
+            decay: hydrated
+                .decay
+                .iter()
+                .filter(|(path, _)| paths.contains(path.as_str()))
+                .map(|(path, f)| (path.clone(), *f))
+                .collect(),
+            mmr: hybrid.mmr.enabled,
+            min_score: outcome.min_score,
+            base_results: self.settings.query.max_results.max(1),
+            candidate_multiplier: hybrid.candidate_multiplier,
+            keyword: self.traced(keyword)?,
+            vector: self.traced(vector)?,
+        })
     }
 
     /// A side's candidates as [`Candidate`]s (their line ranges read from the catalog).
@@ -472,8 +418,7 @@ impl Searcher<'_> {
         side: impl Iterator<Item = (&'k ChunkKey, f64)> + Clone,
     ) -> Result<Vec<Candidate>> {
         let ids: Vec<String> = side.clone().map(|(key, _)| key.id.clone()).collect();
-        let records: HashMap<String, ChunkRecord> =
-            self.view.chunks_by_ids(&ids)?.into_iter().collect();
+        let records: HashMap<String, ChunkRecord> = self.reader.chunks(&ids)?.into_iter().collect();
         Ok(side
             .map(|(key, score)| Candidate {
                 id: key.id.clone(),
@@ -494,12 +439,12 @@ impl Searcher<'_> {
         pool: usize,
         source: Option<&str>,
     ) -> std::result::Result<Option<Vec<VectorCandidate>>, String> {
-        if let Some(reason) = embedding_failure(self.view.manifest()) {
+        if let Some(reason) = embedding_failure(self.reader.manifest()) {
             return Err(reason);
         }
-        let Some(vectors) = self.view.vectors() else {
+        if !self.reader.has_vectors() {
             return Err("no vector index yet: run `memoria index`".into());
-        };
+        }
         let embedded = embedder
             .embed(&[query], EmbedKind::Query)
             .map_err(|e| format!("embedding the query failed: {e}"))?;
@@ -517,11 +462,14 @@ impl Searcher<'_> {
         };
         // A chunk with passages scores the best of its own vector and theirs (the index
         // rescores them).
-        let nearest = vectors.search(&query_vector, fetch);
+        let nearest = self
+            .reader
+            .nearest(&query_vector, fetch)
+            .unwrap_or_default();
         let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
         let keys = self
-            .view
-            .keys_by_ids(&ids)
+            .reader
+            .keys(&ids)
             .map_err(|e| format!("reading vector candidates: {e}"))?;
         let mut by_id: HashMap<String, ChunkKey> = keys
             .into_iter()
@@ -554,15 +502,15 @@ impl Searcher<'_> {
             if factors.contains_key(&key.path) {
                 continue;
             }
-            let factor = match self.settings.semantics.is_2026_9() {
-                true => hybrid::decay_factor_2026_9(
+            let factor = match self.ranking {
+                Ranking::OpenClaw => hybrid::decay_factor_openclaw(
                     &key.path,
                     source_of(&key.path) == "memory",
                     self.mtime(&key.path).map(|d| d.as_secs_f64()),
                     now.as_secs_f64(),
                     decay.half_life_days,
                 ),
-                false => hybrid::decay_factor(
+                Ranking::Memoria => hybrid::decay_factor(
                     &key.path,
                     self.mtime(&key.path).map(|d| d.as_secs() as i64),
                     now.as_secs() as i64,
@@ -574,94 +522,22 @@ impl Searcher<'_> {
         factors
     }
 
-    /// OpenClaw 2026.9's exact-path tiers: when `query` is a file's path (3), name (2) or
-    /// stem (1), that file's first chunk comes first, most specific first, scored by its
-    /// project multiplier alone (1, 1.15 or 0.90; a malformed tag still drops it); the
-    /// content hits follow, without those chunks, cut to `max_results`.
-    fn exact_paths_first(
-        &self,
-        query: &str,
-        ranked: Vec<Ranked>,
-        max_results: usize,
-        source: Option<&str>,
-        active: &[String],
-        chunks: &mut HashMap<String, ChunkRecord>,
-    ) -> Result<Vec<Ranked>> {
-        let Ok(text) = self.view.text() else {
-            return Ok(ranked);
-        };
-        let mut named: Vec<(u8, ChunkKey)> = text
-            .first_chunks(|path| lexical::path_specificity(query, path) > 0)?
+    /// OpenClaw 2026.9's exact-path tier: the first chunk of each file whose path (3),
+    /// name (2) or stem (1) the query is, most specific first, then by path; none when the
+    /// keyword index cannot serve.
+    fn named_files(&self, query: &str, source: Option<&str>) -> Result<Vec<(u8, ChunkKey)>> {
+        if self.reader.keyword_ready().is_err() {
+            return Ok(Vec::new());
+        }
+        let mut named: Vec<(u8, ChunkKey)> = self
+            .reader
+            .first_chunks(&|path| lexical::path_specificity(query, path) > 0)?
             .into_iter()
             .filter(|k| source.is_none_or(|s| source_of(&k.path) == s))
             .map(|k| (lexical::path_specificity(query, &k.path), k))
             .collect();
-        if named.is_empty() {
-            return Ok(ranked);
-        }
         named.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.path.cmp(&b.1.path)));
-        let unread: Vec<String> = named
-            .iter()
-            .filter(|(_, k)| !chunks.contains_key(&k.id))
-            .map(|(_, k)| k.id.clone())
-            .collect();
-        chunks.extend(self.view.chunks_by_ids(&unread)?);
-        let mut out: Vec<Ranked> = Vec::new();
-        for (_, key) in named {
-            let Some(chunk) = chunks.get(&key.id) else {
-                continue;
-            };
-            let Some(affinity) = annotation::project_multiplier(&chunk.annotations.project, active)
-            else {
-                continue;
-            };
-            let text_score = ranked
-                .iter()
-                .find(|r| r.key.id == key.id)
-                .map_or(0.0, |r| r.text_score);
-            out.push(Ranked {
-                key,
-                score: affinity,
-                text_score,
-                vector_score: None,
-            });
-        }
-        let exact: HashSet<String> = out.iter().map(|r| r.key.id.clone()).collect();
-        out.extend(ranked.into_iter().filter(|r| !exact.contains(&r.key.id)));
-        out.truncate(max_results);
-        Ok(out)
-    }
-
-    /// When temporal decay has put every dated note below the undated ones returned, and a
-    /// dated note would have come first without it, says so (OpenClaw 2026.9 does this
-    /// silently; over years of daily logs it hides all of them).
-    fn buried_by_decay(
-        &self,
-        ranked: &[Ranked],
-        candidates: impl FnOnce() -> Vec<Ranked>,
-        decay: &HashMap<String, f64>,
-    ) -> Option<String> {
-        let factor = |path: &str| decay.get(path).copied().unwrap_or(1.0);
-        let top = ranked.first()?;
-        if ranked.iter().any(|r| factor(&r.key.path) < 1.0) {
-            return None;
-        }
-        // Only now, when every hit returned is undecayed, is the pool scored again.
-        let candidates = candidates();
-        let (buried, before) = candidates
-            .iter()
-            .filter(|c| factor(&c.key.path) < 1.0)
-            .map(|c| (c, c.score / factor(&c.key.path)))
-            .filter(|(_, before)| *before > top.score)
-            .max_by(|a, b| a.1.total_cmp(&b.1))?;
-        let half_life = self.settings.query.hybrid.temporal_decay.half_life_days;
-        Some(format!(
-            "temporal decay ({half_life}-day half-life) ranked every dated note below undated \
-             ones: {} would rank first without it ({before:.3}, × {:.1e} for its age); \
-             plugins.entries.memoria.config.temporalDecay lengthens or turns it off",
-            buried.key.path,
-            factor(&buried.key.path)
-        ))
+        Ok(named)
     }
 
     /// The modification time of a cited file, since the Unix epoch: a workspace path, or a
@@ -702,55 +578,5 @@ impl Searcher<'_> {
                 (None, _) => None,
             },
         }
-    }
-
-    /// Temporal decay (`decay`, by path), minScore (with the relaxation of the mode:
-    /// hybrid, or keyword-only), MMR (over `chunks`' texts).
-    /// `minScore` (with OpenClaw's relaxation), then MMR.
-    fn filter(
-        &self,
-        hits: Vec<Ranked>,
-        min_score: f64,
-        mode: SelectMode,
-        chunks: &HashMap<String, ChunkRecord>,
-    ) -> Vec<Ranked> {
-        let hybrid = &self.settings.query.hybrid;
-        let mut hits = if mode == SelectMode::KeywordOnly {
-            filter_keyword_only(hits, min_score, usize::MAX)
-        } else {
-            filter_ranked(hits, min_score, hybrid.text_weight, usize::MAX)
-        };
-        if hybrid.mmr.enabled {
-            let terms = |hit: &Ranked| -> HashSet<String> {
-                let text = chunks.get(&hit.key.id).map_or("", |c| c.text.as_str());
-                analyzer::terms(text, AnalyzerMode::Query)
-                    .into_iter()
-                    .collect()
-            };
-            hits = hybrid::mmr(hits, hybrid.mmr.lambda, false, terms);
-        }
-        hits
-    }
-
-    /// OpenClaw 2026.9's order and `minScore`: in hybrid mode MMR (relevance normalised,
-    /// over the tokens of each candidate's snippet) reorders every candidate, then
-    /// [`select_2026_9`] applies `minScore` with its keyword rescue.
-    fn filter_2026_9(
-        &self,
-        mut hits: Vec<Ranked>,
-        min_score: f64,
-        mode: SelectMode,
-        chunks: &HashMap<String, ChunkRecord>,
-    ) -> Vec<Ranked> {
-        hits.sort_by(rank_order);
-        let mmr = &self.settings.query.hybrid.mmr;
-        if mode == SelectMode::Hybrid && mmr.enabled {
-            let terms = |hit: &Ranked| -> HashSet<String> {
-                let text = chunks.get(&hit.key.id).map_or("", |c| c.text.as_str());
-                hybrid::mmr_tokens_2026_9(cut_utf16(text, SNIPPET_CHARS))
-            };
-            hits = hybrid::mmr(hits, mmr.lambda, true, terms);
-        }
-        select_2026_9(hits, min_score, mode, usize::MAX)
     }
 }

@@ -5,7 +5,7 @@
 
 use std::cmp::Ordering;
 
-use crate::index::catalog::ChunkKey;
+use crate::store::ChunkKey;
 
 /// Size of the candidate pool each side of hybrid search fetches (SPEC §5):
 /// `min(200, max(1, maxResults × candidateMultiplier))`.
@@ -115,7 +115,7 @@ pub(crate) fn filter_keyword_only(
 ///   found; when some do but fewer than `max_results`, the rest filled (in order) with
 ///   keyword-only hits below it. So a word found only in one note is never lost to the
 ///   weights (0.3 × a keyword score stays under the default 0.35).
-pub fn select_2026_9(
+pub fn select_with_keyword_rescue(
     hits: Vec<Ranked>,
     min_score: f64,
     mode: SelectMode,
@@ -143,7 +143,7 @@ pub fn select_2026_9(
     out
 }
 
-/// Which sides served a search, for [`select_2026_9`].
+/// Which sides served a search, for [`select_with_keyword_rescue`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SelectMode {
     /// BM25 alone.
@@ -421,7 +421,12 @@ mod tests {
         // none reaches 0.35: every keyword hit comes back (a one-word match scores ≤ 0.3)
         let only_keyword = vec![h("a", 0.27, 0.9, Some(0.0)), h("v", 0.2, 0.0, Some(0.3))];
         assert_eq!(
-            ids(select_2026_9(only_keyword, 0.35, SelectMode::Hybrid, 6)),
+            ids(select_with_keyword_rescue(
+                only_keyword,
+                0.35,
+                SelectMode::Hybrid,
+                6
+            )),
             ["a"]
         );
         // some pass: the rest is filled with keyword-only hits, never with semantic ones
@@ -432,26 +437,46 @@ mod tests {
             h("kv", 0.25, 0.2, Some(0.3)),
         ];
         assert_eq!(
-            ids(select_2026_9(mixed.clone(), 0.35, SelectMode::Hybrid, 6)),
+            ids(select_with_keyword_rescue(
+                mixed.clone(),
+                0.35,
+                SelectMode::Hybrid,
+                6
+            )),
             ["p", "k"]
         );
         assert_eq!(
-            ids(select_2026_9(mixed, 0.35, SelectMode::Hybrid, 1)),
+            ids(select_with_keyword_rescue(
+                mixed,
+                0.35,
+                SelectMode::Hybrid,
+                1
+            )),
             ["p"]
         );
         // keyword-only: all when none passes, else those that pass
         let kw = vec![h("a", 0.3, 0.3, None), h("b", 0.1, 0.1, None)];
         assert_eq!(
-            ids(select_2026_9(kw.clone(), 0.35, SelectMode::KeywordOnly, 6)),
+            ids(select_with_keyword_rescue(
+                kw.clone(),
+                0.35,
+                SelectMode::KeywordOnly,
+                6
+            )),
             ["a", "b"]
         );
         assert_eq!(
-            ids(select_2026_9(kw, 0.2, SelectMode::KeywordOnly, 6)),
+            ids(select_with_keyword_rescue(
+                kw,
+                0.2,
+                SelectMode::KeywordOnly,
+                6
+            )),
             ["a"]
         );
         // vector-only: strict
         let v = vec![h("a", 0.3, 0.0, Some(0.3))];
-        assert!(select_2026_9(v, 0.35, SelectMode::VectorOnly, 6).is_empty());
+        assert!(select_with_keyword_rescue(v, 0.35, SelectMode::VectorOnly, 6).is_empty());
     }
 
     #[test]

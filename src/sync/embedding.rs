@@ -1,6 +1,6 @@
 //! Embedding the chunks a sync left without a vector: from the embedding cache first, then
-//! the provider's batch jobs for a large backfill (recorded in `batches.json`), then direct
-//! requests; and the vector index rebuilt from the catalog's vectors.
+//! the provider's batch jobs for a large backfill (recorded by the store), then direct
+//! requests.
 
 use super::report::{SyncProgress, SyncReport};
 use crate::config::Settings;
@@ -8,14 +8,9 @@ use crate::digest::sha256_hex;
 use crate::embed::backfill::{self, PendingJob};
 use crate::embed::{BatchApi, Document, Embedder};
 use crate::error::Result;
-use crate::index::cache::{cache_key, EmbeddingCache};
-use crate::index::catalog::{Catalog, Unembedded};
-use crate::index::codec;
-use crate::index::vector::{VectorIndex, VectorParams};
-use crate::index::{AgentDir, Identity, WriterLock};
 use crate::passage;
+use crate::store::{cache_key, Identity, Unembedded, Writer};
 use std::collections::HashSet;
-use std::path::Path;
 
 /// Chunks embedded per embedder call (the embedder groups them by length internally).
 pub(super) const EMBED_BATCH: usize = 64;
@@ -28,7 +23,6 @@ pub(crate) struct EmbedPlan<'a> {
     /// `cache.enabled` / `cache.maxEntries`.
     pub(crate) cache_enabled: bool,
     pub(crate) cache_max_entries: usize,
-    pub(crate) vector_params: VectorParams,
     /// `remote.batch.wait` may be honoured (not in a sync a search waits for).
     pub(crate) batch_may_wait: bool,
     /// Long chunks' passages get vectors too (the identity's, [`passage::searched`]).
@@ -51,17 +45,11 @@ impl<'a> EmbedPlan<'a> {
             )
             .as_bytes(),
         );
-        // `store.vector.enabled = false` means an exact in-process scan, never a graph.
-        let mut vector_params = VectorParams::default();
-        if !settings.store.vector_enabled {
-            vector_params.exact_threshold = usize::MAX;
-        }
         EmbedPlan {
             embedder,
             cache_key,
             cache_enabled: settings.cache.enabled,
             cache_max_entries: settings.cache.max_entries,
-            vector_params,
             batch_may_wait: true,
             passages: identity.passages,
         }
@@ -73,61 +61,49 @@ pub(super) fn same_embedder(a: &Identity, b: &Identity) -> bool {
     a.provider == b.provider && a.model == b.model && a.embedder == b.embedder && a.dims == b.dims
 }
 
-/// Embeds every chunk without a vector: from the cache, then `previous` (the generation
-/// being replaced, by chunk id), then through the provider's batch API when it has one and
+/// Embeds every chunk without a vector: from the cache, then (with `reuse`) the generation
+/// being replaced, by chunk id, then through the provider's batch API when it has one and
 /// the backfill is large ([`backfill`]), then through direct requests. An embedder failure
 /// stops embedding and is reported (the keyword index is already committed); I/O errors
-/// fail.
+/// fail. Returns how many vectors a running batch job will bring.
 pub(super) fn embed_missing(
-    dir: &AgentDir,
-    lock: &WriterLock,
-    catalog: &Catalog,
-    previous: Option<&Catalog>,
+    writer: &mut dyn Writer,
+    reuse: bool,
     plan: &EmbedPlan,
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
 ) -> Result<u64> {
-    let mut missing = catalog.chunks_without_vectors(plan.passages)?;
+    let mut missing = writer.unembedded(plan.passages)?;
     if !plan.embedder.uses_titles() {
         // Its vectors do not depend on titles: neither do their cache keys.
         missing.iter_mut().for_each(|m| m.title.clear());
     }
-    let cache = if plan.cache_enabled && !missing.is_empty() {
-        Some(EmbeddingCache::open(&dir.root().join("cache.redb"))?)
-    } else {
-        None
-    };
+    let cache = plan.cache_enabled && !missing.is_empty();
     let dims = plan.embedder.dims();
     let keys: Vec<String> = missing
         .iter()
         .map(|m| cache_key(&plan.cache_key, &m.input_hash()))
         .collect();
 
-    let store = Store {
-        catalog,
-        cache: cache.as_ref(),
-        plan,
-    };
-
     // Vectors at hand: the cache, then the generation being replaced. A chunk's own vector
-    // is stored only once all its passages are (`Catalog::chunks_without_vectors` trusts a
-    // chunk with its own vector to be complete): one found while a passage of its chunk
-    // still has to be embedded waits for the end of the embedding (`missing` lists a
-    // chunk's passages before it).
+    // is stored only once all its passages are (`Writer::unembedded` trusts a chunk with
+    // its own vector to be complete): one found while a passage of its chunk still has to
+    // be embedded waits for the end of the embedding (`missing` lists a chunk's passages
+    // before it).
     let mut todo: Vec<usize> = Vec::new();
     let mut incomplete: HashSet<&str> = HashSet::new();
     let mut deferred: Vec<(String, Vec<f32>)> = Vec::new();
     for (n, batch) in missing.chunks(EMBED_BATCH).enumerate() {
         let offset = n * EMBED_BATCH;
         let batch_keys = &keys[offset..offset + batch.len()];
-        let mut vectors: Vec<Option<Vec<f32>>> = match &cache {
-            Some(cache) => cache.get_many(batch_keys)?,
-            None => vec![None; batch.len()],
+        let mut vectors: Vec<Option<Vec<f32>>> = match cache {
+            true => writer.cached(batch_keys)?,
+            false => vec![None; batch.len()],
         };
-        if let Some(previous) = previous {
+        if reuse {
             let misses: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
             let ids: Vec<&str> = misses.iter().map(|&i| batch[i].id.as_str()).collect();
-            for (&i, vector) in misses.iter().zip(previous.vectors_by_ids(&ids)?) {
+            for (&i, vector) in misses.iter().zip(writer.replaced_vectors(&ids)?) {
                 vectors[i] = vector;
             }
         }
@@ -148,15 +124,21 @@ pub(super) fn embed_missing(
         }
         report.cached += found.len();
         if !found.is_empty() {
-            catalog.put_vectors(&found)?;
+            writer.put_vectors(&found)?;
         }
     }
+    let fresh = Fresh {
+        missing: &missing,
+        keys: &keys,
+        cache,
+        plan,
+    };
 
     // A large backfill through the batch API; texts it leaves go through direct requests,
     // except those a running job will bring later.
     let mut awaiting = 0u64;
     if let Some(api) = plan.embedder.batch_api() {
-        let outcome = run_batches(dir, lock, api, plan, &missing, &todo, report)?;
+        let outcome = run_batches(writer, api, plan, &missing, &todo, report)?;
         let mut embedded = Vec::new();
         todo.retain(|&i| {
             let hash = &missing[i].hash;
@@ -170,10 +152,10 @@ pub(super) fn embed_missing(
                 true
             }
         });
-        store.put(&missing, &keys, embedded, report)?;
-    } else if dir.batch_jobs()?.is_some() {
+        fresh.put(writer, embedded, report)?;
+    } else if writer.batch_jobs()?.is_some() {
         // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
-        dir.write_batch_jobs(lock, None)?;
+        writer.write_batch_jobs(None)?;
     }
 
     // Direct requests.
@@ -207,7 +189,7 @@ pub(super) fn embed_missing(
             .iter()
             .copied()
             .zip(embedded.into_iter().map(|e| e.vector));
-        store.put(&missing, &keys, embedded.collect(), report)?;
+        fresh.put(writer, embedded.collect(), report)?;
         progress(SyncProgress::Embedding {
             chunks_done: ((n + 1) * EMBED_BATCH).min(total),
             chunks_total: total,
@@ -217,55 +199,61 @@ pub(super) fn embed_missing(
     // again next time).
     if !deferred.is_empty() && report.embed_error.is_none() && awaiting == 0 {
         report.cached += deferred.len();
-        catalog.put_vectors(&deferred)?;
+        writer.put_vectors(&deferred)?;
     }
     Ok(awaiting)
 }
 
-/// Where freshly embedded vectors go: the catalog (by chunk id) and the embedding cache
-/// (by cache key).
-pub(super) struct Store<'a> {
-    catalog: &'a Catalog,
-    cache: Option<&'a EmbeddingCache>,
+/// Where freshly embedded vectors go: the store (by chunk id) and its embedding cache (by
+/// cache key).
+struct Fresh<'a> {
+    missing: &'a [Unembedded],
+    keys: &'a [String],
+    cache: bool,
     plan: &'a EmbedPlan<'a>,
 }
 
-impl Store<'_> {
+impl Fresh<'_> {
     /// Stores the vectors of `missing[i]` for each `(i, vector)`, counted as embedded.
     fn put(
         &self,
-        missing: &[Unembedded],
-        keys: &[String],
+        writer: &mut dyn Writer,
         embedded: Vec<(usize, Vec<f32>)>,
         report: &mut SyncReport,
     ) -> Result<()> {
         if embedded.is_empty() {
             return Ok(());
         }
-        // Passages are cached in the int8 form the catalog and the index keep them in.
-        let fresh: Vec<(String, Vec<u8>)> = embedded
-            .iter()
-            .map(|(i, vector)| (keys[*i].clone(), codec::encode_for(&missing[*i].id, vector)))
-            .collect();
+        let cached: Vec<(String, String, Vec<f32>)> = match self.cache {
+            true => embedded
+                .iter()
+                .map(|(i, v)| {
+                    (
+                        self.keys[*i].clone(),
+                        self.missing[*i].id.clone(),
+                        v.clone(),
+                    )
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         let found: Vec<(String, Vec<f32>)> = embedded
             .into_iter()
-            .map(|(i, vector)| (missing[i].id.clone(), vector))
+            .map(|(i, vector)| (self.missing[i].id.clone(), vector))
             .collect();
         report.embedded += found.len();
-        self.catalog.put_vectors(&found)?;
-        if let Some(cache) = self.cache {
-            cache.put_many(&fresh, self.plan.cache_max_entries)?;
+        writer.put_vectors(&found)?;
+        if self.cache {
+            writer.cache(&cached, self.plan.cache_max_entries)?;
         }
         Ok(())
     }
 }
 
-/// How many batch embedding jobs the agent directory records (`batches.json`), for
-/// `status`; 0 when none or unreadable.
-pub(crate) fn recorded_batch_jobs(dir: &AgentDir) -> usize {
-    dir.batch_jobs()
-        .ok()
-        .flatten()
+/// How many batch embedding jobs a store's record (`batches.json` in an agent directory)
+/// holds, for `status`; 0 when none or unreadable.
+pub(crate) fn recorded_batch_jobs(record: Option<Vec<u8>>) -> usize {
+    record
         .and_then(|bytes| serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).ok())
         .map_or(0, |jobs| jobs.len())
 }
@@ -273,19 +261,18 @@ pub(crate) fn recorded_batch_jobs(dir: &AgentDir) -> usize {
 /// Runs [`backfill::run`] over the texts of `missing[todo]`, with the jobs recorded in the
 /// agent directory; its problems become the report's warnings.
 pub(super) fn run_batches(
-    dir: &AgentDir,
-    lock: &WriterLock,
+    writer: &mut dyn Writer,
     api: &dyn BatchApi,
     plan: &EmbedPlan,
     missing: &[Unembedded],
     todo: &[usize],
     report: &mut SyncReport,
 ) -> Result<backfill::Outcome> {
-    let recorded = match dir.batch_jobs()? {
+    let recorded = match writer.batch_jobs()? {
         Some(bytes) => serde_json::from_slice::<Vec<PendingJob>>(&bytes).unwrap_or_else(|err| {
             report.warnings.push(format!(
-                "{}: unreadable batch job record ({err}); its jobs are forgotten",
-                dir.root().join("batches.json").display()
+                "{}/batches.json: unreadable batch job record ({err}); its jobs are forgotten",
+                writer.location()
             ));
             Vec::new()
         }),
@@ -298,12 +285,16 @@ pub(super) fn run_batches(
         .iter()
         .map(|&i| (missing[i].hash.as_str(), missing[i].text.as_str()))
         .collect();
+    let writer = std::sync::Mutex::new(writer);
     let save = |jobs: &[PendingJob]| -> std::result::Result<(), String> {
         let bytes = match jobs.is_empty() {
             true => None,
             false => Some(serde_json::to_vec_pretty(jobs).map_err(|e| e.to_string())?),
         };
-        dir.write_batch_jobs(lock, bytes.as_deref())
+        writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write_batch_jobs(bytes.as_deref())
             .map_err(|e| e.to_string())
     };
     let outcome = backfill::run(
@@ -329,49 +320,4 @@ pub(super) fn run_batches(
         }),
     );
     Ok(outcome)
-}
-
-/// Brings `vectors/` in line with the catalog's vectors: tombstones for vanished chunks,
-/// inserts for new ones, a rebuild when too many tombstones piled up or the saved index is
-/// missing, stale beyond repair, or unreadable. Never re-embeds. Returns the vector count.
-pub(super) fn update_vector_index(catalog: &Catalog, dir: &Path, plan: &EmbedPlan) -> Result<u64> {
-    let seq = catalog.vector_seq()?;
-    let loaded = match VectorIndex::load(dir) {
-        Ok(loaded) => loaded,
-        Err(err) => {
-            tracing::warn!("{err}; rebuilding the vector index from the catalog");
-            None
-        }
-    };
-    if let Some((index, tag)) = &loaded {
-        if *tag == seq {
-            return Ok(index.len() as u64);
-        }
-    }
-    let dims = plan.embedder.dims();
-    // An update decodes only the vectors the index lacks (at 10k chunks the catalog holds
-    // ~100k with passages); a rebuild decodes them all.
-    let index = match loaded {
-        Some((mut index, _)) if index.dims() == dims => {
-            let wanted: HashSet<String> = catalog.vector_ids()?.into_iter().collect();
-            let stale: Vec<String> = index
-                .ids()
-                .filter(|id| !wanted.contains(*id))
-                .map(str::to_string)
-                .collect();
-            for id in &stale {
-                index.remove(id);
-            }
-            index.extend(catalog.vectors_where(|id| !index.contains(id))?)?;
-            if index.needs_rebuild() {
-                VectorIndex::build(dims, catalog.vectors()?, &plan.vector_params)?
-            } else {
-                index
-            }
-        }
-        _ => VectorIndex::build(dims, catalog.vectors()?, &plan.vector_params)?,
-    };
-    index.save(dir, seq)?;
-    // Chunks with a vector (their passages' vectors are searched, not counted).
-    Ok(index.len() as u64)
 }

@@ -5,14 +5,14 @@
 
 use crate::annotation::{self, Annotations};
 use crate::chunk::{
-    chunk_entries, chunk_markdown, chunk_markdown_2026_9, entries, Chunk, ChunkParams, Entry,
+    chunk_entries, chunk_markdown, chunk_markdown_openclaw, entries, Chunk, ChunkParams, Entry,
 };
 use crate::clock;
 use crate::config::{Semantics, SessionSyncSettings};
 use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
-use crate::index::catalog::{ChunkRecord, FileRecord, Upsert};
 use crate::passage;
+use crate::store::{ChunkRecord, FileRecord, Upsert};
 use crate::title;
 use crate::transcript;
 use crate::workspace::{decode_text, Discovery, MemoryFile, SourceKind};
@@ -134,14 +134,14 @@ pub(super) fn chunk_file(
             .collect()
     };
     match file.source {
-        SourceKind::Memory if semantics.is_2026_9() => {
+        SourceKind::Memory if semantics.is_openclaw() => {
             (annotated_chunks(&file.rel_path, text, params), Vec::new())
         }
         SourceKind::Memory => (plain(chunk_markdown(text, params)), Vec::new()),
         SourceKind::Sessions => {
             let transcript = transcript::transcript(text, &file.rel_path);
-            let chunker = match semantics.is_2026_9() {
-                true => chunk_markdown_2026_9,
+            let chunker = match semantics.is_openclaw() {
+                true => chunk_markdown_openclaw,
                 false => chunk_markdown,
             };
             let chunks = chunker(&transcript.text, params)
@@ -168,7 +168,7 @@ fn annotated_chunks(path: &str, text: &str, params: ChunkParams) -> Vec<(Chunk, 
     let curated = annotation::is_curated(path);
     let chunks = match curated {
         true => chunk_entries(&stripped, params),
-        false => chunk_markdown_2026_9(&stripped, params),
+        false => chunk_markdown_openclaw(&stripped, params),
     };
     let entries: Vec<Entry> = match curated {
         true => entries(&stripped)

@@ -1,7 +1,8 @@
-//! Bringing an agent directory up to date with the workspace (SPEC §4).
+//! Bringing an agent's store up to date with the workspace (SPEC §4), through the store's
+//! [`Writer`](crate::store::Writer) alone.
 //!
-//! - `run`: one sync, from the discovered files to a committed generation (catalog first,
-//!   then the text index tagged with the catalog seq, then vectors, then the manifest).
+//! - `run`: one sync, from the discovered files to a committed generation (batches of file
+//!   changes, then vectors, then the manifest).
 //! - `files`: one file's stat, read, hash and chunks.
 //! - `embedding`: the chunks without a vector, through the cache, batch jobs and direct
 //!   requests.

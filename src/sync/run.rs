@@ -1,27 +1,24 @@
-//! Bringing an agent directory up to date with the workspace (SPEC §4).
+//! Bringing an agent's store up to date with the workspace (SPEC §4).
 //!
-//! A file whose size and mtime match the catalog is skipped without being read; otherwise
-//! it is read and hashed, and only a changed hash re-chunks it. Changes are committed in
-//! batches (catalog first, then the text index tagged with the catalog `seq`), so a
-//! process killed at any instant leaves a directory that opens and answers, and the next
-//! sync continues from the last committed batch.
+//! A file whose size and mtime match the store's record is skipped without being read;
+//! otherwise it is read and hashed, and only a changed hash re-chunks it. Changes are
+//! committed in batches (`store::Writer::apply`, each atomic), so a process killed at any
+//! instant leaves a store that opens and answers, and the next sync continues from the last
+//! committed batch. Then the chunks without a vector are embedded (`embedding.rs`), the
+//! vector index brought up to date and the generation committed with its manifest.
 
-use super::embedding::{embed_missing, same_embedder, update_vector_index, EmbedPlan};
-use super::files::{below_session_delta, digest_of, process_file, stat, Outcome};
+use super::embedding::{embed_missing, same_embedder, EmbedPlan};
+use super::files::{below_session_delta, digest_of, process_file, stat, FileStat, Outcome};
 use super::report::{SyncProgress, SyncReport};
 use crate::chunk::ChunkParams;
 use crate::config::{Semantics, SessionSyncSettings};
-use crate::error::{Error, Result};
-use crate::index::catalog::{Batch, Catalog, FileRecord};
-use crate::index::text::TextIndex;
-use crate::index::{
-    AgentDir, EmbeddingStats, Identity, Manifest, SyncStats, WriterLock, FORMAT_VERSION,
+use crate::error::Result;
+use crate::store::{
+    Batch, Begun, EmbeddingStats, FileRecord, Identity, Manifest, SyncStats, Writer, FORMAT_VERSION,
 };
-use crate::workspace::{Discovery, SourceKind};
+use crate::workspace::{Discovery, MemoryFile, SourceKind};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
-use std::fs;
-use std::path::Path;
 use std::time::Instant;
 
 /// Bytes of file content read per committed batch: bounds memory and sets how much work a
@@ -29,10 +26,6 @@ use std::time::Instant;
 const BATCH_BYTES: u64 = 32 << 20;
 
 const BATCH_FILES: usize = 4096;
-
-/// Share of deleted chunks the text index may keep before a sync merges them away (they
-/// skew BM25 statistics until merged; `tests/hybrid.rs` measures the drift this allows).
-const MAX_DELETED_SHARE: f64 = 0.05;
 
 /// What to sync and how.
 pub struct SyncRequest<'a> {
@@ -50,37 +43,89 @@ pub struct SyncRequest<'a> {
     pub session_deltas: Option<SessionSyncSettings>,
 }
 
-/// Opens an existing generation for writing: its catalog (every file record read, so damage
-/// shows now rather than halfway through the sync) and its text index, caught up.
-fn open_generation(gen_dir: &Path) -> Result<(Catalog, TextIndex, HashMap<String, FileRecord>)> {
-    if !gen_dir.is_dir() {
-        return Err(Error::corrupt(gen_dir, "the directory is missing"));
-    }
-    let catalog = Catalog::open_existing(&gen_dir.join("catalog.redb"))?;
-    let known = catalog.files()?.into_iter().collect();
-    let text = open_text_caught_up(&catalog, &gen_dir.join("text"))?;
-    Ok((catalog, text, known))
-}
-
-/// Syncs `dir` with the request's discovery. The caller holds the writer lock.
+/// Syncs the store `writer` writes with the request's discovery: the generation to write,
+/// the files to read, their changes committed in batches, the vectors, the manifest.
 pub fn sync(
-    dir: &AgentDir,
-    lock: &WriterLock,
+    writer: &mut dyn Writer,
     request: &SyncRequest,
     progress: &dyn Fn(SyncProgress),
 ) -> Result<SyncReport> {
-    let SyncRequest {
-        discovery,
-        identity,
-        params,
-        semantics,
-        force,
-        embed,
-        session_deltas,
-    } = *request;
     let started = Instant::now();
-    let mut warnings = discovery.warnings.clone();
-    let manifest = match dir.manifest() {
+    let mut warnings = request.discovery.warnings.clone();
+    let (manifest, begun) = begin(writer, request, &mut warnings)?;
+    let reads = plan_reads(request, &begun.files, &mut warnings);
+    let mut report = SyncReport {
+        generation: begun.generation,
+        rebuilt: begun.rebuilt,
+        files: request.discovery.files.len(),
+        indexed: 0,
+        removed: reads.removals.len(),
+        chunks: 0,
+        bytes: 0,
+        seconds: 0.0,
+        embedded: 0,
+        cached: 0,
+        embed_error: None,
+        awaiting_batch: 0,
+        deferred: reads.deferred,
+        warnings: Vec::new(),
+    };
+    commit_files(
+        writer,
+        request,
+        &begun,
+        &reads,
+        &mut report,
+        &mut warnings,
+        progress,
+    )?;
+    // A rebuild with the same embedder (a forced reindex, a new index format, a chunking
+    // change) takes unchanged chunks' vectors from the generation it replaces: the embedding
+    // cache alone would miss every chunk pruned past `cache.maxEntries`.
+    let reuse = manifest
+        .as_ref()
+        .is_some_and(|m| begun.rebuilt && same_embedder(&m.identity, request.identity));
+    let embedding = embed_vectors(writer, request, reuse, &mut report, &mut warnings, progress)?;
+    report.chunks = writer.chunk_count()?;
+    report.seconds = started.elapsed().as_secs_f64();
+    let files = writer.files()?;
+    for (path, record) in &files {
+        if record.lossy {
+            warnings.push(format!(
+                "{path}: invalid UTF-8 (replaced with U+FFFD when indexing)"
+            ));
+        }
+    }
+    let stats = SyncStats {
+        files: files.len(),
+        chunks: report.chunks,
+        bytes: files.iter().map(|(_, r)| r.size).sum(),
+        warnings: warnings.clone(),
+        synced_at: crate::clock::unix_now(),
+        workspace_digest: digest_of(request.discovery, &reads.stats),
+        embedding,
+    };
+    writer.commit(&Manifest {
+        format: FORMAT_VERSION,
+        generation: begun.generation,
+        identity: request.identity.clone(),
+        stats,
+    })?;
+    report.warnings = warnings;
+    Ok(report)
+}
+
+/// The committed manifest (an unreadable one is a warning and a rebuild) and the generation
+/// this sync writes: the committed one, unless the request or its identity asks for a
+/// rebuild. Damage (a missing generation, an unreadable catalog) is healed, not repeated:
+/// the sync rebuilds into a new generation while searches keep answering from what is left
+/// of the old one until the swap.
+fn begin(
+    writer: &mut dyn Writer,
+    request: &SyncRequest,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<Manifest>, Begun)> {
+    let manifest = match writer.manifest() {
         Ok(manifest) => manifest,
         Err(err) => {
             warnings.push(format!("{err}; rebuilding"));
@@ -88,42 +133,40 @@ pub fn sync(
         }
     };
     let current = manifest.as_ref().map(|m| m.generation);
-    dir.remove_leftovers(lock, current)?;
-    let mut rebuilt = force
+    let rebuild = request.force
         || manifest
             .as_ref()
-            .is_none_or(|m| m.format != FORMAT_VERSION || &m.identity != identity);
-    // The current generation, unless it must be rebuilt. Damage (a missing generation, an
-    // unreadable catalog) is healed, not repeated: the sync rebuilds into a new generation
-    // while searches keep answering from what is left of the old one until the swap.
-    let mut opened = None;
-    if let (false, Some(n)) = (rebuilt, current) {
-        match open_generation(&dir.generation_dir(n)) {
-            Ok(found) => opened = Some(found),
-            Err(err) => {
-                warnings.push(format!(
-                    "generation {n} is damaged ({err}); rebuilt it from the workspace"
-                ));
-                rebuilt = true;
-            }
+            .is_none_or(|m| m.format != FORMAT_VERSION || &m.identity != request.identity);
+    let begun = match (writer.begin(current, rebuild), current) {
+        (Ok(begun), _) => begun,
+        (Err(err), Some(n)) if !rebuild => {
+            warnings.push(format!(
+                "generation {n} is damaged ({err}); rebuilt it from the workspace"
+            ));
+            writer.begin(current, true)?
         }
-    }
-    let generation = if rebuilt {
-        dir.next_generation(current)
-    } else {
-        current.unwrap_or(1)
+        (Err(err), _) => return Err(err),
     };
-    let gen_dir = dir.generation_dir(generation);
-    let (catalog, text, known) = match opened {
-        Some(found) => found,
-        None => {
-            fs::create_dir_all(&gen_dir).map_err(|e| Error::io(&gen_dir, e))?;
-            let catalog = Catalog::open(&gen_dir.join("catalog.redb"))?;
-            let text = TextIndex::create(&gen_dir.join("text"))?;
-            (catalog, text, HashMap::new())
-        }
-    };
+    Ok((manifest, begun))
+}
 
+/// What a sync reads and removes: the files whose (size, mtime) differ from the store's
+/// records, the ones that are gone, and every discovered file's stat (the workspace digest
+/// recorded in the manifest).
+struct Reads<'a> {
+    to_read: Vec<(&'a MemoryFile, FileStat)>,
+    removals: Vec<String>,
+    stats: Vec<Option<FileStat>>,
+    /// Transcripts that grew less than `sync.sessions`' deltas, left for later.
+    deferred: usize,
+}
+
+fn plan_reads<'a>(
+    request: &SyncRequest<'a>,
+    known: &HashMap<String, FileRecord>,
+    warnings: &mut Vec<String>,
+) -> Reads<'a> {
+    let discovery = request.discovery;
     let discovered: HashSet<&str> = discovery
         .files
         .iter()
@@ -135,9 +178,6 @@ pub fn sync(
         .filter(|path| !discovered.contains(path.as_str()) && !discovery.under_vanished(path))
         .cloned()
         .collect();
-
-    // Files whose size or mtime differ from the catalog must be read.
-    // The same stats make the workspace digest recorded in the manifest.
     let mut to_read = Vec::new();
     let mut stats = Vec::with_capacity(discovery.files.len());
     let mut deferred = 0;
@@ -147,7 +187,7 @@ pub fn sync(
                 let record = known.get(&file.rel_path);
                 let unchanged =
                     record.is_some_and(|r| r.size == stat.size && r.mtime_ns == stat.mtime_ns);
-                let below_delta = match (session_deltas, record) {
+                let below_delta = match (request.session_deltas, record) {
                     (Some(deltas), Some(record)) if file.source == SourceKind::Sessions => {
                         below_session_delta(file, record.size, &stat, deltas)
                     }
@@ -166,31 +206,30 @@ pub fn sync(
             }
         }
     }
+    Reads {
+        to_read,
+        removals,
+        stats,
+        deferred,
+    }
+}
+
+/// Reads, chunks and commits the changed files (and the removals) in batches of at most
+/// [`BATCH_FILES`] files and [`BATCH_BYTES`], then completes the keyword side.
+fn commit_files(
+    writer: &mut dyn Writer,
+    request: &SyncRequest,
+    begun: &Begun,
+    reads: &Reads,
+    report: &mut SyncReport,
+    warnings: &mut Vec<String>,
+    progress: &dyn Fn(SyncProgress),
+) -> Result<()> {
+    let to_read = &reads.to_read;
     let bytes_total: u64 = to_read.iter().map(|(_, s)| s.size).sum();
     let files_total = to_read.len();
-
-    let mut report = SyncReport {
-        generation,
-        rebuilt,
-        files: discovery.files.len(),
-        indexed: 0,
-        removed: removals.len(),
-        chunks: 0,
-        bytes: 0,
-        seconds: 0.0,
-        embedded: 0,
-        cached: 0,
-        embed_error: None,
-        awaiting_batch: 0,
-        deferred,
-        warnings: Vec::new(),
-    };
-    let old_chunks = |path: &str| known.get(path).map(|r| r.chunk_ids.clone());
-    let mut writer = None;
-    let mut pending_removals = removals;
-    let mut done = 0usize;
+    let mut pending_removals = reads.removals.clone();
     let mut start = 0usize;
-    let mut last_seq = 0u64;
     while start < to_read.len() || !pending_removals.is_empty() {
         let mut end = start;
         let mut batch_bytes = 0u64;
@@ -204,7 +243,8 @@ pub fn sync(
         let outcomes: Vec<Result<Outcome>> = to_read[start..end]
             .par_iter()
             .map(|(file, stat)| {
-                process_file(file, stat, known.get(&file.rel_path), params, semantics)
+                let known = begun.files.get(&file.rel_path);
+                process_file(file, stat, known, request.params, request.semantics)
             })
             .collect();
         let mut batch = Batch {
@@ -221,155 +261,54 @@ pub fn sync(
                 Err(err) => warnings.push(err.to_string()),
             }
         }
-        if !batch.is_empty() {
-            let touches_text = !batch.upserts.is_empty() || !batch.removals.is_empty();
-            if touches_text && writer.is_none() {
-                writer = Some(text.writer()?);
-            }
-            // The catalog commit (one thread, mostly I/O) overlaps with feeding the text
-            // index; the text commit still follows it, so its payload never runs ahead.
-            let seq = std::thread::scope(|scope| -> Result<u64> {
-                let catalog_commit = scope.spawn(|| catalog.commit(&batch, &old_chunks));
-                if let Some(writer) = writer.as_ref().filter(|_| touches_text) {
-                    let stale = batch
-                        .removals
-                        .iter()
-                        .chain(batch.upserts.iter().map(|u| &u.path));
-                    for path in stale {
-                        writer.delete_path(path);
-                    }
-                    for upsert in &batch.upserts {
-                        for (id, chunk) in &upsert.chunks {
-                            writer.add(id, chunk)?;
-                        }
-                    }
-                }
-                catalog_commit
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })?;
-            last_seq = seq;
-            // A new generation is invisible until the manifest names it, so intermediate
-            // text commits would buy nothing: commit once at the end. An existing one
-            // commits per batch so a crash keeps the work done.
-            if let Some(writer) = writer.as_mut().filter(|_| touches_text && !rebuilt) {
-                writer.commit(seq)?;
-            }
-        }
+        writer.apply(&batch)?;
         report.indexed += batch.upserts.len();
         report.bytes += batch_bytes;
-        done = end;
         progress(SyncProgress::Files {
-            files_done: done,
+            files_done: end,
             files_total,
             bytes_done: report.bytes,
             bytes_total,
         });
         start = end;
     }
-    debug_assert_eq!(done, files_total);
-    if let Some(mut writer) = writer {
-        if rebuilt {
-            writer.commit(last_seq)?;
-        }
-        writer.purge_deletes(MAX_DELETED_SHARE)?;
-        writer.finish()?;
-    }
+    writer.finish_keyword()
+}
 
-    let mut embedding = None;
-    if let Some(plan) = embed {
-        // A rebuild with the same embedder (a forced reindex, a new index format, a
-        // chunking change) takes unchanged chunks' vectors from the generation it replaces:
-        // the embedding cache alone would miss every chunk pruned past `cache.maxEntries`.
-        let previous = manifest
-            .as_ref()
-            .filter(|m| rebuilt && same_embedder(&m.identity, identity))
-            .and_then(|m| {
-                let path = dir.generation_dir(m.generation).join("catalog.redb");
-                Catalog::open_read_only(&path)
-                    .inspect_err(|err| tracing::warn!("{err}; not reusing its vectors"))
-                    .ok()
-            });
-        let awaiting_batch = embed_missing(
-            dir,
-            lock,
-            &catalog,
-            previous.as_ref(),
-            plan,
-            &mut report,
-            progress,
-        )?;
-        let vectors = update_vector_index(&catalog, &gen_dir.join("vectors"), plan)?;
-        embedding = Some(EmbeddingStats {
-            vectors,
-            missing: catalog.chunks_without_vectors(false)?.len() as u64,
-            error: report.embed_error.clone(),
-            awaiting_batch,
-        });
+/// The vector side: the chunks without a vector embedded (`reuse`: the replaced
+/// generation's vectors first) and the vector index brought up to date; `None` for an index
+/// that never had an embedder.
+fn embed_vectors(
+    writer: &mut dyn Writer,
+    request: &SyncRequest,
+    reuse: bool,
+    report: &mut SyncReport,
+    warnings: &mut Vec<String>,
+    progress: &dyn Fn(SyncProgress),
+) -> Result<Option<EmbeddingStats>> {
+    if let Some(plan) = request.embed {
+        let awaiting_batch = embed_missing(writer, reuse, plan, report, progress)?;
+        let vectors = writer.index_vectors(plan.embedder.dims())?;
         report.awaiting_batch = awaiting_batch as usize;
         // Batch jobs' problems, noted by `embed_missing`, are the sync's warnings too.
         warnings.append(&mut report.warnings);
-    } else if identity.provider != "none" {
-        // A keyword-only sync of an index built with an embedder (`--provider none` for
-        // once): its new chunks have no vector yet, which the next sync with the embedder
-        // sees as missing and embeds.
-        let missing = catalog.chunks_without_vectors(false)?.len() as u64;
-        embedding = Some(EmbeddingStats {
-            vectors: (catalog.chunk_count()?).saturating_sub(missing),
-            missing,
-            ..EmbeddingStats::default()
-        });
+        return Ok(Some(EmbeddingStats {
+            vectors,
+            missing: writer.unembedded(false)?.len() as u64,
+            error: report.embed_error.clone(),
+            awaiting_batch,
+        }));
     }
-    report.chunks = catalog.chunk_count()?;
-    report.seconds = started.elapsed().as_secs_f64();
-    let files = catalog.files()?;
-    for (path, record) in &files {
-        if record.lossy {
-            warnings.push(format!(
-                "{path}: invalid UTF-8 (replaced with U+FFFD when indexing)"
-            ));
-        }
+    if request.identity.provider == "none" {
+        return Ok(None);
     }
-    let stats = SyncStats {
-        files: files.len(),
-        chunks: report.chunks,
-        bytes: files.iter().map(|(_, r)| r.size).sum(),
-        warnings: warnings.clone(),
-        synced_at: crate::clock::unix_now(),
-        workspace_digest: digest_of(discovery, &stats),
-        embedding,
-    };
-    let new_manifest = Manifest {
-        format: FORMAT_VERSION,
-        generation,
-        identity: identity.clone(),
-        stats,
-    };
-    dir.write_manifest(lock, &new_manifest)?;
-    if rebuilt {
-        dir.remove_leftovers(lock, Some(generation))?;
-    }
-    report.warnings = warnings;
-    Ok(report)
-}
-
-/// Opens a generation's text index, rebuilding it from the catalog if it is missing,
-/// unreadable, or lags the catalog (a crash between the two commits).
-fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> {
-    let seq = catalog.seq()?;
-    if let Ok(text) = TextIndex::open(text_dir) {
-        if text.committed_seq()? == Some(seq) || (seq == 0 && text.num_docs() == 0) {
-            return Ok(text);
-        }
-        tracing::warn!(dir = %text_dir.display(), "text index lags the catalog; rebuilding it");
-    }
-    if text_dir.exists() {
-        fs::remove_dir_all(text_dir).map_err(|e| Error::io(text_dir, e))?;
-    }
-    let text = TextIndex::create(text_dir)?;
-    let mut writer = text.writer()?;
-    catalog.for_each_chunk(|id, chunk| writer.add(id, &chunk))?;
-    writer.commit(seq)?;
-    writer.finish()?;
-    Ok(text)
+    // A keyword-only sync of an index built with an embedder (`--provider none` for once):
+    // its new chunks have no vector yet, which the next sync with the embedder sees as
+    // missing and embeds.
+    let missing = writer.unembedded(false)?.len() as u64;
+    Ok(Some(EmbeddingStats {
+        vectors: (writer.chunk_count()?).saturating_sub(missing),
+        missing,
+        ..EmbeddingStats::default()
+    }))
 }

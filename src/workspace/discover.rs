@@ -81,7 +81,7 @@ impl Discovery {
 /// transcripts in `sessions` when session memory is on (sorted by `rel_path`).
 ///
 /// `root_files` are the memory files at the workspace's root: [`ROOT_FILES_DOCUMENTED`] or
-/// [`ROOT_FILES_2026_9`].
+/// [`ROOT_FILES_OPENCLAW`].
 pub fn discover(
     workspace: &Path,
     root_files: &[&str],
@@ -148,7 +148,7 @@ pub const ROOT_FILES_DOCUMENTED: &[&str] = &["MEMORY.md", "memory.md"];
 
 /// The root memory files of OpenClaw 2026.9: `USER.md` joins, the lower-case `memory.md`
 /// leaves (its `doctor --fix` merges it into `MEMORY.md`).
-pub const ROOT_FILES_2026_9: &[&str] = &["MEMORY.md", "USER.md"];
+pub const ROOT_FILES_OPENCLAW: &[&str] = &["MEMORY.md", "USER.md"];
 
 fn discover_memory(
     workspace: &Path,

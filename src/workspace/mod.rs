@@ -24,8 +24,8 @@ mod tests;
 mod text;
 
 pub(crate) use discover::{
-    discover, Discovery, MemoryFile, SourceKind, ROOT_FILES_2026_9, ROOT_FILES_DOCUMENTED,
+    discover, Discovery, MemoryFile, SourceKind, ROOT_FILES_DOCUMENTED, ROOT_FILES_OPENCLAW,
 };
 pub(crate) use get::{read_allowed, resolve_get_path};
 pub(crate) use paths::{absolute, absolute_in};
-pub use text::{decode_text, read_text};
+pub use text::decode_text;

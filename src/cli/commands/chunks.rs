@@ -6,26 +6,25 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use memoria::config::Settings;
-use memoria::{chunk_entries, chunk_markdown, chunk_markdown_2026_9, ChunkParams};
+use memoria::{ChunkParams, Memory};
 
 use crate::args::Chunks;
 use crate::render::count;
 
-/// `memoria chunks`.
-pub fn chunks(settings: &Settings, args: &Chunks) -> Result<ExitCode> {
-    let (file, (text, lossy)) = if args.file == Path::new("-") {
+/// `memoria chunks`: the chunks `memory` makes of one file of its workspace (or of stdin).
+pub fn chunks(memory: &Memory, args: &Chunks) -> Result<ExitCode> {
+    let settings = memory.settings();
+    let (file, bytes) = if args.file == Path::new("-") {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).context("reading stdin")?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let lossy = std::str::from_utf8(&bytes).is_err();
-        (PathBuf::from("<stdin>"), (text, lossy))
+        (PathBuf::from("<stdin>"), bytes)
     } else {
         let file = settings.workspace.join(&args.file);
-        let read = memoria::read_text(&file)?;
-        (file, read)
+        let bytes = std::fs::read(&file).with_context(|| format!("{}", file.display()))?;
+        (file, bytes)
     };
-    if lossy {
+    let text = String::from_utf8_lossy(&bytes);
+    if std::str::from_utf8(&bytes).is_err() {
         eprintln!(
             "warning: {}: invalid UTF-8 replaced with U+FFFD",
             file.display()
@@ -35,16 +34,8 @@ pub fn chunks(settings: &Settings, args: &Chunks) -> Result<ExitCode> {
         tokens: settings.chunking.tokens,
         overlap: settings.chunking.overlap,
     };
-    // As the index chunks it: OpenClaw 2026.9's chunker under the newer layout (MEMORY.md
-    // and USER.md per entry), the documented one otherwise.
-    let curated = ["MEMORY.md", "USER.md"]
-        .iter()
-        .any(|f| args.file == Path::new(f));
-    let chunks = match settings.semantics.is_2026_9() {
-        true if curated => chunk_entries(&text, params),
-        true => chunk_markdown_2026_9(&text, params),
-        false => chunk_markdown(&text, params),
-    };
+    // As the index chunks it (`MEMORY.md` and `USER.md` per entry under OpenClaw's layout).
+    let chunks = memory.chunks(&args.file.to_string_lossy(), &text);
     if args.json {
         let rows: Vec<serde_json::Value> = chunks
             .iter()

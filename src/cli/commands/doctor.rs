@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use memoria::config::{self, ProviderKind};
+use memoria::config::{self, ProviderKind, Settings};
 
 use crate::args::Cli;
 use crate::render::watcher;
@@ -72,11 +72,33 @@ pub fn doctor(cli: &Cli, agent: &str) -> Result<ExitCode> {
 fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let env = env_for(cli)?;
-
-    // The config file: one verdict.
     let (path, explicit) = config::config_file(&env);
+    let Some(settings) = check_config(cli, &env, agent, &path, explicit, &mut out)? else {
+        return Ok(out);
+    };
+    check_workspace(&settings, &path, &mut out);
+    // The embedder (this loads the model, as a first search would).
+    let memory = open_memory_to_look(cli, settings.clone())?;
+    let status = memory.status()?;
+    check_embedder(&status, &mut out);
+    check_model(cli, &settings, &status, &mut out)?;
+    check_index(&settings, &status, &memory, &mut out);
+    check_live(&status, &mut out);
+    Ok(out)
+}
+
+/// The config file: one verdict; `None` when it does not load (every other check rests on
+/// the settings: advice from defaults the config overrides would mislead).
+fn check_config(
+    cli: &Cli,
+    env: &config::Env,
+    agent: &str,
+    path: &std::path::Path,
+    explicit: bool,
+    out: &mut Vec<Finding>,
+) -> Result<Option<Settings>> {
     let shown = path.display();
-    let settings = match load_config(cli, &env, agent) {
+    let settings = match load_config(cli, env, agent) {
         Ok(settings) => {
             out.push(ok(
                 "config",
@@ -96,8 +118,6 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
                 false => (err.to_string(), "fix the key named above"),
             };
             out.push(problem(Level::Fail, "config", what, fix));
-            // Every other check rests on the settings: advice from defaults the config
-            // overrides would mislead.
             out.push(Finding {
                 level: Level::Skip,
                 area: "others",
@@ -106,7 +126,7 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
                     .into(),
                 fix: None,
             });
-            return Ok(out);
+            return Ok(None);
         }
     };
     let settings = apply_overrides(cli, settings)?;
@@ -115,11 +135,15 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
             Level::Warn,
             "config",
             warning.clone(),
-            "see README 'Behaviour decisions'; status lists these too",
+            "see docs/configuration.md, 'Behaviour decisions'; status lists these too",
         ));
     }
+    Ok(Some(settings))
+}
 
-    // The workspace.
+/// The workspace: there, and holding memory.
+fn check_workspace(settings: &Settings, config: &std::path::Path, out: &mut Vec<Finding>) {
+    let shown = config.display();
     let ws = &settings.workspace;
     let origin = &settings.workspace_origin;
     if !ws.is_dir() {
@@ -163,10 +187,10 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
             )),
         }
     }
+}
 
-    // The embedder (this loads the model, as a first search would).
-    let memory = open_memory_to_look(cli, settings.clone())?;
-    let status = memory.status()?;
+/// The embedder serving searches, or why none does.
+fn check_embedder(status: &memoria::Status, out: &mut Vec<Finding>) {
     match (&status.embedding, &status.fallback) {
         (Some(embedding), fallback) => {
             let mut what = format!(
@@ -205,9 +229,18 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
              --provider none to choose keyword search",
         )),
     }
+}
+
+/// Where the local model is, where it runs and on which kernels.
+fn check_model(
+    cli: &Cli,
+    settings: &Settings,
+    status: &memoria::Status,
+    out: &mut Vec<Finding>,
+) -> Result<()> {
     // Where the local model is (a missing one is the embedder's finding above).
     if matches!(settings.provider, ProviderKind::Local | ProviderKind::Auto) {
-        if let Ok(location) = memoria::gemma::resolve_model(&model_search(cli, &settings)?) {
+        if let Ok(location) = memoria::gemma::resolve_model(&model_search(cli, settings)?) {
             let layout = match location.dir.is_file() {
                 true => "GGUF",
                 false => "safetensors, sentence-transformers layout",
@@ -229,7 +262,16 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
         }
     }
 
-    // The index.
+    Ok(())
+}
+
+/// The index: its generation, whether it is fresh, whether a sync could run, its warnings.
+fn check_index(
+    settings: &Settings,
+    status: &memoria::Status,
+    memory: &memoria::Memory,
+    out: &mut Vec<Finding>,
+) {
     match status.generation {
         None => out.push(problem(
             Level::Warn,
@@ -285,8 +327,10 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
             "see the message; `memoria status` lists it too",
         ));
     }
+}
 
-    // The live sync.
+/// The live sync, this process's or another's.
+fn check_live(status: &memoria::Status, out: &mut Vec<Finding>) {
     match &status.live {
         Some(live) => {
             let what = format!("process {}: {}", live.pid, watcher(live.watcher));
@@ -308,5 +352,4 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
             "no live sync running (`memoria mcp` or `memoria watch` keep the index fresh)",
         )),
     }
-    Ok(out)
 }

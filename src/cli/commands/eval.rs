@@ -23,10 +23,7 @@ pub fn eval(cli: &Cli, settings: &Settings, args: &Eval) -> Result<ExitCode> {
         let text = std::io::read_to_string(std::io::stdin()).context("reading stdin")?;
         let dir = settings.state_dir.join("eval");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let file = dir.join(format!(
-            "stdin-{}.txt",
-            &memoria::sha256_hex(text.as_bytes())[..16]
-        ));
+        let file = dir.join(format!("stdin-{}.txt", &sha256_hex(text.as_bytes())[..16]));
         std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
         Ok(file)
     };
@@ -143,7 +140,7 @@ fn measure(
             }
         } else if let Some((corpus, queries, qrels)) = sets.beir {
             let absolute = absolute(corpus)?;
-            let tag = &memoria::sha256_hex(absolute.to_string_lossy().as_bytes())[..12];
+            let tag = &sha256_hex(absolute.to_string_lossy().as_bytes())[..12];
             let scratch = eval_root.join(format!("beir-{tag}"));
             these.push(eval::eval_beir(
                 corpus,
@@ -189,4 +186,13 @@ fn pooled(results: &[eval::Metrics]) -> eval::Metrics {
         ndcg10: None,
         empty: results.iter().map(|m| m.empty).sum(),
     }
+}
+
+/// Lowercase hex SHA-256 of `bytes` (names of eval's scratch directories).
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -54,9 +54,10 @@ pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
     let location =
         model_search(cli, &settings).and_then(|search| Ok(memoria::gemma::resolve_model(&search)?));
     let loading = shared.clone();
+    let precision = cli.precision;
     std::thread::spawn(move || {
         let loaded = location.and_then(|location| {
-            memoria::embed::load_local_on(&location.dir)
+            memoria::embed::load_local_on(&location.dir, precision)
                 .with_context(|| format!("{}: cannot load the model", location.dir.display()))
         });
         match loaded {

@@ -49,7 +49,7 @@ pub fn model(cli: &Cli, settings: &Settings, action: &ModelAction) -> Result<Exi
 pub fn embed(cli: &Cli, settings: &Settings, args: &Embed) -> Result<ExitCode> {
     let location = memoria::gemma::resolve_model(&model_search(cli, settings)?)?;
     let started = Instant::now();
-    let (embedder, device) = memoria::embed::load_local_on(&location.dir)
+    let (embedder, device) = memoria::embed::load_local_on(&location.dir, cli.precision)
         .with_context(|| format!("{}: cannot load the model", location.dir.display()))?;
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     // Which device and precision produced the vectors (stdout carries only the vectors).

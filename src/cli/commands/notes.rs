@@ -16,7 +16,10 @@ use crate::daily::{session_context, today};
 fn open(settings: Settings) -> Result<Memory> {
     Ok(Memory::open_with(
         settings,
-        EmbedderChoice::FromSettings { model_dir: None },
+        EmbedderChoice::FromSettings {
+            model_dir: None,
+            precision: None,
+        },
     )?)
 }
 

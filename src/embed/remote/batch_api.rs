@@ -1,5 +1,5 @@
 //! The HTTP side of the asynchronous batch APIs of OpenAI and Gemini: [`BatchApi`] for
-//! [`OpenAiCompatible`]. When memoria uses them is [`crate::embed::backfill`]'s policy.
+//! [`HttpEmbedder`]. When memoria uses them is [`crate::embed::backfill`]'s policy.
 //!
 //! **OpenAI** (and endpoints that copy it): the texts become a JSONL file, one
 //! `/v1/embeddings` request per line with the text's hash as `custom_id`, uploaded with
@@ -17,18 +17,18 @@
 //! `{root}/download/v1beta/{file}:download?alt=media`: one `{"key", "response": {"embedding":
 //! {"values"}}}` per line.
 //!
-//! Every call goes through [`OpenAiCompatible::call`] (retries, key redaction, the
+//! Every call goes through [`HttpEmbedder::call`] (retries, key redaction, the
 //! configured headers).
 
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{excerpt, fit, lock, CallLimits, OpenAiCompatible, Payload, Wire};
+use super::{excerpt, fit, lock, CallLimits, HttpEmbedder, Payload, Wire};
 use crate::digest::sha256_hex;
 use crate::embed::embedder::{BatchApi, BatchOptions, EmbedError, EmbedKind, JobState};
 
-impl BatchApi for OpenAiCompatible {
+impl BatchApi for HttpEmbedder {
     fn submit(&self, items: &[(&str, &str)]) -> Result<String, EmbedError> {
         match self.wire {
             Wire::Gemini => self.submit_gemini(items),
@@ -107,7 +107,7 @@ impl BatchApi for OpenAiCompatible {
     }
 }
 
-impl OpenAiCompatible {
+impl HttpEmbedder {
     fn submit_openai(&self, items: &[(&str, &str)]) -> Result<String, EmbedError> {
         let mut jsonl = String::new();
         for (id, text) in items {

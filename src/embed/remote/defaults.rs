@@ -1,4 +1,4 @@
-//! What each provider speaking through [`OpenAiCompatible`](super::OpenAiCompatible)
+//! What each provider speaking through [`HttpEmbedder`](super::HttpEmbedder)
 //! defaults to: endpoint, model, key variable, wire format, limits.
 
 use super::Wire;

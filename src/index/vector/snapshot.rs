@@ -287,125 +287,148 @@ fn load_snapshot(dir: &Path, meta: &Meta) -> Result<VectorIndex> {
         .map_err(|e| invalid_path(&path, e))?;
 
     match meta.kind {
-        Kind::Exact => {
-            if !ids.dead.is_empty() || !ids.zero.is_empty() {
-                return Err(bad_ids("tombstones in an exact index".into()));
+        Kind::Exact => load_exact(dir, meta, ids, params, passages),
+        Kind::Hnsw => load_graph(dir, meta, ids, params, passages),
+    }
+}
+
+/// An exact index's rows, checked against the slot table.
+fn load_exact(
+    dir: &Path,
+    meta: &Meta,
+    ids: IdsFileOwned,
+    params: VectorParams,
+    passages: Passages,
+) -> Result<VectorIndex> {
+    let ids_path = dir.join(&meta.files[0].name);
+    let bad_ids = |message: String| invalid_path(&ids_path, message);
+    if !ids.dead.is_empty() || !ids.zero.is_empty() {
+        return Err(bad_ids("tombstones in an exact index".into()));
+    }
+    let rows_path = dir.join(&meta.files[1].name);
+    let bytes = read_checked(&rows_path, &meta.files[1])?;
+    if bytes.len() != meta.slots * meta.dims * 4 {
+        return Err(invalid_path(
+            &rows_path,
+            format!(
+                "{} bytes, expected {} rows of {} floats",
+                bytes.len(),
+                meta.slots,
+                meta.dims
+            ),
+        ));
+    }
+    let rows: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let zeros = rows
+        .chunks_exact(meta.dims)
+        .filter(|row| row.iter().all(|&x| x == 0.0))
+        .count();
+    let slot_of = slot_map(&ids.ids, |_| true).map_err(bad_ids)?;
+    Ok(VectorIndex {
+        dims: meta.dims,
+        params,
+        ids: ids.ids,
+        slot_of,
+        zeros,
+        store: Store::Exact { rows },
+        passages,
+    })
+}
+
+/// An HNSW index's graph (hnsw_rs's dump), cross-checked against the slot table: every
+/// point a live or dead slot of its own, every live non-zero slot a point.
+fn load_graph(
+    dir: &Path,
+    meta: &Meta,
+    ids: IdsFileOwned,
+    params: VectorParams,
+    passages: Passages,
+) -> Result<VectorIndex> {
+    let ids_path = dir.join(&meta.files[0].name);
+    let bad_ids = |message: String| invalid_path(&ids_path, message);
+    let mut state = vec![Slot::Live; meta.slots];
+    for (list, mark) in [(&ids.dead, Slot::Dead), (&ids.zero, Slot::Zero)] {
+        for &slot in list {
+            match state.get_mut(slot) {
+                Some(s) if *s == Slot::Live => *s = mark,
+                _ => return Err(bad_ids(format!("bad tombstone/zero slot {slot}"))),
             }
-            let rows_path = dir.join(&meta.files[1].name);
-            let bytes = read_checked(&rows_path, &meta.files[1])?;
-            if bytes.len() != meta.slots * meta.dims * 4 {
-                return Err(invalid_path(
-                    &rows_path,
-                    format!(
-                        "{} bytes, expected {} rows of {} floats",
-                        bytes.len(),
-                        meta.slots,
-                        meta.dims
-                    ),
-                ));
-            }
-            let rows: Vec<f32> = bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            let zeros = rows
-                .chunks_exact(meta.dims)
-                .filter(|row| row.iter().all(|&x| x == 0.0))
-                .count();
-            let slot_of = slot_map(&ids.ids, |_| true).map_err(bad_ids)?;
-            Ok(VectorIndex {
-                dims: meta.dims,
-                params,
-                ids: ids.ids,
-                slot_of,
-                zeros,
-                store: Store::Exact { rows },
-                passages,
-            })
-        }
-        Kind::Hnsw => {
-            let mut state = vec![Slot::Live; meta.slots];
-            for (list, mark) in [(&ids.dead, Slot::Dead), (&ids.zero, Slot::Zero)] {
-                for &slot in list {
-                    match state.get_mut(slot) {
-                        Some(s) if *s == Slot::Live => *s = mark,
-                        _ => return Err(bad_ids(format!("bad tombstone/zero slot {slot}"))),
-                    }
-                }
-            }
-            let slot_of = slot_map(&ids.ids, |slot| state[slot] != Slot::Dead).map_err(bad_ids)?;
-            let graph_path = dir.join(&meta.files[1].name);
-            for sum in &meta.files[1..3] {
-                verify_file(&dir.join(&sum.name), sum)?;
-            }
-            let loader = HnswIo::new(dir, &meta.snapshot);
-            // The files are exactly what hnsw_rs wrote (checked above), so this should not
-            // fail; catch_unwind turns its asserts into an error in case it still does.
-            let loaded = panic::catch_unwind(AssertUnwindSafe(|| {
-                LoadedGraph::try_new(loader, |loader| {
-                    loader.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine)
-                })
-            }));
-            let cell = match loaded {
-                Ok(Ok(cell)) => cell,
-                Ok(Err(e)) => return Err(invalid_path(&graph_path, format!("{e:#}"))),
-                Err(_) => return Err(invalid_path(&graph_path, "hnsw_rs could not read it")),
-            };
-            let graph = GraphHolder::Loaded(cell);
-            // Cross-check graph and slot table: every point is a live or dead slot of its
-            // own, every live non-zero slot is a point.
-            let points = graph.with(|g| -> std::result::Result<usize, String> {
-                let points = g.get_nb_point();
-                if points == 0 {
-                    return Err("empty graph".into());
-                }
-                let dims = g.get_point_indexation().get_data_dimension();
-                if dims != meta.dims {
-                    return Err(format!("{dims} dimensions, meta.json says {}", meta.dims));
-                }
-                let mut seen = vec![false; meta.slots];
-                for point in g.get_point_indexation() {
-                    let slot = point.get_origin_id();
-                    match (seen.get(slot), state.get(slot)) {
-                        (Some(false), Some(Slot::Live | Slot::Dead)) => seen[slot] = true,
-                        _ => return Err(format!("point with unexpected data id {slot}")),
-                    }
-                }
-                let live_points = state.iter().filter(|s| **s == Slot::Live).count();
-                let live_seen = (0..meta.slots)
-                    .filter(|&s| seen[s] && state[s] == Slot::Live)
-                    .count();
-                if live_seen != live_points {
-                    return Err(format!(
-                        "{live_seen} live points, the slot table has {live_points}"
-                    ));
-                }
-                Ok(points)
-            });
-            let points = points.map_err(|m| invalid_path(&graph_path, m))?;
-            if points != meta.graph_points {
-                return Err(invalid_path(
-                    &graph_path,
-                    format!("{points} points, meta.json says {}", meta.graph_points),
-                ));
-            }
-            let live_points = state.iter().filter(|s| **s == Slot::Live).count();
-            Ok(VectorIndex {
-                dims: meta.dims,
-                params,
-                ids: ids.ids,
-                slot_of,
-                zeros: ids.zero.len(),
-                store: Store::Graph(GraphStore {
-                    graph,
-                    state,
-                    points,
-                    dead: points - live_points,
-                }),
-                passages,
-            })
         }
     }
+    let slot_of = slot_map(&ids.ids, |slot| state[slot] != Slot::Dead).map_err(bad_ids)?;
+    let graph_path = dir.join(&meta.files[1].name);
+    for sum in &meta.files[1..3] {
+        verify_file(&dir.join(&sum.name), sum)?;
+    }
+    let loader = HnswIo::new(dir, &meta.snapshot);
+    // The files are exactly what hnsw_rs wrote (checked above), so this should not
+    // fail; catch_unwind turns its asserts into an error in case it still does.
+    let loaded = panic::catch_unwind(AssertUnwindSafe(|| {
+        LoadedGraph::try_new(loader, |loader| {
+            loader.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine)
+        })
+    }));
+    let cell = match loaded {
+        Ok(Ok(cell)) => cell,
+        Ok(Err(e)) => return Err(invalid_path(&graph_path, format!("{e:#}"))),
+        Err(_) => return Err(invalid_path(&graph_path, "hnsw_rs could not read it")),
+    };
+    let graph = GraphHolder::Loaded(cell);
+    // Cross-check graph and slot table: every point is a live or dead slot of its
+    // own, every live non-zero slot is a point.
+    let points = graph.with(|g| -> std::result::Result<usize, String> {
+        let points = g.get_nb_point();
+        if points == 0 {
+            return Err("empty graph".into());
+        }
+        let dims = g.get_point_indexation().get_data_dimension();
+        if dims != meta.dims {
+            return Err(format!("{dims} dimensions, meta.json says {}", meta.dims));
+        }
+        let mut seen = vec![false; meta.slots];
+        for point in g.get_point_indexation() {
+            let slot = point.get_origin_id();
+            match (seen.get(slot), state.get(slot)) {
+                (Some(false), Some(Slot::Live | Slot::Dead)) => seen[slot] = true,
+                _ => return Err(format!("point with unexpected data id {slot}")),
+            }
+        }
+        let live_points = state.iter().filter(|s| **s == Slot::Live).count();
+        let live_seen = (0..meta.slots)
+            .filter(|&s| seen[s] && state[s] == Slot::Live)
+            .count();
+        if live_seen != live_points {
+            return Err(format!(
+                "{live_seen} live points, the slot table has {live_points}"
+            ));
+        }
+        Ok(points)
+    });
+    let points = points.map_err(|m| invalid_path(&graph_path, m))?;
+    if points != meta.graph_points {
+        return Err(invalid_path(
+            &graph_path,
+            format!("{points} points, meta.json says {}", meta.graph_points),
+        ));
+    }
+    let live_points = state.iter().filter(|s| **s == Slot::Live).count();
+    Ok(VectorIndex {
+        dims: meta.dims,
+        params,
+        ids: ids.ids,
+        slot_of,
+        zeros: ids.zero.len(),
+        store: Store::Graph(GraphStore {
+            graph,
+            state,
+            points,
+            dead: points - live_points,
+        }),
+        passages,
+    })
 }
 
 /// Live id → slot, rejecting empty or repeated live ids.

@@ -1,6 +1,6 @@
-//! The manifest: what an agent directory's current index is (its format, identity and
-//! generation) and what its last sync found. Written by [`AgentDir`](super::agent_dir::AgentDir)
-//! through an atomic rename; read by every search first.
+//! The manifest: what an agent's current index is (its format, identity and generation) and
+//! what its last sync found. A store replaces it atomically to commit a generation (the
+//! local store: `manifest.json`, through an atomic rename); every search reads it first.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,6 @@
-//! The multilingual analyzer used for BM25 (SPEC §5.2).
+//! How text becomes search terms: the multilingual analyzer of the keyword side (SPEC §5.2),
+//! and the function words a keyword query leaves out (`stopwords.rs`). Every store's
+//! keyword side and memoria's MMR read text through it.
 //!
 //! One tokenizer serves every language in a memory workspace:
 //! - words are runs of letters and digits, lowercased and accent-folded by tantivy's
@@ -19,6 +21,8 @@
 //! Indexing and querying differ only for CJK: a multi-character query run is searched by its
 //! bigrams alone (unigrams would flood the candidates with noise), a one-character run by
 //! the unigram.
+
+pub(crate) mod stopwords;
 
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, TextAnalyzer, Token, TokenStream, Tokenizer,
@@ -43,6 +47,18 @@ pub enum AnalyzerMode {
     Index,
     /// Query text: CJK runs give bigrams (a single character alone).
     Query,
+}
+
+/// The distinct terms a keyword query searches, sorted; with `content_only`, without its
+/// function words ([`stopwords::content_terms`]).
+pub(crate) fn query_terms(query: &str, content_only: bool) -> Vec<String> {
+    let mut out = terms(query, AnalyzerMode::Query);
+    if content_only {
+        out = stopwords::content_terms(out);
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The full analyzer: [`MemoriaTokenizer`] → lowercase → accent folding.

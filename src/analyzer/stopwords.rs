@@ -102,8 +102,7 @@ mod tests {
         // Every listed word is what the analyzer makes of it (lowercase, folded, one term),
         // or the check could never match it.
         for word in words() {
-            let terms =
-                crate::index::analyzer::terms(word, crate::index::analyzer::AnalyzerMode::Query);
+            let terms = crate::analyzer::terms(word, crate::analyzer::AnalyzerMode::Query);
             assert_eq!(terms, vec![word.to_string()], "{word}");
         }
     }

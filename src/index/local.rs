@@ -1,0 +1,403 @@
+//! The local store: the [`Store`] traits over one agent directory (see the module docs of
+//! `index` for the layout and its invariants).
+//!
+//! A sync's [`Writer`] holds the directory's writer lock. It writes a generation catalog
+//! first: each batch commits to `catalog.redb`, then to the text index tagged with the
+//! catalog's `seq` (per batch when it updates the committed generation, so a killed sync
+//! keeps its work; once at the end for a new generation, which no reader sees until the
+//! manifest names it); then vectors, then `vectors/`, then the manifest. A text index that
+//! lags its catalog, or cannot be opened, is rebuilt from the catalog when a writer opens
+//! the generation, never re-embedded.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::agent_dir::{AgentDir, WriterLock};
+use super::cache::EmbeddingCache;
+use super::catalog::Catalog;
+use super::codec;
+use super::text::{TextIndex, TextWriter};
+use super::vector::{VectorIndex, VectorParams};
+use super::view::Views;
+use crate::error::{Error, Result};
+use crate::store::{Batch, Begun, FileRecord, Manifest, Reader, Store, Unembedded, Writer};
+
+/// Share of deleted chunks the text index may keep before a sync merges them away (they
+/// skew BM25 statistics until merged; `tests/hybrid.rs` measures the drift this allows).
+const MAX_DELETED_SHARE: f64 = 0.05;
+
+/// One agent directory as a [`Store`].
+pub(crate) struct LocalStore {
+    dir: AgentDir,
+    views: Views,
+    /// How `vectors/` is built (`store.vector.enabled = false`: always an exact scan).
+    vector_params: VectorParams,
+}
+
+impl LocalStore {
+    /// The store of `dir`, building vector indexes with `vector_params`.
+    pub(crate) fn new(dir: AgentDir, vector_params: VectorParams) -> LocalStore {
+        LocalStore {
+            dir,
+            views: Views::default(),
+            vector_params,
+        }
+    }
+}
+
+impl Store for LocalStore {
+    fn manifest(&self) -> Result<Option<Manifest>> {
+        self.dir.manifest()
+    }
+
+    fn reader(&self) -> Result<Arc<dyn Reader>> {
+        Ok(self.views.current(&self.dir)?)
+    }
+
+    fn invalidate(&self) {
+        self.views.invalidate();
+    }
+
+    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
+        Ok(Box::new(LocalWriter {
+            lock: self.dir.lock_writer()?,
+            dir: &self.dir,
+            vector_params: &self.vector_params,
+            open: None,
+            committed: None,
+            replaced: None,
+            cache: None,
+        }))
+    }
+}
+
+/// The generation a [`LocalWriter`] writes.
+struct Open {
+    generation: u64,
+    rebuilt: bool,
+    gen_dir: PathBuf,
+    catalog: Catalog,
+    text: TextIndex,
+    /// Opened by the first batch that changes chunks.
+    writer: Option<TextWriter>,
+    /// The files as the sync found them: a re-indexed or removed file's old chunks.
+    known: HashMap<String, FileRecord>,
+    /// The catalog seq of the last batch.
+    last_seq: u64,
+}
+
+/// A sync's writer over one agent directory.
+struct LocalWriter<'a> {
+    dir: &'a AgentDir,
+    lock: WriterLock,
+    vector_params: &'a VectorParams,
+    open: Option<Open>,
+    /// The generation the manifest named when the sync began.
+    committed: Option<u64>,
+    /// Its catalog, opened read-only on first use (`None` inside: it could not be).
+    replaced: Option<Option<Catalog>>,
+    cache: Option<EmbeddingCache>,
+}
+
+impl LocalWriter<'_> {
+    fn open(&self) -> Result<&Open> {
+        self.open.as_ref().ok_or_else(not_begun)
+    }
+
+    fn open_mut(&mut self) -> Result<&mut Open> {
+        self.open.as_mut().ok_or_else(not_begun)
+    }
+
+    /// The embedding cache, opened on first use.
+    fn cache_mut(&mut self) -> Result<&EmbeddingCache> {
+        let cache = match self.cache.take() {
+            Some(cache) => cache,
+            None => EmbeddingCache::open(&self.dir.root().join("cache.redb"))?,
+        };
+        Ok(self.cache.insert(cache))
+    }
+}
+
+/// A writer used before [`Writer::begin`]: a bug of the caller's, said as such.
+fn not_begun() -> Error {
+    Error::Corrupt {
+        path: PathBuf::new(),
+        message: "a sync wrote to the store before opening a generation".into(),
+    }
+}
+
+impl Writer for LocalWriter<'_> {
+    fn location(&self) -> String {
+        self.dir.root().display().to_string()
+    }
+
+    fn manifest(&self) -> Result<Option<Manifest>> {
+        self.dir.manifest()
+    }
+
+    fn begin(&mut self, current: Option<u64>, rebuild: bool) -> Result<Begun> {
+        self.dir.remove_leftovers(&self.lock, current)?;
+        self.committed = current;
+        if let (false, Some(n)) = (rebuild, current) {
+            let gen_dir = self.dir.generation_dir(n);
+            let (catalog, text, known) = open_generation(&gen_dir)?;
+            let files = known.clone();
+            self.open = Some(Open {
+                generation: n,
+                rebuilt: false,
+                gen_dir,
+                catalog,
+                text,
+                writer: None,
+                known,
+                last_seq: 0,
+            });
+            return Ok(Begun {
+                generation: n,
+                rebuilt: false,
+                files,
+            });
+        }
+        let generation = self.dir.next_generation(current);
+        let gen_dir = self.dir.generation_dir(generation);
+        fs::create_dir_all(&gen_dir).map_err(|e| Error::io(&gen_dir, e))?;
+        let catalog = Catalog::open(&gen_dir.join("catalog.redb"))?;
+        let text = TextIndex::create(&gen_dir.join("text"))?;
+        self.open = Some(Open {
+            generation,
+            rebuilt: true,
+            gen_dir,
+            catalog,
+            text,
+            writer: None,
+            known: HashMap::new(),
+            last_seq: 0,
+        });
+        Ok(Begun {
+            generation,
+            rebuilt: true,
+            files: HashMap::new(),
+        })
+    }
+
+    fn apply(&mut self, batch: &Batch) -> Result<()> {
+        let Open {
+            rebuilt,
+            catalog,
+            text,
+            writer,
+            known,
+            last_seq,
+            ..
+        } = self.open_mut()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let touches_text = !batch.upserts.is_empty() || !batch.removals.is_empty();
+        if touches_text && writer.is_none() {
+            *writer = Some(text.writer()?);
+        }
+        let old_chunks = |path: &str| known.get(path).map(|r| r.chunk_ids.clone());
+        // The catalog commit (one thread, mostly I/O) overlaps with feeding the text index;
+        // the text commit still follows it, so its payload never runs ahead.
+        let seq = std::thread::scope(|scope| -> Result<u64> {
+            let catalog_commit = scope.spawn(|| catalog.commit(batch, &old_chunks));
+            if let Some(writer) = writer.as_ref().filter(|_| touches_text) {
+                let stale = batch
+                    .removals
+                    .iter()
+                    .chain(batch.upserts.iter().map(|u| &u.path));
+                for path in stale {
+                    writer.delete_path(path);
+                }
+                for upsert in &batch.upserts {
+                    for (id, chunk) in &upsert.chunks {
+                        writer.add(id, chunk)?;
+                    }
+                }
+            }
+            catalog_commit
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
+        *last_seq = seq;
+        // A new generation is invisible until the manifest names it, so intermediate text
+        // commits would buy nothing: it commits once, at the end. An existing one commits
+        // per batch so a crash keeps the work done.
+        if let Some(writer) = writer.as_mut().filter(|_| touches_text && !*rebuilt) {
+            writer.commit(seq)?;
+        }
+        Ok(())
+    }
+
+    fn finish_keyword(&mut self) -> Result<()> {
+        let open = self.open_mut()?;
+        if let Some(mut writer) = open.writer.take() {
+            if open.rebuilt {
+                writer.commit(open.last_seq)?;
+            }
+            writer.purge_deletes(MAX_DELETED_SHARE)?;
+            writer.finish()?;
+        }
+        Ok(())
+    }
+
+    fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>> {
+        self.open()?.catalog.chunks_without_vectors(passages)
+    }
+
+    fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()> {
+        self.open()?.catalog.put_vectors(vectors).map(drop)
+    }
+
+    fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        if self.replaced.is_none() {
+            let catalog = self.committed.and_then(|n| {
+                let path = self.dir.generation_dir(n).join("catalog.redb");
+                Catalog::open_read_only(&path)
+                    .inspect_err(|err| tracing::warn!("{err}; not reusing its vectors"))
+                    .ok()
+            });
+            self.replaced = Some(catalog);
+        }
+        match self.replaced.as_ref().and_then(Option::as_ref) {
+            Some(catalog) => catalog.vectors_by_ids(ids),
+            None => Ok(vec![None; ids.len()]),
+        }
+    }
+
+    fn cached(&mut self, keys: &[String]) -> Result<Vec<Option<Vec<f32>>>> {
+        self.cache_mut()?.get_many(keys)
+    }
+
+    fn cache(&mut self, items: &[(String, String, Vec<f32>)], max_entries: usize) -> Result<()> {
+        // Passages are cached in the int8 form the catalog and the index keep them in.
+        let encoded: Vec<(String, Vec<u8>)> = items
+            .iter()
+            .map(|(key, id, vector)| (key.clone(), codec::encode_for(id, vector)))
+            .collect();
+        self.cache_mut()?.put_many(&encoded, max_entries)
+    }
+
+    fn batch_jobs(&self) -> Result<Option<Vec<u8>>> {
+        self.dir.batch_jobs()
+    }
+
+    fn write_batch_jobs(&mut self, jobs: Option<&[u8]>) -> Result<()> {
+        self.dir.write_batch_jobs(&self.lock, jobs)
+    }
+
+    fn index_vectors(&mut self, dims: usize) -> Result<u64> {
+        let open = self.open()?;
+        update_vector_index(
+            &open.catalog,
+            &open.gen_dir.join("vectors"),
+            dims,
+            self.vector_params,
+        )
+    }
+
+    fn files(&self) -> Result<Vec<(String, FileRecord)>> {
+        self.open()?.catalog.files()
+    }
+
+    fn chunk_count(&self) -> Result<u64> {
+        self.open()?.catalog.chunk_count()
+    }
+
+    fn commit(&mut self, manifest: &Manifest) -> Result<()> {
+        let (generation, rebuilt) = {
+            let open = self.open()?;
+            (open.generation, open.rebuilt)
+        };
+        self.dir.write_manifest(&self.lock, manifest)?;
+        if rebuilt {
+            self.dir.remove_leftovers(&self.lock, Some(generation))?;
+        }
+        Ok(())
+    }
+}
+
+/// Opens an existing generation for writing: its catalog (every file record read, so
+/// damage shows now rather than halfway through the sync) and its text index, caught up.
+fn open_generation(gen_dir: &Path) -> Result<(Catalog, TextIndex, HashMap<String, FileRecord>)> {
+    if !gen_dir.is_dir() {
+        return Err(Error::corrupt(gen_dir, "the directory is missing"));
+    }
+    let catalog = Catalog::open_existing(&gen_dir.join("catalog.redb"))?;
+    let known = catalog.files()?.into_iter().collect();
+    let text = open_text_caught_up(&catalog, &gen_dir.join("text"))?;
+    Ok((catalog, text, known))
+}
+
+/// Opens a generation's text index, rebuilding it from the catalog if it is missing,
+/// unreadable, or lags the catalog (a crash between the two commits).
+fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> {
+    let seq = catalog.seq()?;
+    if let Ok(text) = TextIndex::open(text_dir) {
+        if text.committed_seq()? == Some(seq) || (seq == 0 && text.num_docs() == 0) {
+            return Ok(text);
+        }
+        tracing::warn!(dir = %text_dir.display(), "text index lags the catalog; rebuilding it");
+    }
+    if text_dir.exists() {
+        fs::remove_dir_all(text_dir).map_err(|e| Error::io(text_dir, e))?;
+    }
+    let text = TextIndex::create(text_dir)?;
+    let mut writer = text.writer()?;
+    catalog.for_each_chunk(|id, chunk| writer.add(id, &chunk))?;
+    writer.commit(seq)?;
+    writer.finish()?;
+    Ok(text)
+}
+
+/// Brings `vectors/` in line with the catalog's vectors: tombstones for vanished chunks,
+/// inserts for new ones, a rebuild when too many tombstones piled up or the saved index is
+/// missing, stale beyond repair, or unreadable. Never re-embeds. Returns the vector count.
+fn update_vector_index(
+    catalog: &Catalog,
+    dir: &Path,
+    dims: usize,
+    params: &VectorParams,
+) -> Result<u64> {
+    let seq = catalog.vector_seq()?;
+    let loaded = match VectorIndex::load(dir) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            tracing::warn!("{err}; rebuilding the vector index from the catalog");
+            None
+        }
+    };
+    if let Some((index, tag)) = &loaded {
+        if *tag == seq {
+            return Ok(index.len() as u64);
+        }
+    }
+    // An update decodes only the vectors the index lacks (at 10k chunks the catalog holds
+    // ~100k with passages); a rebuild decodes them all.
+    let index = match loaded {
+        Some((mut index, _)) if index.dims() == dims => {
+            let wanted: HashSet<String> = catalog.vector_ids()?.into_iter().collect();
+            let stale: Vec<String> = index
+                .ids()
+                .filter(|id| !wanted.contains(*id))
+                .map(str::to_string)
+                .collect();
+            for id in &stale {
+                index.remove(id);
+            }
+            index.extend(catalog.vectors_where(|id| !index.contains(id))?)?;
+            if index.needs_rebuild() {
+                VectorIndex::build(dims, catalog.vectors()?, params)?
+            } else {
+                index
+            }
+        }
+        _ => VectorIndex::build(dims, catalog.vectors()?, params)?,
+    };
+    index.save(dir, seq)?;
+    // Chunks with a vector (their passages' vectors are searched, not counted).
+    Ok(index.len() as u64)
+}

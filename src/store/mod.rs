@@ -1,0 +1,157 @@
+//! The storage seam: what the engine needs from the place an agent's index is kept, and
+//! nothing of how it is kept there.
+//!
+//! An agent's index is a sequence of committed **generations**. A generation holds the
+//! workspace's files and their chunks (text, lines, title, annotations), a keyword index
+//! over the chunks' text (BM25), the chunks' vectors (and their passages') with a
+//! nearest-neighbour index over them, and a [`Manifest`] that names it: identity, format
+//! and what the last sync found. Replacing the manifest is what commits a generation.
+//!
+//! The engine sees a store through three traits, read and write apart (as qdrant's segments
+//! are, and tantivy's `Directory` is the one seam of its storage):
+//!
+//! - [`Reader`]: one committed generation, for searches: keyword candidates with their BM25
+//!   scores, nearest vectors, chunk keys and records by id, the manifest. A reader never
+//!   blocks a writer and sees the same generation for as long as it is held.
+//! - [`Writer`]: one sync, holding the store's single-writer lock: it opens the generation
+//!   to write (the committed one to update, or a new one for a rebuild), commits batches
+//!   of file changes (each atomically, so a killed sync keeps the batches before it), stores
+//!   vectors and the embedding cache's entries, brings the vector index up to date, and
+//!   commits the generation by replacing the manifest. What it has not committed is never
+//!   seen by a reader.
+//! - [`Store`]: the handle a process keeps per agent, which hands out readers (the current
+//!   generation, reopened when a writer commits) and the writer.
+//!
+//! `sync/` and `search/` know only these traits and the records of `records.rs`
+//! (`tests/architecture.rs` keeps them from importing the index's crates). The local store
+//! (`crate::index`: redb + tantivy + hnsw_rs, one directory per agent) is the product's one
+//! implementation, chosen in `freshness` from [`StoreKind`]; `memory.rs` keeps everything in
+//! maps, for the pipeline's unit tests. Another store is a module implementing these traits
+//! and a value of [`StoreKind`].
+
+mod manifest;
+#[cfg(test)]
+pub(crate) mod memory;
+mod records;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::Result;
+
+pub use manifest::{EmbeddingStats, Identity, Manifest, SyncStats, FORMAT_VERSION};
+pub use records::{
+    cache_key, unembedded, Batch, ChunkKey, ChunkRecord, FileRecord, KeywordHit, Unembedded, Upsert,
+};
+
+/// Which store keeps an agent's index. Chosen once, when an agent opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// One directory per agent on this machine (`crate::index`).
+    Local,
+}
+
+/// The handle a process keeps per agent.
+pub(crate) trait Store: Send + Sync {
+    /// The committed manifest; `None` before the first sync.
+    fn manifest(&self) -> Result<Option<Manifest>>;
+    /// The current generation, opened for reading (kept between calls while the manifest
+    /// names it).
+    fn reader(&self) -> Result<Arc<dyn Reader>>;
+    /// Forgets the kept reader (after this process committed).
+    fn invalidate(&self);
+    /// The store's one writer; [`Error::IndexBusy`](crate::Error::IndexBusy) while another
+    /// holds it (in this process or another). Dropping it releases the lock.
+    fn writer(&self) -> Result<Box<dyn Writer + '_>>;
+}
+
+/// One committed generation, for searches.
+pub(crate) trait Reader: Send + Sync {
+    /// The manifest this generation was opened from.
+    fn manifest(&self) -> &Manifest;
+    /// Whether the keyword side can serve, or why not (a damaged keyword index: searches
+    /// fall back to vectors and chunks come from elsewhere until a sync rebuilds it).
+    fn keyword_ready(&self) -> Result<()>;
+    /// The `limit` best chunks for `query` by BM25 (of one `source` when given), best
+    /// first; equal scores in path order. `content_only` leaves the query's function words
+    /// out.
+    fn keyword(
+        &self,
+        query: &str,
+        limit: usize,
+        source: Option<&str>,
+        content_only: bool,
+    ) -> Result<Vec<KeywordHit>>;
+    /// How much of `query` the text `text` holds: the share of the query's content terms,
+    /// each weighed by its IDF in this generation, that are among the text's terms.
+    fn query_share(&self, query: &str, text: &str) -> Result<f64>;
+    /// Whether the generation has vectors to search.
+    fn has_vectors(&self) -> bool;
+    /// The `k` chunks nearest to `query` by cosine (a chunk scoring the best of its own
+    /// vector and its passages'), best first; `None` when the generation has no vectors.
+    fn nearest(&self, query: &[f32], k: usize) -> Option<Vec<(String, f32)>>;
+    /// Ranking keys of these chunks (unknown ids are skipped).
+    fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>>;
+    /// Records of these chunks, in order (unknown ids are skipped).
+    fn chunks(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>>;
+    /// The first chunk (lowest start line) of every file whose path `named` accepts, by
+    /// path.
+    fn first_chunks(&self, named: &dyn Fn(&str) -> bool) -> Result<Vec<ChunkKey>>;
+}
+
+/// The generation a sync writes, as [`Writer::begin`] opened it.
+#[derive(Debug)]
+pub(crate) struct Begun {
+    /// Its number.
+    pub generation: u64,
+    /// A new generation (a rebuild), rather than the committed one updated.
+    pub rebuilt: bool,
+    /// The files it holds, by path (none when new).
+    pub files: HashMap<String, FileRecord>,
+}
+
+/// One sync's access to a store, holding its writer lock.
+pub(crate) trait Writer: Send {
+    /// Where the store keeps this agent, for messages (a directory, a URI).
+    fn location(&self) -> String;
+    /// The committed manifest; an error when it cannot be read.
+    fn manifest(&self) -> Result<Option<Manifest>>;
+    /// Opens the generation this sync writes, after removing what interrupted syncs left:
+    /// generation `current` (the one the manifest names) to update it, or with `rebuild` a
+    /// new, empty one. Updating fails when `current` is damaged (the caller then rebuilds).
+    fn begin(&mut self, current: Option<u64>, rebuild: bool) -> Result<Begun>;
+    /// Commits one batch of file changes atomically: removals and re-indexed files lose
+    /// their old chunks (and vectors), upserts bring their chunks, touches refresh records.
+    fn apply(&mut self, batch: &Batch) -> Result<()>;
+    /// Completes the keyword side after the last batch.
+    fn finish_keyword(&mut self) -> Result<()>;
+    /// The vectors not stored yet ([`unembedded`]): each chunk's own and, with
+    /// `passages`, its passages'.
+    fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>>;
+    /// Stores vectors by chunk (or passage) id; ids of chunks no longer held are skipped.
+    fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()>;
+    /// The vectors the committed generation holds for `ids`, for a rebuild with the same
+    /// embedder; all `None` when it cannot be read.
+    fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>>;
+    /// The embedding cache's vectors for these keys.
+    fn cached(&mut self, keys: &[String]) -> Result<Vec<Option<Vec<f32>>>>;
+    /// Puts `(key, chunk or passage id, vector)` into the embedding cache, keeping at most
+    /// `max_entries`.
+    fn cache(&mut self, items: &[(String, String, Vec<f32>)], max_entries: usize) -> Result<()>;
+    /// The batch embedding jobs recorded and not yet read (`embed::backfill`'s JSON).
+    fn batch_jobs(&self) -> Result<Option<Vec<u8>>>;
+    /// Replaces the batch job record (`None` removes it).
+    fn write_batch_jobs(&mut self, jobs: Option<&[u8]>) -> Result<()>;
+    /// Brings the nearest-neighbour index in line with the stored vectors of `dims` values
+    /// (never re-embedding); the number of chunks with a vector.
+    fn index_vectors(&mut self, dims: usize) -> Result<u64>;
+    /// The files of the generation as written.
+    fn files(&self) -> Result<Vec<(String, FileRecord)>>;
+    /// The number of chunks of the generation as written.
+    fn chunk_count(&self) -> Result<u64>;
+    /// Commits the generation: `manifest` names it, atomically; a rebuild's replaced
+    /// generation goes.
+    fn commit(&mut self, manifest: &Manifest) -> Result<()>;
+}

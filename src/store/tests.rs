@@ -1,0 +1,297 @@
+//! The engine over both stores: the same workspace synced and searched through the local
+//! store (an agent directory) and through the in-memory one. Each scenario runs against
+//! both, so the sync and search pipelines are shown to need nothing but the store traits;
+//! where the two stores' keyword scores differ (tantivy quantises document lengths, the map
+//! store does not), the scenarios ask for what a user sees: which note comes first, the
+//! mode, the fallback, the warning.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::memory::MemoryStore;
+use super::Store;
+use crate::analyzer::{terms, AnalyzerMode};
+use crate::config::{Env, ProviderKind, Semantics, Settings};
+use crate::embed::{EmbedError, EmbedKind, Embedder, EmbedderChoice, Embedding};
+use crate::freshness::Agent;
+use crate::index::{AgentDir, LocalStore, VectorParams};
+use crate::recall;
+use crate::search::{Mode, SearchOptions, SearchResponse};
+
+/// A bag of hashed words: texts sharing words are close. Counts the documents it embeds.
+struct Words {
+    documents: AtomicUsize,
+}
+
+const DIMS: usize = 64;
+
+impl Embedder for Words {
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
+        if kind == EmbedKind::Document {
+            self.documents.fetch_add(texts.len(), Ordering::SeqCst);
+        }
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut v = vec![0f32; DIMS];
+                for term in terms(text, AnalyzerMode::Query) {
+                    let h = term.bytes().fold(1469598103934665603u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(1099511628211)
+                    });
+                    v[(h % DIMS as u64) as usize] += 1.0;
+                }
+                Embedding {
+                    vector: v,
+                    tokens: 1,
+                    truncated: false,
+                }
+            })
+            .collect())
+    }
+
+    fn dims(&self) -> usize {
+        DIMS
+    }
+
+    fn fingerprint(&self) -> &str {
+        "words-64"
+    }
+
+    fn max_tokens(&self) -> usize {
+        2048
+    }
+
+    fn embeds_passages(&self) -> bool {
+        true
+    }
+}
+
+const NOTES: &[(&str, &str)] = &[
+    (
+        "MEMORY.md",
+        "# Memory\n\n## Pets\n\nThe cat Miso needs her rabies vaccination every March.\n\n\
+         ## Work\n\nThe memory gateway runs on the machine called basalt.\n",
+    ),
+    (
+        "memory/2026-03-02.md",
+        "# 2026-03-02\n\n- Booked the guesthouse Casa Azul in Lisbon for May.\n\
+         - The receipt is in the blue folder.\n",
+    ),
+    (
+        "memory/2026-03-09.md",
+        "# 2026-03-09\n\n- Joined the climbing gym Bloc Nord.\n- Lent the book Dune to Ana.\n",
+    ),
+    (
+        "memory/projects/garden.md",
+        "# Garden\n\nline one about tomatoes\nline two about basil\nline three about \
+         watering\nline four about mulch\nline five about compost\nline six about slugs\n\
+         line seven about netting\nline eight about the rain barrel\nline nine about seeds\n",
+    ),
+];
+
+fn write_workspace(dir: &Path) {
+    for (path, text) in NOTES {
+        let file = dir.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+}
+
+/// One agent over `store`, with the bag-of-words embedder or keyword-only.
+fn agent(
+    workspace: &Path,
+    state: &Path,
+    semantics: Semantics,
+    embedder: Option<Arc<Words>>,
+    store: impl Fn(&Settings) -> Box<dyn Store>,
+) -> Agent {
+    let env = Env {
+        home: Some(state.to_path_buf()),
+        state_dir: Some(state.to_path_buf()),
+        config_path: None,
+    };
+    let mut settings = Settings::builtin("main", &env);
+    settings.workspace = workspace.to_path_buf();
+    settings.semantics = semantics;
+    let choice = match embedder {
+        Some(words) => EmbedderChoice::Given {
+            embedder: words,
+            provider: "test".into(),
+            model: "words".into(),
+        },
+        None => {
+            settings.provider = ProviderKind::None;
+            EmbedderChoice::FromSettings {
+                model_dir: None,
+                precision: None,
+            }
+        }
+    };
+    Agent::open_on(settings, choice, |_, settings| store(settings)).unwrap()
+}
+
+/// Makes a store for an agent's settings.
+type OpenStore = dyn Fn(&Settings) -> Box<dyn Store>;
+
+/// The scenario `check` for each store: `(store's name, agent, the embedder's counter)`.
+fn on_both_stores(semantics: Semantics, hybrid: bool, check: impl Fn(&str, &Agent, &Words)) {
+    let stores: [(&str, Box<OpenStore>); 2] = [
+        (
+            "local",
+            Box::new(|settings: &Settings| {
+                let dir = AgentDir::open(&settings.store_dir()).unwrap();
+                Box::new(LocalStore::new(dir, VectorParams::default())) as Box<dyn Store>
+            }),
+        ),
+        (
+            "memory",
+            Box::new(|_: &Settings| Box::new(MemoryStore::default()) as Box<dyn Store>),
+        ),
+    ];
+    for (name, store) in stores {
+        let workspace = tempfile::tempdir().unwrap();
+        write_workspace(workspace.path());
+        let state = tempfile::tempdir().unwrap();
+        let words = Arc::new(Words {
+            documents: AtomicUsize::new(0),
+        });
+        let embedder = hybrid.then(|| words.clone());
+        let agent = agent(workspace.path(), state.path(), semantics, embedder, store);
+        check(name, &agent, &words);
+    }
+}
+
+fn search(agent: &Agent, query: &str) -> SearchResponse {
+    recall::search(agent, query, &SearchOptions::default()).unwrap()
+}
+
+fn first_path(response: &SearchResponse) -> &str {
+    response.hits.first().map_or("(none)", |h| h.path.as_str())
+}
+
+#[test]
+fn both_stores_sync_and_answer_hybrid_searches_alike() {
+    for semantics in [Semantics::Documented, Semantics::OpenClaw] {
+        on_both_stores(semantics, true, |store, agent, words| {
+            let report = agent.sync(false, &|_| {}).unwrap();
+            // OpenClaw's semantics chunk MEMORY.md per entry.
+            let chunks = match semantics {
+                Semantics::Documented => 4,
+                Semantics::OpenClaw => 6,
+            };
+            assert_eq!(
+                (report.files, report.chunks),
+                (4, chunks),
+                "{store}: {report:?}"
+            );
+            let embedded = words.documents.load(Ordering::SeqCst);
+            // The garden note's passages too, under memoria's semantics.
+            match semantics {
+                Semantics::Documented => assert!(embedded > chunks as usize, "{store}"),
+                Semantics::OpenClaw => assert_eq!(embedded, chunks as usize, "{store}"),
+            }
+            for (query, want) in [
+                ("when does the cat need her rabies vaccination", "MEMORY.md"),
+                (
+                    "which guesthouse did I book in Lisbon",
+                    "memory/2026-03-02.md",
+                ),
+                ("who borrowed the book Dune", "memory/2026-03-09.md"),
+            ] {
+                let response = search(agent, query);
+                assert_eq!(response.served.mode, Mode::Hybrid, "{store} {query}");
+                assert_eq!(first_path(&response), want, "{store} {semantics:?} {query}");
+            }
+            // An unchanged workspace syncs without embedding anything again.
+            agent.sync(false, &|_| {}).unwrap();
+            assert_eq!(words.documents.load(Ordering::SeqCst), embedded, "{store}");
+        });
+    }
+}
+
+#[test]
+fn both_stores_follow_edits_and_removals() {
+    on_both_stores(Semantics::Documented, true, |store, agent, words| {
+        agent.sync(false, &|_| {}).unwrap();
+        let before = words.documents.load(Ordering::SeqCst);
+        let workspace = &agent.settings().workspace;
+        std::fs::write(
+            workspace.join("memory/2026-03-09.md"),
+            "# 2026-03-09\n\n- Cancelled the climbing gym; joined the swimming pool Piscina Sol.\n",
+        )
+        .unwrap();
+        std::fs::remove_file(workspace.join("memory/2026-03-02.md")).unwrap();
+        let report = agent.sync(false, &|_| {}).unwrap();
+        assert_eq!(
+            (report.indexed, report.removed),
+            (1, 1),
+            "{store}: {report:?}"
+        );
+        // Only the edited note was embedded again.
+        let embedded = words.documents.load(Ordering::SeqCst) - before;
+        assert!((1..=3).contains(&embedded), "{store}: {embedded} embedded");
+        let response = search(agent, "which swimming pool did I join");
+        assert_eq!(first_path(&response), "memory/2026-03-09.md", "{store}");
+        let gone = search(agent, "guesthouse Casa Azul");
+        assert!(
+            gone.hits.iter().all(|h| h.path != "memory/2026-03-02.md"),
+            "{store}: a removed note is not found"
+        );
+    });
+}
+
+#[test]
+fn both_stores_serve_keyword_only_and_say_so() {
+    on_both_stores(Semantics::Documented, false, |store, agent, _| {
+        agent.sync(false, &|_| {}).unwrap();
+        let response = search(agent, "rabies vaccination");
+        assert_eq!(response.served.mode, Mode::FtsOnly, "{store}");
+        assert_eq!(first_path(&response), "MEMORY.md", "{store}");
+        let none = search(agent, "zeppelin");
+        assert!(none.hits.is_empty(), "{store}");
+    });
+}
+
+#[test]
+fn both_stores_put_a_named_file_first_under_openclaws_ranking() {
+    on_both_stores(Semantics::OpenClaw, true, |store, agent, _| {
+        agent.sync(false, &|_| {}).unwrap();
+        let response = search(agent, "garden.md");
+        assert_eq!(
+            first_path(&response),
+            "memory/projects/garden.md",
+            "{store}"
+        );
+        assert!(response.recall_fields, "{store}: OpenClaw's fields");
+    });
+}
+
+#[test]
+fn both_stores_explain_an_answer_emptied_by_min_score() {
+    on_both_stores(Semantics::Documented, true, |store, agent, _| {
+        agent.sync(false, &|_| {}).unwrap();
+        let options = SearchOptions {
+            min_score: Some(0.99),
+            ..SearchOptions::default()
+        };
+        let response = recall::search(agent, "zebra quantum harmonica", &options).unwrap();
+        assert!(response.hits.is_empty(), "{store}");
+        let warning = response.warning.unwrap_or_default();
+        assert!(warning.contains("minScore 0.99"), "{store}: {warning}");
+    });
+}
+
+#[test]
+fn a_second_writer_is_refused_by_both_stores() {
+    on_both_stores(Semantics::Documented, false, |store, agent, _| {
+        let held = agent.store().writer().unwrap();
+        let err = agent.sync(false, &|_| {}).unwrap_err();
+        assert!(
+            matches!(err, crate::Error::IndexBusy { .. }),
+            "{store}: {err}"
+        );
+        drop(held);
+        agent.sync(false, &|_| {}).unwrap();
+    });
+}
