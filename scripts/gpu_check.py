@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "benches"))
 BATCHES = {int(b): int(n) for b, n in (x.split(":") for x in os.environ.get(
     "GPU_CHECK_BATCHES", "1:65,32:288,256:2304").split(","))}
 QUERIES = int(os.environ.get("GPU_CHECK_QUERIES", "101"))
+# The PyTorch dtypes compared against (GPU_CHECK_TORCH="float32" for a shorter run).
+TORCH_DTYPES = os.environ.get("GPU_CHECK_TORCH", "float32,bfloat16").split(",")
 QUERY = "which machine runs the memory gateway"
 
 
@@ -236,7 +238,7 @@ def run(work, out):
     spec_path = os.path.join(work, "torch-spec.json")
     json.dump(spec, open(spec_path, "w"))
     torch_results = {}
-    for dtype in ["float32", "bfloat16"]:
+    for dtype in TORCH_DTYPES:
         def torch_run(dtype=dtype):
             path = os.path.join(work, f"torch-{dtype}.json")
             cmd = [sys.executable, os.path.abspath(__file__), "torch", model, dtype, spec_path, path]

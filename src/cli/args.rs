@@ -68,8 +68,8 @@ pub struct Cli {
         value_name = "DIR"
     )]
     pub model: Option<PathBuf>,
-    /// Local model arithmetic on the CPU: f32, q8, bf16 or auto (the fastest that passes the
-    /// accuracy gates here). Sets $MEMORIA_PRECISION for this run.
+    /// Local model arithmetic: f32, q8, bf16 or auto (on the CPU the fastest that passes the
+    /// accuracy gates here; on a GPU bf16). Wins over $MEMORIA_PRECISION.
     #[arg(
         long,
         global = true,
