@@ -23,6 +23,7 @@ fn settings(workspace: &Path, store: &Path) -> Settings {
         home: Some(store.to_path_buf()),
         state_dir: Some(store.to_path_buf()),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin("bench", &env);
     settings.workspace = workspace.to_path_buf();

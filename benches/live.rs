@@ -61,6 +61,7 @@ fn change_to_searchable(root: &Path) {
         home: Some(root.to_path_buf()),
         state_dir: Some(root.join("state")),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin("live", &env);
     settings.workspace = root.join("ws");

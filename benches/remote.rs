@@ -52,6 +52,7 @@ fn main() {
             home: Some(tmp.clone()),
             state_dir: Some(tmp.join(format!("state-{batch}"))),
             config_path: None,
+            ranking: None,
         };
         let mut settings = Settings::builtin("bench", &env);
         settings.workspace = ws.clone();

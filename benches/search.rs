@@ -103,6 +103,7 @@ fn open(root: &std::path::Path, embedder: Arc<dyn Embedder>, sync_on_search: boo
         home: Some(root.to_path_buf()),
         state_dir: Some(root.join("state")),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin("bench", &env);
     settings.workspace = root.join("workspace");

@@ -26,6 +26,7 @@ fn open(
         home: Some(state.to_path_buf()),
         state_dir: Some(state.to_path_buf()),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin(id, &env);
     settings.workspace = workspace;

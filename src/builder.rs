@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::config::{self, Env, ProviderKind, Settings};
+use crate::config::{self, Env, ProviderKind, Ranking, Settings};
 use crate::embed::{Embedder, EmbedderChoice};
 use crate::error::Result;
 use crate::gemma::Precision;
@@ -90,6 +90,13 @@ impl MemoryBuilder {
     /// `MEMORIA_PRECISION`, else `auto` (see [`Precision`]).
     pub fn precision(mut self, precision: Precision) -> Self {
         self.precision = Some(precision);
+        self
+    }
+
+    /// The ranking: memoria's (the default) or [`Ranking::OpenClaw`], OpenClaw 2026.9's
+    /// exactly; wins over the config's `plugins.entries.memoria.config.ranking`.
+    pub fn ranking(mut self, ranking: Ranking) -> Self {
+        self.env.ranking = Some(ranking);
         self
     }
 

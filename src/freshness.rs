@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::chunk::ChunkParams;
-use crate::config::{self, Settings};
+use crate::config::{self, Ranking, Settings};
 use crate::embed::{EmbedderChoice, ResolvedEmbedder};
 use crate::error::{Error, Result};
 use crate::index::{AgentDir, LocalStore, VectorParams};
@@ -208,7 +208,7 @@ impl Agent {
                 crate::passage::searched(
                     e.embeds_passages(),
                     self.settings.local.passages,
-                    self.settings.semantics.is_openclaw(),
+                    self.settings.ranking == Ranking::OpenClaw,
                 )
             }),
         }

@@ -23,11 +23,11 @@
 
 /// Whether a sync embeds passages and searches use them: with an embedder that embeds them
 /// (the local model) unless the config turns them off (`enabled`: memoria's
-/// `plugins.entries.memoria.config.passages`), and never under OpenClaw 2026.9's semantics
-/// (`openclaw_semantics`), whose vector side scores chunks alone (memoria ranks as it does
-/// there). Part of the index identity: changing it rebuilds the index once.
-pub fn searched(embeds_passages: bool, enabled: bool, openclaw_semantics: bool) -> bool {
-    embeds_passages && enabled && !openclaw_semantics
+/// `plugins.entries.memoria.config.passages`), and never under OpenClaw's ranking
+/// (`openclaw_ranking`), whose vector side scores chunks alone, as 2026.9's does. Part of
+/// the index identity: changing it rebuilds the index once.
+pub fn searched(embeds_passages: bool, enabled: bool, openclaw_ranking: bool) -> bool {
+    embeds_passages && enabled && !openclaw_ranking
 }
 
 /// Content lines per passage.

@@ -112,6 +112,10 @@ pub struct SearchPayload {
     /// With `memory.backend = "qmd"`: `qmd`, or `builtin` when memoria's index answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// The ranking that ordered the results, when memoria's index answered: `memoria`, or
+    /// `openclaw` (OpenClaw 2026.9's, for parity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranking: Option<String>,
     /// True in an error payload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
@@ -142,6 +146,7 @@ impl SearchPayload {
             citations: None,
             fallback: None,
             backend: None,
+            ranking: None,
             disabled: Some(true),
             unavailable: Some(true),
             error: Some(error.into()),
@@ -165,6 +170,7 @@ pub fn search_payload(
         snippet_chars,
         injected_chars,
         recall_fields,
+        ranking,
         candidates: _,
     } = response;
     let hybrid = served.mode == crate::search::Mode::Hybrid;
@@ -224,6 +230,7 @@ pub fn search_payload(
         citations: Some(citations.as_str().to_string()),
         fallback: served.fallback.clone(),
         backend: served.backend.clone(),
+        ranking: ranking.map(|r| r.as_str().to_string()),
         disabled: None,
         unavailable: None,
         error: None,

@@ -15,7 +15,6 @@ use crate::payload::{self, SearchPayload};
 use crate::qmd;
 use crate::search::pipeline::{configured, Searcher};
 use crate::search::rank;
-use crate::search::ranking::Ranking;
 use crate::search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, WikiPage};
 use crate::wiki;
 
@@ -164,7 +163,6 @@ fn search_builtin(agent: &Agent, query: &str, options: &SearchOptions) -> Result
     let reader = agent.heal_keyword_index(agent.reader()?)?;
     let searcher = Searcher {
         settings: agent.settings(),
-        ranking: Ranking::of(agent.settings()),
         embedder: agent.resolved(),
         reader: reader.as_ref(),
     };

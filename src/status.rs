@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::append;
 use crate::clock;
-use crate::config::{Fusion, Settings};
+use crate::config::{Fusion, Ranking, Settings};
 use crate::error::{Error, Result};
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
@@ -50,8 +50,8 @@ pub struct Status {
     pub semantics: String,
     /// The temporal decay searches apply: `off`, or its half-life (`30-day half-life`).
     pub decay: String,
-    /// How hybrid search ranks: the fusion and its weights, and what memoria's semantics
-    /// add (function words left out of keyword queries, the model's calibration).
+    /// How searches rank: `memoria: …` (the fusion and its weights and what memoria adds:
+    /// function words left out of keyword queries, passages, the model's calibration) or `openclaw (…)`, OpenClaw 2026.9's for parity.
     pub ranking: String,
     /// The QMD sidecar, with the QMD backend.
     pub qmd: Option<QmdStatus>,
@@ -121,10 +121,13 @@ fn embedding_status(agent: &Agent, stats: Option<&EmbeddingStats>) -> Option<Emb
 /// How searches rank, in words (see [`Status::ranking`]).
 fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
     let h = &settings.query.hybrid;
-    if settings.semantics.is_openclaw() {
-        return "OpenClaw 2026.9's: weighted 0.7 / 0.3 over its keyword score, MMR".into();
+    if settings.ranking == Ranking::OpenClaw {
+        return "openclaw (OpenClaw 2026.9's, for parity): weighted 0.7 / 0.3 over its keyword \
+                score, MMR, × importance × project affinity, a named file first"
+            .into();
     }
-    let mut out = match h.fusion {
+    let mut out = "memoria: ".to_string();
+    out.push_str(&match h.fusion {
         Fusion::Rrf => "rrf fusion".to_string(),
         Fusion::MinMax => format!(
             "minmax fusion, vector {} / text {}, the keyword side weighed by how much of the \
@@ -140,8 +143,13 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
             "weighted fusion, vector {} / text {}",
             h.vector_weight, h.text_weight
         ),
-    };
+    });
     out.push_str("; keyword queries without function words");
+    if settings.semantics.is_openclaw() {
+        out.push_str(
+            "; × importance × project affinity and a named file first (memory.search layout)",
+        );
+    }
     if passages {
         out.push_str(&format!(
             "; chunks of {}+ lines also found by their {}-line passages, notes of 2-{} chunks \
@@ -170,7 +178,7 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
 /// how many score below 1/16 of an undated note's (four half-lives), and the oldest.
 fn buried_by_decay(settings: &Settings, discovery: &Discovery) -> Option<String> {
     let decay = &settings.query.hybrid.temporal_decay;
-    if !settings.semantics.is_openclaw() || !decay.enabled {
+    if settings.ranking != Ranking::OpenClaw || !decay.enabled {
         return None;
     }
     let now = clock::now().as_secs_f64();
@@ -278,8 +286,10 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         vectors: stats.embedding.as_ref().map(|e| e.vectors),
         backend: agent.settings().backend.as_str().into(),
         semantics: agent.settings().semantics.as_str().into(),
-        decay: match &agent.settings().query.hybrid.temporal_decay {
-            d if d.enabled => format!("{}-day half-life", d.half_life_days),
+        decay: match &agent.settings().query.hybrid {
+            h if h.temporal_decay.enabled => {
+                format!("{}-day half-life", h.temporal_decay.half_life_days)
+            }
             _ => "off".into(),
         },
         ranking: ranking(

@@ -159,6 +159,7 @@ fn config_parsing_and_resolution_never_panic() {
         home: Some("/home/u".into()),
         state_dir: None,
         config_path: None,
+        ranking: None,
     };
     fuzz("config text", json5ish(), |text| {
         if let Ok(value) = config::parse_config_text(&text, Path::new("fuzz.json5")) {

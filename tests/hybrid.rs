@@ -47,6 +47,7 @@ fn settings(root: &Path) -> Settings {
         home: Some(root.to_path_buf()),
         state_dir: Some(root.join("state")),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = workspace(root);
@@ -933,6 +934,9 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     let with_semantics = |passages: bool, semantics: memoria::config::Semantics| {
         let mut s = s.clone();
         s.semantics = semantics;
+        if semantics == memoria::config::Semantics::OpenClaw {
+            s.ranking = memoria::config::Ranking::OpenClaw;
+        }
         s.store.dir = Some(tmp.path().join(format!("store-{passages}-{semantics:?}")));
         open(s, passage_embedder(passages, false))
     };
@@ -963,7 +967,7 @@ fn a_long_chunk_is_found_by_its_best_passage() {
     assert!(ranking.contains("passages off"), "{ranking}");
     drop(off);
     assert_eq!(cosine(&switched(true)), best);
-    // OpenClaw 2026.9's semantics score chunks alone, as OpenClaw does.
+    // OpenClaw's ranking scores chunks alone, as OpenClaw 2026.9 does.
     let openclaw = memoria::config::Semantics::OpenClaw;
     let (plain_2026_9, passages_2026_9) = (
         with_semantics(false, openclaw),
@@ -1107,6 +1111,7 @@ fn the_candidate_log_replays_every_search_exactly() {
         home: Some(tmp.path().to_path_buf()),
         state_dir: Some(tmp.path().join("state")),
         config_path: None,
+        ranking: None,
     };
     let mut base = Settings::builtin("main", &env);
     base.provider = ProviderKind::Local;

@@ -21,6 +21,7 @@ fn settings(root: &Path) -> Settings {
         home: Some(root.to_path_buf()),
         state_dir: Some(root.join("state")),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = root.join("ws");

@@ -2,7 +2,8 @@
 //! keyword scoring cannot differ between the engines (identical texts compared by score
 //! ratio, or order-only and field checks), searched by OpenClaw 2026.9.6's own memory
 //! manager (driven from one Node process by `tests/openclaw_parity/harness.mjs`) and by the
-//! `memoria` binary with the same config (the newer `memory.search` layout, keyword-only).
+//! `memoria` binary with the same config (the newer `memory.search` layout, keyword-only)
+//! and the parity key, `--ranking openclaw`.
 //!
 //! Every case says what it checks. What the two engines cannot share is listed in
 //! [`NOT_SHARED`] and printed, not skipped silently. The suite needs the Node and the
@@ -557,6 +558,7 @@ fn memoria_search(config: &Path, state: &Path, agent: &str, c: &Case) -> Vec<Val
         .arg(config)
         .arg("--state-dir")
         .arg(state)
+        .args(["--ranking", "openclaw"])
         .args(["--agent", agent, "search", c.query, "--json"])
         .args(["--min-score", "0", "--max-results", "6"])
         .env_remove("OPENCLAW_CONFIG_PATH")
@@ -872,6 +874,7 @@ fn wiki_pages_score_and_read_as_memory_wiki_does() {
             .arg(&config)
             .arg("--state-dir")
             .arg(&state)
+            .args(["--ranking", "openclaw"])
             .args(args)
             .arg("--json")
             .env_remove("OPENCLAW_CONFIG_PATH")

@@ -44,6 +44,7 @@ impl Fixture {
             home: Some(root.clone()),
             state_dir: Some(root.join("state")),
             config_path: None,
+            ranking: None,
         };
         let mut settings = Settings::builtin("main", &env);
         settings.workspace = root.join("ws");

@@ -20,6 +20,7 @@ fn measure(model: &Arc<dyn Embedder>, mode: EvalMode, scratch: &Path) -> Metrics
         home: Some(scratch.to_path_buf()),
         state_dir: Some(scratch.join("state")),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.provider = ProviderKind::Local;

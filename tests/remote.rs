@@ -33,6 +33,7 @@ fn settings(root: &Path, url: &str, key: Option<&str>) -> Settings {
         home: Some(root.to_path_buf()),
         state_dir: Some(root.join("state")),
         config_path: None,
+        ranking: None,
     };
     let mut s = Settings::builtin("main", &env);
     s.workspace = root.join("ws");

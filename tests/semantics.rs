@@ -1,7 +1,8 @@
 //! OpenClaw 2026.9's semantics, chosen by the config's layout, through the `memoria`
 //! binary: entries of `MEMORY.md` / `USER.md` as chunks, importance and project
-//! annotations in the score, malformed tags dropping their entry, the payload's fields, and
-//! the older layout left as documented.
+//! annotations in the score under either ranking (memoria's, the default, and OpenClaw's),
+//! malformed tags dropping their entry, the payload's fields, and the older layout left as
+//! documented.
 
 use std::fs;
 use std::path::Path;
@@ -81,10 +82,18 @@ const CURATED: &str = "# Long-term\n\
 #[test]
 fn importance_ranks_entries_of_memory_md_each_its_own_chunk() {
     let (tmp, config) = setup(&[("MEMORY.md", CURATED)], true);
+    let state = tmp.path().join("state");
+    for ranking in ["memoria", "openclaw"] {
+        importance_ranks(&config, &state, ranking);
+    }
+}
+
+fn importance_ranks(config: &Path, state: &Path, ranking: &str) {
     // minScore 0: keyword-only selection keeps only hits reaching minScore when some do,
     // and importance 1 pulls its entry under the default 0.35 here.
-    let state = tmp.path().join("state");
-    let payload = search(&config, &state, &["zephyr checklist", "--min-score", "0"]);
+    let args = ["zephyr checklist", "--min-score", "0", "--ranking", ranking];
+    let payload = search(config, state, &args);
+    assert_eq!(payload["ranking"], ranking, "{payload:#}");
     let hits = results(&payload);
     assert_eq!(hits.len(), 3, "{payload:#}");
     let ranges: Vec<(u64, u64)> = hits.iter().map(lines).collect();
@@ -131,22 +140,30 @@ fn project_affinity_and_malformed_tags() {
     // In MEMORY.md each entry is its own chunk: only the malformed one goes.
     let (tmp2, config2) = setup(&[("MEMORY.md", &text.replace("quasar", "pulsar"))], true);
     let state2 = tmp2.path().join("state");
-    let plain = search(&config2, &state2, &["pulsar rollout"]);
-    let ranges: Vec<(u64, u64)> = results(&plain).iter().map(lines).collect();
-    assert_eq!(ranges.len(), 3, "the malformed entry is dropped: {plain:#}");
-    assert!(!ranges.contains(&(4, 4)));
-    let active = search(
-        &config2,
-        &state2,
-        &["pulsar rollout", "--project", "github.com/acme/api"],
-    );
-    let hits = results(&active);
-    let ranges: Vec<(u64, u64)> = hits.iter().map(lines).collect();
-    assert_eq!(ranges, [(1, 1), (3, 3), (2, 2)], "{active:#}");
-    assert_eq!(hits[0]["projectKey"], "github.com/acme/api");
-    let score = |i: usize| hits[i]["score"].as_f64().unwrap();
-    assert!((score(0) / score(1) - 1.15).abs() < 1e-9, "{active:#}");
-    assert!((score(2) / score(1) - 0.90).abs() < 1e-9, "{active:#}");
+    for ranking in ["memoria", "openclaw"] {
+        let plain = search(&config2, &state2, &["pulsar rollout", "--ranking", ranking]);
+        let ranges: Vec<(u64, u64)> = results(&plain).iter().map(lines).collect();
+        assert_eq!(ranges.len(), 3, "the malformed entry is dropped: {plain:#}");
+        assert!(!ranges.contains(&(4, 4)));
+        let active = search(
+            &config2,
+            &state2,
+            &[
+                "pulsar rollout",
+                "--project",
+                "github.com/acme/api",
+                "--ranking",
+                ranking,
+            ],
+        );
+        let hits = results(&active);
+        let ranges: Vec<(u64, u64)> = hits.iter().map(lines).collect();
+        assert_eq!(ranges, [(1, 1), (3, 3), (2, 2)], "{ranking}: {active:#}");
+        assert_eq!(hits[0]["projectKey"], "github.com/acme/api");
+        let score = |i: usize| hits[i]["score"].as_f64().unwrap();
+        assert!((score(0) / score(1) - 1.15).abs() < 1e-9, "{active:#}");
+        assert!((score(2) / score(1) - 0.90).abs() < 1e-9, "{active:#}");
+    }
 }
 
 #[test]
@@ -309,20 +326,30 @@ fn status_says_when_decay_buries_the_dated_notes() {
             .collect()
     };
     let (tmp, config) = setup(&files, true);
+    let plugin = |memoria: &str| {
+        let text = fs::read_to_string(&config).unwrap().replacen(
+            "\"memory\":",
+            &format!("\"plugins\": {{\"entries\": {{\"memoria\": {{\"config\": {memoria}}}}}}}, \"memory\":"),
+            1,
+        );
+        let path = tmp.path().join("with-plugin.json");
+        fs::write(&path, text).unwrap();
+        path
+    };
+    // memoria's ranking applies no decay: nothing to warn about.
     let w = warnings(&config, &tmp.path().join("state"));
+    assert!(!w.iter().any(|w| w.contains("temporal decay")), "{w:?}");
+    // OpenClaw's applies 2026.9's.
+    let parity = plugin(r#"{"ranking": "openclaw"}"#);
+    let w = warnings(&parity, &tmp.path().join("state"));
     assert!(
         w.iter()
             .any(|w| w.contains("1 of 1 dated notes") && w.contains("2023-05-08")),
         "{w:?}"
     );
     // memoria's key turns the decay off, and the warning with it
-    let text = fs::read_to_string(&config).unwrap().replacen(
-        "\"memory\":",
-        "\"plugins\": {\"entries\": {\"memoria\": {\"config\": {\"temporalDecay\": {\"enabled\": false}}}}}, \"memory\":",
-        1,
-    );
-    fs::write(&config, text).unwrap();
-    let w = warnings(&config, &tmp.path().join("state"));
+    let off = plugin(r#"{"ranking": "openclaw", "temporalDecay": {"enabled": false}}"#);
+    let w = warnings(&off, &tmp.path().join("state"));
     assert!(!w.iter().any(|w| w.contains("temporal decay")), "{w:?}");
 }
 

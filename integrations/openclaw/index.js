@@ -52,6 +52,9 @@ function safeParse(value) {
   if (v.passages !== undefined && typeof v.passages !== "boolean") {
     issues.push({ path: ["passages"], message: "expected a boolean" });
   }
+  if (v.ranking !== undefined && !CONFIG_JSON_SCHEMA.properties.ranking.enum.includes(/** @type {string} */ (v.ranking))) {
+    issues.push({ path: ["ranking"], message: `expected one of ${CONFIG_JSON_SCHEMA.properties.ranking.enum.join(", ")}` });
+  }
   return issues.length ? { success: false, error: { issues } } : { success: true, data: value };
 }
 

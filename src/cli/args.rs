@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use memoria::config::{ChatType, ProviderKind};
+use memoria::config::{ChatType, ProviderKind, Ranking};
 use memoria::embed::EmbedKind;
 use memoria::eval::EvalMode;
 use memoria::gemma::Precision;
@@ -78,6 +78,15 @@ pub struct Cli {
         value_parser = parse_precision
     )]
     pub precision: Option<Precision>,
+    /// Ranking: memoria's (the default) or openclaw, OpenClaw 2026.9's exactly (wins over
+    /// plugins.entries.memoria.config.ranking).
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_parser = plain::<Ranking>()
+    )]
+    pub ranking: Option<Ranking>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -84,7 +84,7 @@ pub fn one_stdin(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
-/// The process environment with --state-dir and --config applied.
+/// The process environment with --state-dir, --config and --ranking applied.
 pub fn env_for(cli: &Cli) -> Result<Env> {
     let mut env = Env::from_process();
     if let Some(dir) = &cli.state_dir {
@@ -93,6 +93,7 @@ pub fn env_for(cli: &Cli) -> Result<Env> {
     if let Some(file) = &cli.config {
         env.config_path = Some(absolute(file)?);
     }
+    env.ranking = cli.ranking;
     Ok(env)
 }
 

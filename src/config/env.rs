@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::settings::Ranking;
+
 /// The parts of the process environment that configuration depends on.
 ///
 /// Tests build one by hand; the CLI uses [`Env::from_process`] and then applies its own
@@ -14,6 +16,8 @@ pub struct Env {
     pub state_dir: Option<PathBuf>,
     /// `--config` or `$OPENCLAW_CONFIG_PATH`.
     pub config_path: Option<PathBuf>,
+    /// `--ranking`: wins over `plugins.entries.memoria.config.ranking`.
+    pub ranking: Option<Ranking>,
 }
 
 impl Env {
@@ -29,6 +33,7 @@ impl Env {
             home: var("HOME").or_else(|| var("USERPROFILE")),
             state_dir: var("OPENCLAW_STATE_DIR"),
             config_path: var("OPENCLAW_CONFIG_PATH"),
+            ranking: None,
         }
     }
 

@@ -149,6 +149,8 @@ pub(super) struct Parsed {
     /// `plugins.entries.memoria.config.passages`: the local model embeds long chunks'
     /// passages (memoria's own; default true).
     pub(super) memoria_passages: Option<bool>,
+    /// `plugins.entries.memoria.config.ranking`: `memoria` or `openclaw`.
+    pub(super) memoria_ranking: Option<Ranking>,
     /// `secrets.providers` and `secrets.defaults`.
     pub(super) secrets: SecretProviders,
     /// `plugins.entries.memory-wiki.enabled`.
@@ -272,6 +274,13 @@ fn parse_plugins(root: &Node, parsed: &mut Parsed) -> Result<(), ConfigError> {
     }
     if let Some(config) = entry_config("memoria")? {
         parsed.memoria_passages = config.get_bool("passages")?;
+        parsed.memoria_ranking = config.get_choice(
+            "ranking",
+            &[
+                ("memoria", Ranking::Memoria),
+                ("openclaw", Ranking::OpenClaw),
+            ],
+        )?;
         if let Some(decay) = config.section("temporalDecay", &["enabled", "halfLifeDays"])? {
             parsed.memoria_decay_enabled = decay.get_bool("enabled")?;
             parsed.memoria_decay_half_life_days = decay.get_int("halfLifeDays")?;

@@ -86,15 +86,18 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 
     let tokens = int_at_least(pick(p, |l| &l.chunk_tokens), 400, 1);
     let overlap = int_at_least(pick(p, |l| &l.chunk_overlap), 80, 0).min(tokens - 1);
-    let semantics = match p.newer_layout {
+    let ranking = env.ranking.or(p.memoria_ranking).unwrap_or_default();
+    // OpenClaw's ranking is parity with 2026.9, which reads only the newer layout: it
+    // brings 2026.9's semantics with it.
+    let semantics = match p.newer_layout || ranking == Ranking::OpenClaw {
         true => Semantics::OpenClaw,
         false => Semantics::Documented,
     };
-    let query = query_settings(p, semantics, &mut warnings);
-    if semantics.is_openclaw() && p.memoria_passages == Some(true) {
+    let query = query_settings(p, semantics, ranking, &mut warnings);
+    if ranking == Ranking::OpenClaw && p.memoria_passages == Some(true) {
         warnings.push(
-            "plugins.entries.memoria.config.passages: the memory.search layout embeds no \
-             passages (its vector side scores chunks alone, as OpenClaw 2026.9's does): ignored"
+            "plugins.entries.memoria.config.passages: OpenClaw's ranking embeds no passages \
+             (its vector side scores chunks alone, as OpenClaw 2026.9's does): ignored"
                 .into(),
         );
     }
@@ -109,6 +112,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 
     Settings {
         semantics,
+        ranking,
         agent_id: agent_id.to_string(),
         warnings,
         workspace,
@@ -241,20 +245,27 @@ fn extra_paths(p: &Parsed, env: &Env) -> Vec<String> {
     extra_paths
 }
 
-/// `query.*`: as configured under the older layout; under the newer one, OpenClaw 2026.9's
-/// fixed hybrid behaviour (weights 0.7 / 0.3, MMR at λ 0.7, a 30-day temporal decay),
-/// whose decay memoria's `plugins.entries.memoria.config.temporalDecay` may change.
-fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) -> QuerySettings {
+/// `query.*`: under OpenClaw's ranking, 2026.9's fixed hybrid behaviour (weights 0.7 / 0.3,
+/// MMR at λ 0.7, a 30-day temporal decay), whose decay memoria's
+/// `plugins.entries.memoria.config.temporalDecay` may change; under memoria's, as
+/// configured, in either layout (the plugin's `temporalDecay` is the newer layout's decay
+/// key).
+fn query_settings(
+    p: &Parsed,
+    semantics: Semantics,
+    ranking: Ranking,
+    warnings: &mut Vec<String>,
+) -> QuerySettings {
     let max_results = to_usize(int_at_least(pick(p, |l| &l.max_results), 6, 1));
     let configured_min_score = pick(p, |l| &l.min_score);
     let min_score_configured = configured_min_score.is_some();
     let min_score = clamp01(configured_min_score.unwrap_or(0.35));
-    if semantics.is_openclaw() {
+    if ranking == Ranking::OpenClaw {
         if [&p.defaults, &p.agent].iter().any(|l| l.sets_hybrid()) {
             warnings.push(
-                "memory.search.query.hybrid is retired in OpenClaw 2026.9 (its weights, MMR \
-                 and temporal decay are fixed there): ignored; memoria's decay is set by \
-                 plugins.entries.memoria.config.temporalDecay"
+                "query.hybrid is retired in OpenClaw 2026.9 (its weights, MMR and temporal \
+                 decay are fixed there): ignored under the openclaw ranking; its decay is set \
+                 by plugins.entries.memoria.config.temporalDecay"
                     .into(),
             );
         }
@@ -279,7 +290,18 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
             },
         };
     }
-    if p.memoria_decay_enabled.is_some() || p.memoria_decay_half_life_days.is_some() {
+    // The plugin's temporalDecay is the memory.search layout's decay key; the older layout
+    // has its own.
+    let (decay_enabled, decay_half_life) = match semantics {
+        Semantics::OpenClaw => (p.memoria_decay_enabled, p.memoria_decay_half_life_days),
+        Semantics::Documented => (
+            pick(p, |l| &l.decay_enabled),
+            pick(p, |l| &l.decay_half_life_days),
+        ),
+    };
+    if semantics == Semantics::Documented
+        && (p.memoria_decay_enabled.is_some() || p.memoria_decay_half_life_days.is_some())
+    {
         warnings.push(
             "plugins.entries.memoria.config.temporalDecay applies to the memory.search layout \
              only: under agents.defaults.memorySearch, set query.hybrid.temporalDecay"
@@ -325,8 +347,8 @@ fn query_settings(p: &Parsed, semantics: Semantics, warnings: &mut Vec<String>) 
                 lambda: clamp01(pick(p, |l| &l.mmr_lambda).unwrap_or(0.7)),
             },
             temporal_decay: TemporalDecaySettings {
-                enabled: pick(p, |l| &l.decay_enabled).unwrap_or(false),
-                half_life_days: int_at_least(pick(p, |l| &l.decay_half_life_days), 30, 1) as f64,
+                enabled: decay_enabled.unwrap_or(false),
+                half_life_days: int_at_least(decay_half_life, 30, 1) as f64,
             },
         },
     }

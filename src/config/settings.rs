@@ -163,6 +163,36 @@ impl Semantics {
     }
 }
 
+/// Which ranking a search applies: memoria's (the default, whatever the layout) or
+/// OpenClaw 2026.9's, exactly, for parity (`plugins.entries.memoria.config.ranking`,
+/// `--ranking`, [`crate::MemoryBuilder::ranking`]).
+///
+/// The ranking decides how candidates are scored and ordered: fusion, the keyword side's
+/// terms, `minScore`'s calibration, MMR and what time does. The layout ([`Semantics`])
+/// decides what is indexed and what a payload carries; OpenClaw's ranking brings 2026.9's
+/// semantics with it, whatever the layout, since parity means all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Ranking {
+    /// memoria's: z-score fusion, content words, the calibrated `minScore`, passages, no
+    /// temporal decay unless the config turns it on (docs/ranking.md).
+    #[default]
+    Memoria,
+    /// OpenClaw 2026.9's, exactly (what `tests/openclaw_parity.rs` checks).
+    #[cfg_attr(feature = "cli", value(name = "openclaw"))]
+    OpenClaw,
+}
+
+impl Ranking {
+    /// The config spelling, also what `status` and the payload name: `memoria`, `openclaw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ranking::Memoria => "memoria",
+            Ranking::OpenClaw => "openclaw",
+        }
+    }
+}
+
 /// Which engine serves memory search (`memory.backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
@@ -218,8 +248,11 @@ impl Citations {
 pub struct Settings {
     /// The agent these settings are for.
     pub agent_id: String,
-    /// Which OpenClaw behaviour applies (by the config's layout).
+    /// Which OpenClaw behaviour applies (by the config's layout, or the OpenClaw ranking).
     pub semantics: Semantics,
+    /// Which ranking a search applies (memoria's unless the config or `--ranking` asks
+    /// for OpenClaw's).
+    pub ranking: Ranking,
     /// What the config holds that memoria ignores (unknown keys), shown by `status`.
     pub warnings: Vec<String>,
     /// The OpenClaw state directory ([`state_dir`](super::state_dir)).

@@ -9,6 +9,7 @@ fn env() -> Env {
         home: Some(PathBuf::from("/home/u")),
         state_dir: None,
         config_path: None,
+        ranking: None,
     }
 }
 
@@ -642,6 +643,7 @@ fn env_paths() {
         home: Some(PathBuf::from("/h")),
         state_dir: Some(PathBuf::from("~/st")),
         config_path: Some(PathBuf::from("~/cfg.json5")),
+        ranking: None,
     };
     assert_eq!(state_dir(&e2), PathBuf::from("/h/st"));
     assert_eq!(config_file(&e2), (PathBuf::from("/h/cfg.json5"), true));
@@ -763,6 +765,7 @@ fn load_config_file_cases() {
         home: Some(dir.path().to_path_buf()),
         state_dir: Some(state.clone()),
         config_path: None,
+        ranking: None,
     };
     // Missing default file → empty object.
     assert_eq!(load_config_file(&e).unwrap(), json!({}));
@@ -775,6 +778,7 @@ fn load_config_file_cases() {
     let missing = dir.path().join("nope.json5");
     let explicit = Env {
         config_path: Some(missing.clone()),
+        ranking: None,
         ..e.clone()
     };
     let err = load_config_file(&explicit).unwrap_err();
@@ -1206,18 +1210,68 @@ fn qmd_settings() {
     assert!(unknown[0].starts_with("memory.qmd.limits.maxTokens: unknown key"));
 }
 
-/// The layout picks the behaviour: `memory.search` (at either level) gets OpenClaw 2026.9's
-/// fixed hybrid settings, the older layout and an empty config the documented ones; the
+/// The layout picks the semantics (`memory.search`, at either level, gets 2026.9's index
+/// and payload) and the ranking key picks the query behaviour: memoria's by default in
+/// every layout, OpenClaw 2026.9's fixed hybrid settings with `ranking: "openclaw"` (or
+/// `Env::ranking`, the CLI's `--ranking`), which brings 2026.9's semantics with it. The
 /// retired `query.hybrid` and memoria's own decay key are read where they belong.
 #[test]
-fn semantics_follow_the_layout() {
+fn semantics_follow_the_layout_and_the_ranking_key() {
     let newer = resolve_str("{memory: {search: {query: {minScore: 0.4}}}}", "main").unwrap();
     assert_eq!(newer.semantics, Semantics::OpenClaw);
+    assert_eq!(newer.ranking, Ranking::Memoria);
     let h = &newer.query.hybrid;
-    assert_eq!((h.vector_weight, h.text_weight), (0.7, 0.3));
+    assert_eq!(
+        (h.vector_weight, h.text_weight, h.fusion),
+        (0.5, 0.5, Fusion::ZScore)
+    );
+    assert!(!h.mmr.enabled && !h.temporal_decay.enabled);
+    assert_eq!(newer.query.min_score, 0.4);
+
+    let parity = "{memory: {search: {query: {minScore: 0.4}}},
+                   plugins: {entries: {memoria: {config: {ranking: 'openclaw'}}}}}";
+    let parity = resolve_str(parity, "main").unwrap();
+    assert_eq!(
+        (parity.semantics, parity.ranking),
+        (Semantics::OpenClaw, Ranking::OpenClaw)
+    );
+    let h = &parity.query.hybrid;
+    assert_eq!(
+        (h.vector_weight, h.text_weight, h.fusion),
+        (0.7, 0.3, Fusion::Weighted)
+    );
     assert!(h.mmr.enabled && h.temporal_decay.enabled);
     assert_eq!((h.mmr.lambda, h.temporal_decay.half_life_days), (0.7, 30.0));
-    assert_eq!(newer.query.min_score, 0.4);
+    assert_eq!(parity.query.min_score, 0.4);
+    // The CLI's --ranking wins over the config; OpenClaw's ranking brings 2026.9's
+    // semantics to any layout.
+    let cli = Env {
+        ranking: Some(Ranking::Memoria),
+        ..env()
+    };
+    let text = "{plugins: {entries: {memoria: {config: {ranking: 'openclaw'}}}}}";
+    assert_eq!(
+        resolve(&parse5(text), "main", &cli).unwrap().ranking,
+        Ranking::Memoria
+    );
+    let builtin = Settings::builtin(
+        "main",
+        &Env {
+            ranking: Some(Ranking::OpenClaw),
+            ..env()
+        },
+    );
+    assert_eq!(builtin.semantics, Semantics::OpenClaw);
+    let err = resolve_str(
+        "{plugins: {entries: {memoria: {config: {ranking: 'bm25'}}}}}",
+        "main",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("plugins.entries.memoria.config.ranking"),
+        "{err}"
+    );
 
     let per_agent = resolve_str(
         "{agents: {entries: {main: {memory: {search: {}}}}}}",
@@ -1240,9 +1294,10 @@ fn semantics_follow_the_layout() {
         Semantics::Documented
     );
 
-    // query.hybrid is retired under the newer layout: ignored, and said so.
+    // query.hybrid is retired under OpenClaw's ranking: ignored, and said so.
     let retired = resolve_str(
-        "{memory: {search: {query: {hybrid: {temporalDecay: {enabled: false}}}}}}",
+        "{memory: {search: {query: {hybrid: {temporalDecay: {enabled: false}}}}},
+          plugins: {entries: {memoria: {config: {ranking: 'openclaw'}}}}}",
         "main",
     )
     .unwrap();
@@ -1275,7 +1330,7 @@ fn semantics_follow_the_layout() {
         "{err}"
     );
 
-    // memoria's passages switch: on unless turned off; the newer layout has none, and
+    // memoria's passages switch: on unless turned off; OpenClaw's ranking has none, and
     // says so when asked for them.
     let passages = |config: &str| -> (bool, Vec<String>) {
         let s = resolve_str(config, "main").unwrap();
@@ -1284,8 +1339,10 @@ fn semantics_follow_the_layout() {
     let off = "{plugins: {entries: {memoria: {config: {passages: false}}}}}";
     assert_eq!(passages(off), (false, vec![]));
     assert_eq!(passages("{}"), (true, vec![]));
+    assert_eq!(passages("{memory: {search: {}}}"), (true, vec![]));
     let (_, warnings) = passages(
-        "{memory: {search: {}}, plugins: {entries: {memoria: {config: {passages: true}}}}}",
+        "{memory: {search: {}}, plugins: {entries: {memoria: {config:
+         {passages: true, ranking: 'openclaw'}}}}}",
     );
     assert!(
         warnings

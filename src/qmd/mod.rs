@@ -93,6 +93,7 @@ pub(crate) fn response(hits: Vec<QmdHit>, settings: &QmdSettings) -> SearchRespo
         snippet_chars: settings.limits.max_snippet_chars,
         injected_chars: Some(settings.limits.max_injected_chars),
         recall_fields: false,
+        ranking: None,
         candidates: None,
     }
 }

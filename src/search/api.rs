@@ -4,7 +4,7 @@
 //! and text, so a caller (the payload module, QMD's answers, the CLI) never builds or reads
 //! catalog records.
 
-use crate::config::Chat;
+use crate::config::{Chat, Ranking};
 use crate::fallback::Fallback;
 
 /// UTF-16 units of a chunk's text shown as its snippet (SPEC §6).
@@ -218,6 +218,9 @@ pub struct SearchResponse {
     /// The results carry OpenClaw 2026.9's fields (`textScore`, `vectorScore`,
     /// `importance`, `triggers`, `projectKey`, `provenance`).
     pub recall_fields: bool,
+    /// The ranking that ordered the hits; `None` when memoria's index did not answer (QMD
+    /// ranks its own).
+    pub ranking: Option<Ranking>,
     /// What the fusion ranked, when [`SearchOptions::trace`] asked for it and memoria's own
     /// index answered.
     pub candidates: Option<Candidates>,
@@ -283,6 +286,7 @@ impl SearchResponse {
             snippet_chars: SNIPPET_CHARS,
             injected_chars: None,
             recall_fields: false,
+            ranking: None,
             candidates: None,
         }
     }

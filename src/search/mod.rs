@@ -5,7 +5,7 @@
 //! - `pipeline` runs one search over one generation in stages: retrieve both sides'
 //!   candidates through the store's reader (deciding the mode and the fallback), hydrate the
 //!   records the ranking needs in one read, rank, and read the page it returns.
-//! - `ranking` is the ranking stage, pure, with the [`Ranking`](ranking::Ranking) chosen once
+//! - `ranking` is the ranking stage, pure, with the [`Ranking`](crate::config::Ranking) chosen once
 //!   from the settings; its steps are pure functions over candidate lists: score mapping,
 //!   order, minScore relaxation, pools, tiers and the merge of memory with wiki hits in
 //!   `rank`; fusion, temporal decay and MMR in `hybrid`; OpenClaw 2026.9's keyword score

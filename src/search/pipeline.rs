@@ -28,10 +28,10 @@ use super::api::{
 use super::hybrid::{self, KeywordCandidate, VectorCandidate};
 use super::lexical;
 use super::rank::{candidate_pool, tier_size, Ranked};
-use super::ranking::{self, Input, Outcome, Ranking};
+use super::ranking::{self, Input, Outcome};
 use crate::annotation;
 use crate::clock;
-use crate::config::{Fusion, Settings};
+use crate::config::{Fusion, Ranking, Settings};
 use crate::embed::{EmbedKind, Embedder, ResolvedEmbedder};
 use crate::error::Result;
 use crate::fallback::Fallback;
@@ -131,11 +131,10 @@ pub(crate) fn configured(embedder: &ResolvedEmbedder, manifest: Option<&Manifest
     served
 }
 
-/// One search over one generation: the settings, the ranking they choose, the agent's
-/// embedder and the generation's reader.
+/// One search over one generation: the settings (with the ranking they choose), the
+/// agent's embedder and the generation's reader.
 pub(crate) struct Searcher<'a> {
     pub(crate) settings: &'a Settings,
-    pub(crate) ranking: Ranking,
     pub(crate) embedder: &'a ResolvedEmbedder,
     pub(crate) reader: &'a dyn Reader,
 }
@@ -173,7 +172,8 @@ impl Searcher<'_> {
         let active = project::active_set(&options.active_project_keys);
         let outcome = ranking::rank(Input {
             query,
-            ranking: self.ranking,
+            ranking: self.settings.ranking,
+            annotated: self.settings.semantics.is_openclaw(),
             settings: q,
             model: self.embedder.model.as_deref(),
             max_results,
@@ -208,7 +208,8 @@ impl Searcher<'_> {
         };
         let hits = self.page(outcome.ranked, hydrated.chunks)?;
         let mut response = SearchResponse::new(hits, served, warning);
-        response.recall_fields = self.ranking == Ranking::OpenClaw;
+        response.recall_fields = self.settings.semantics.is_openclaw();
+        response.ranking = Some(self.settings.ranking);
         response.candidates = trace;
         Ok(response)
     }
@@ -235,7 +236,7 @@ impl Searcher<'_> {
         };
         // memoria's keyword side leaves out the query's function words; OpenClaw's keeps its
         // terms (its parity is tested against the real OpenClaw).
-        let content_only = self.ranking == Ranking::Memoria;
+        let content_only = self.settings.ranking == Ranking::Memoria;
         let run_keyword = || self.reader.keyword(query, pool, source, content_only);
         let (vector_outcome, keyword) = if hybrid || embedder.is_none() {
             let (v, k) = rayon::join(run_vector, run_keyword);
@@ -289,9 +290,9 @@ impl Searcher<'_> {
                 (Some(keyword?), None)
             }
         };
-        let named = match self.ranking {
-            Ranking::OpenClaw => self.named_files(query, source)?,
-            Ranking::Memoria => Vec::new(),
+        let named = match self.settings.semantics.is_openclaw() {
+            true => self.named_files(query, source)?,
+            false => Vec::new(),
         };
         Ok(Retrieved {
             served,
@@ -305,13 +306,15 @@ impl Searcher<'_> {
     /// The chunk records and facts the ranking needs, in one read (stage 2).
     fn hydrate(&self, query: &str, retrieved: &Retrieved) -> Result<Hydrated> {
         let hybrid = &self.settings.query.hybrid;
-        let openclaw = self.ranking == Ranking::OpenClaw;
+        let openclaw = self.settings.ranking == Ranking::OpenClaw;
+        let annotated = self.settings.semantics.is_openclaw();
         let keyword = retrieved.keyword.iter().flatten().map(|k| &k.key);
         let vector = retrieved.vector.iter().flatten().map(|v| &v.key);
         let mut ids: Vec<&str> = Vec::new();
-        // MMR compares candidates' texts and OpenClaw's ranking reads their annotations, so
-        // both read every candidate's chunk; otherwise only the returned chunks are read.
-        if hybrid.mmr.enabled || openclaw {
+        // MMR compares candidates' texts, OpenClaw's keyword score reads them and 2026.9's
+        // semantics multiply by their annotations, so these read every candidate's chunk;
+        // otherwise only the returned chunks are read.
+        if hybrid.mmr.enabled || openclaw || annotated {
             ids.extend(keyword.clone().chain(vector.clone()).map(|k| k.id.as_str()));
         }
         // memoria's min-max and z-score fusions: the keyword side counts in proportion to
@@ -368,9 +371,9 @@ impl Searcher<'_> {
             .into_iter()
             .filter_map(|r| {
                 let chunk = chunks.remove(&r.key.id)?;
-                let recall = match self.ranking {
-                    Ranking::OpenClaw => self.recall(&chunk),
-                    Ranking::Memoria => Recall::default(),
+                let recall = match self.settings.semantics.is_openclaw() {
+                    true => self.recall(&chunk),
+                    false => Recall::default(),
                 };
                 Some(hit(r, chunk, recall))
             })
@@ -380,7 +383,7 @@ impl Searcher<'_> {
     /// Both sides' candidates and the fusion's inputs, for `memoria eval --candidates`.
     fn trace(&self, outcome: &Outcome, hydrated: &Hydrated) -> Result<Candidates> {
         let hybrid = &self.settings.query.hybrid;
-        let fusion = match self.ranking {
+        let fusion = match self.settings.ranking {
             Ranking::OpenClaw => "2026.9",
             Ranking::Memoria => outcome.params.fusion.as_str(),
         };
@@ -502,7 +505,7 @@ impl Searcher<'_> {
             if factors.contains_key(&key.path) {
                 continue;
             }
-            let factor = match self.ranking {
+            let factor = match self.settings.ranking {
                 Ranking::OpenClaw => hybrid::decay_factor_openclaw(
                     &key.path,
                     source_of(&key.path) == "memory",

@@ -5,15 +5,19 @@
 //! keyword side's query share, each file's decay factor); everything here works on those
 //! values alone, so it is table-testable and the same over every store.
 //!
-//! Which rule applies is a [`Ranking`], chosen once from the settings:
+//! Which rule applies is a [`Ranking`], chosen once in the settings (the config's
+//! `ranking` key, `--ranking`):
 //!
 //! - [`Ranking::Memoria`]: the configured fusion (z-score by default) with the keyword side
 //!   weighed by how much of the query its best chunk holds, temporal decay when on, the
 //!   calibrated `minScore` for a model whose cosines run low, MMR over the analyzer's terms.
 //! - [`Ranking::OpenClaw`]: OpenClaw 2026.9's, for parity: 0.7 · cosine + 0.3 · its keyword
 //!   score (bonuses over BM25, only chunks holding every query word or a keyword), its
-//!   decay, × importance × project affinity (a malformed project tag drops the entry), MMR
-//!   over snippets, `minScore` with its keyword rescue, and a file the query names first.
+//!   decay, MMR over snippets and `minScore` with its keyword rescue.
+//!
+//! Under 2026.9's semantics (the `memory.search` layout, [`Input::annotated`]), either
+//! ranking multiplies a hit by its entry's importance and project affinity (a malformed
+//! project tag drops the entry) and puts a file the query names first.
 
 use std::collections::{HashMap, HashSet};
 
@@ -26,34 +30,18 @@ use super::rank::{
 };
 use crate::analyzer::{self, AnalyzerMode};
 use crate::annotation;
-use crate::config::{Fusion, QuerySettings, Semantics, Settings};
+use crate::config::{Fusion, QuerySettings, Ranking};
 use crate::store::{ChunkKey, ChunkRecord};
-
-/// Which ranking a search applies (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ranking {
-    /// memoria's.
-    Memoria,
-    /// OpenClaw 2026.9's, exactly.
-    OpenClaw,
-}
-
-impl Ranking {
-    /// The ranking `settings` ask for: OpenClaw's under its semantics (the `memory.search`
-    /// layout), memoria's otherwise.
-    pub fn of(settings: &Settings) -> Ranking {
-        match settings.semantics {
-            Semantics::OpenClaw => Ranking::OpenClaw,
-            Semantics::Documented => Ranking::Memoria,
-        }
-    }
-}
 
 /// What the ranking stage reads: the candidates, what was hydrated for them, and the
 /// search's parameters.
 pub(crate) struct Input<'a> {
     pub query: &'a str,
     pub ranking: Ranking,
+    /// OpenClaw 2026.9's semantics (the `memory.search` layout): entries' importance and
+    /// project tags multiply their scores and a file the query names comes first, under
+    /// either ranking.
+    pub annotated: bool,
     pub settings: &'a QuerySettings,
     /// The model serving the vector side (`minScore`'s calibration).
     pub model: Option<&'a str>,
@@ -99,6 +87,7 @@ pub(crate) fn rank(input: Input) -> Outcome {
     let Input {
         query,
         ranking,
+        annotated,
         settings,
         model,
         max_results,
@@ -171,7 +160,7 @@ pub(crate) fn rank(input: Input) -> Outcome {
                 hit.score *= factor;
             }
         }
-        if openclaw {
+        if annotated {
             multiply_annotations(&mut hits, chunks, active);
         }
         hits
@@ -221,7 +210,7 @@ pub(crate) fn rank(input: Input) -> Outcome {
         ),
         false => None,
     };
-    let ranked = match openclaw {
+    let ranked = match annotated {
         true => exact_paths_first(named, ranked, max_results, active, chunks),
         false => ranked,
     };

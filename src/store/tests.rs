@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::memory::MemoryStore;
 use super::Store;
 use crate::analyzer::{terms, AnalyzerMode};
-use crate::config::{Env, ProviderKind, Semantics, Settings};
+use crate::config::{Env, ProviderKind, Ranking, Semantics, Settings};
 use crate::embed::{EmbedError, EmbedKind, Embedder, EmbedderChoice, Embedding};
 use crate::freshness::Agent;
 use crate::index::{AgentDir, LocalStore, VectorParams};
@@ -110,10 +110,14 @@ fn agent(
         home: Some(state.to_path_buf()),
         state_dir: Some(state.to_path_buf()),
         config_path: None,
+        ranking: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = workspace.to_path_buf();
     settings.semantics = semantics;
+    if semantics == Semantics::OpenClaw {
+        settings.ranking = Ranking::OpenClaw;
+    }
     let choice = match embedder {
         Some(words) => EmbedderChoice::Given {
             embedder: words,

@@ -23,6 +23,7 @@ export const CONFIG_JSON_SCHEMA = {
     callTimeoutMs: { type: "integer", minimum: 1000 },
     // Read by memoria itself from OpenClaw's config file (the plugin only declares them).
     passages: { type: "boolean" },
+    ranking: { type: "string", enum: ["memoria", "openclaw"] },
     temporalDecay: {
       type: "object",
       additionalProperties: false,

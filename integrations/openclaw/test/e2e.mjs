@@ -20,7 +20,8 @@
 //
 // What it checks: the plugin's install and slot, memory_search/memory_get through
 // `POST /tools/invoke`, parity of memory_search with `memoria search --json` over 20+
-// queries (keyword-only, and hybrid with the real model), session transcripts
+// queries (keyword-only, and hybrid with the real model under memoria's ranking, the
+// default, and under `ranking: "openclaw"`; each payload names its ranking), session transcripts
 // (`corpus: "sessions"`), the child's restart after SIGKILL, `openclaw memoria …`,
 // `openclaw status`, gateway stop, and a wrong memoria command.
 //
@@ -355,10 +356,10 @@ function firstDiff(a, b, at = "") {
  * The channel only matters to the QMD backend's scope rules (not used here), so the CLI
  * gets none. The whole payload is compared: `results` element by element and field by
  * field (path, startLine, endLine, score, snippet, source, citation), then the other keys
- * (mode, provider, model, citations, …). Scores agree to 1e-6 (relative): this config is
- * in OpenClaw's newer layout, so memoria applies 2026.9's temporal decay, which ages a
- * dated note by fractional days and moves its score by ~1e-8 between two calls a second
- * apart; everything else must be identical.
+ * (mode, provider, model, citations, ranking, …). Scores agree to 1e-6 (relative): with
+ * `ranking: "openclaw"` memoria applies 2026.9's temporal decay, which ages a dated note
+ * by fractional days and moves its score by ~1e-8 between two calls a second apart;
+ * everything else must be identical.
  * @param {string} label
  * @param {string[]} globalArgs  the plugin's config.args (the CLI gets the same)
  * @param {(payload: any) => string | null} [extra]  a further per-payload check (null: ok)
@@ -493,7 +494,9 @@ async function main() {
   check("memory_get refuses a session transcript path", getSess.status === 200 && getSess.details?.status === "error", short(getSess.body));
 
   // Parity: memory_search through the gateway = `memoria search --json` (see parity()).
-  const ftsPaths = await parity("fts-only", ["--provider", "none"], (p) => (p.mode === "fts-only" ? null : `mode ${p.mode}, expected fts-only`));
+  const ftsPaths = await parity("fts-only", ["--provider", "none"], (p) =>
+    p.mode !== "fts-only" ? `mode ${p.mode}, expected fts-only` : p.ranking !== "memoria" ? `ranking ${p.ranking}, expected memoria (the default)` : null,
+  );
   const wanted = ["MEMORY.md", "memory/projects/viaje-lisboa.md", "memory/projects/日本旅行.md", `sessions/${SESSION_ID}.jsonl`];
   if (!process.env.E2E_WORKSPACE) {
     check(
@@ -577,9 +580,30 @@ async function main() {
           `(first answer: mode ${first?.mode}${first?.fallback ? `, fallback ${short(first.fallback.reason)}` : ""})`,
       );
       check("model: memory_search turns hybrid with the local model (the child's live sync embeds the workspace)", warm.status === 200 && warm.details?.mode === "hybrid" && warm.details?.provider === "local", short(warm.details ?? warm.body, 600));
-      await parity("hybrid", ["--model", MODEL_DIR], (p) => (p.mode === "hybrid" ? null : `mode ${p.mode}, expected hybrid (${short(p.fallback ?? p.warning)})`));
+      const hybrid = (ranking) => (p) =>
+        p.mode !== "hybrid" ? `mode ${p.mode}, expected hybrid (${short(p.fallback ?? p.warning)})` : p.ranking !== ranking ? `ranking ${p.ranking}, expected ${ranking}` : null;
+      await parity("hybrid", ["--model", MODEL_DIR], hybrid("memoria"));
       if (BENCH > 0) await bench("hybrid", ["--model", MODEL_DIR]);
       await stopGateway();
+      // The parity key: OpenClaw 2026.9's ranking (tests/openclaw_parity.rs checks it
+      // against OpenClaw's own manager); memoria reads it from the same config, so the CLI
+      // ranks alike.
+      cfg = readConfig();
+      cfg.plugins.entries.memoria.config.ranking = "openclaw";
+      writeConfig(cfg);
+      if (check("gateway starts with ranking: openclaw", await startGateway("model-openclaw"))) {
+        const t1 = Date.now();
+        let ready = await invoke("memory_search", { query: QUERY }, {}, 600_000);
+        while (ready.status === 200 && ready.details?.mode !== "hybrid" && Date.now() - t1 < 300_000) {
+          await sleep(1000);
+          ready = await invoke("memory_search", { query: QUERY }, {}, 600_000);
+        }
+        check("ranking openclaw: memory_search is hybrid and names its ranking", hybrid("openclaw")(ready.details ?? {}) === null, short(ready.details ?? ready.body, 600));
+        await parity("hybrid-openclaw", ["--model", MODEL_DIR], hybrid("openclaw"));
+        await stopGateway();
+      }
+      delete cfg.plugins.entries.memoria.config.ranking;
+      writeConfig(cfg);
     }
     cfg = readConfig();
     cfg.plugins.entries.memoria.config.args = ["--provider", "none"];

@@ -149,6 +149,9 @@ test("the default export has the definePluginEntry shape", () => {
   assert.equal(entry.configSchema.safeParse({ nope: 1 }).success, false);
   assert.equal(entry.configSchema.safeParse({ passages: false }).success, true);
   assert.equal(entry.configSchema.safeParse({ passages: "no" }).success, false);
+  assert.equal(entry.configSchema.safeParse({ ranking: "openclaw" }).success, true);
+  assert.equal(entry.configSchema.safeParse({ ranking: "memoria" }).success, true);
+  assert.equal(entry.configSchema.safeParse({ ranking: "lucene" }).success, false);
 });
 
 test("the manifest declares the same config schema as the code", async () => {
