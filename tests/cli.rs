@@ -18,7 +18,8 @@ fn memoria(state: &Path, workspace: &Path, args: &[&str]) -> Command {
         .arg("none")
         .args(args)
         .env_remove("OPENCLAW_CONFIG_PATH")
-        .env_remove("OPENCLAW_STATE_DIR");
+        .env_remove("OPENCLAW_STATE_DIR")
+        .env_remove("MEMORIA_MODEL_DIR");
     cmd
 }
 
@@ -89,6 +90,43 @@ fn readme_search_on_the_example_workspace() {
     }
     // No agent-directory writes happened to the workspace.
     assert!(!ws.join(".memoria").exists());
+}
+
+/// `--provider none` beside a named local model (the plugin README's example used to set
+/// both): the model is unused, and the payload and `status` say so instead of answering
+/// keyword-only in silence.
+#[test]
+fn a_named_model_that_provider_none_leaves_unused_is_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let state = tmp.path().join("state");
+    let search = ["search", "postgres cutover", "--json"];
+    let plain = json(&state, &ws, &search);
+    assert!(plain.get("fallback").is_none(), "{plain:#}");
+    for (how, args, env) in [
+        ("--model", vec!["--model", "/models/gemma"], None),
+        ("$MEMORIA_MODEL_DIR", vec![], Some("/models/gemma")),
+    ] {
+        let named = |sub: &[&str]| -> Vec<u8> {
+            let mut cmd = memoria(&state, &ws, &args);
+            if let Some(dir) = env {
+                cmd.env("MEMORIA_MODEL_DIR", dir);
+            }
+            let out = cmd.args(sub).output().unwrap();
+            assert!(out.status.success(), "{how}: {out:?}");
+            out.stdout
+        };
+        let payload: Value = serde_json::from_slice(&named(&search)).unwrap();
+        assert_eq!(payload["mode"], "fts-only");
+        assert_eq!(payload["fallback"]["from"], "local", "{how}: {payload:#}");
+        let reason = payload["fallback"]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(how) && reason.contains("/models/gemma") && reason.contains("not used"),
+            "{reason}"
+        );
+        let status = String::from_utf8(named(&["status"])).unwrap();
+        assert!(status.contains("not used"), "{how}: {status}");
+    }
 }
 
 #[test]

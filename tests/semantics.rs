@@ -23,6 +23,7 @@ fn memoria_json(config: &Path, state: &Path, args: &[&str]) -> Value {
         .arg("--json")
         .env_remove("OPENCLAW_CONFIG_PATH")
         .env_remove("OPENCLAW_STATE_DIR")
+        .env_remove("MEMORIA_MODEL_DIR")
         .output()
         .unwrap();
     assert!(

@@ -161,7 +161,7 @@ fn resolve_embedder(settings: &Settings, local: &LocalModel, quick: bool) -> Res
     let none = |fallback| ResolvedEmbedder::plain(None, "none".into(), None, fallback);
     let kind = settings.provider;
     if kind == ProviderKind::None {
-        return none(None);
+        return none(unused_model(settings, local));
     }
     let reason = match try_provider(kind, settings, local, settings.model.as_deref(), quick) {
         Ok(resolved) => return resolved,
@@ -190,6 +190,30 @@ fn resolve_embedder(settings: &Settings, local: &LocalModel, quick: bool) -> Res
             reason: format!("{reason}; keyword search only"),
         })),
     }
+}
+
+/// With the provider `none`, a local model that is named all the same (`--model`,
+/// `$MEMORIA_MODEL_DIR`, `local.modelPath`) is not used: said as a fallback from `local`,
+/// so `status` and every payload name it instead of answering keyword-only in silence.
+fn unused_model(settings: &Settings, local: &LocalModel) -> Option<Fallback> {
+    let env = std::env::var_os("MEMORIA_MODEL_DIR").filter(|v| !v.is_empty());
+    let named = local
+        .dir
+        .as_ref()
+        .map(|dir| format!("--model {}", dir.display()))
+        .or_else(|| env.map(|dir| format!("$MEMORIA_MODEL_DIR ({})", dir.to_string_lossy())))
+        .or_else(|| {
+            let path = settings.local.model_path.as_ref()?;
+            Some(format!("local.modelPath ({path})"))
+        })?;
+    Some(Fallback {
+        from: "local".into(),
+        reason: format!(
+            "the provider is none (`--provider none` or the config's provider), so the local \
+             model named by {named} is not used: keyword search only; drop the provider none \
+             to search with the model"
+        ),
+    })
 }
 
 /// One provider, ready to embed, or why not. `model` overrides the provider's default
