@@ -157,6 +157,17 @@ struct LocalModel {
     precision: Option<Precision>,
 }
 
+impl LocalModel {
+    /// Where to look for it: this directory, `$MEMORIA_MODEL_DIR`, the config, the caches.
+    fn search(&self, settings: &Settings) -> ModelSearch {
+        ModelSearch::from_process(
+            self.dir.clone(),
+            settings.local.model_path.clone(),
+            settings.local.model_cache_dir.as_ref().map(PathBuf::from),
+        )
+    }
+}
+
 fn resolve_embedder(settings: &Settings, local: &LocalModel, quick: bool) -> ResolvedEmbedder {
     let none = |fallback| ResolvedEmbedder::plain(None, "none".into(), None, fallback);
     let kind = settings.provider;
@@ -196,16 +207,7 @@ fn resolve_embedder(settings: &Settings, local: &LocalModel, quick: bool) -> Res
 /// `$MEMORIA_MODEL_DIR`, `local.modelPath`) is not used: said as a fallback from `local`,
 /// so `status` and every payload name it instead of answering keyword-only in silence.
 fn unused_model(settings: &Settings, local: &LocalModel) -> Option<Fallback> {
-    let env = std::env::var_os("MEMORIA_MODEL_DIR").filter(|v| !v.is_empty());
-    let named = local
-        .dir
-        .as_ref()
-        .map(|dir| format!("--model {}", dir.display()))
-        .or_else(|| env.map(|dir| format!("$MEMORIA_MODEL_DIR ({})", dir.to_string_lossy())))
-        .or_else(|| {
-            let path = settings.local.model_path.as_ref()?;
-            Some(format!("local.modelPath ({path})"))
-        })?;
+    let named = local.search(settings).named()?;
     Some(Fallback {
         from: "local".into(),
         reason: format!(
@@ -333,12 +335,7 @@ fn try_local(
     local: &LocalModel,
     model: Option<&str>,
 ) -> Result<ResolvedEmbedder, String> {
-    let search = ModelSearch::from_process(
-        local.dir.clone(),
-        settings.local.model_path.clone(),
-        settings.local.model_cache_dir.as_ref().map(PathBuf::from),
-    );
-    let location = resolve_model(&search).map_err(|err| err.to_string())?;
+    let location = resolve_model(&local.search(settings)).map_err(|err| err.to_string())?;
     let (embedder, device) = load_local_on(&location.dir, local.precision)
         .map_err(|err| format!("{}: {err}", location.dir.display()))?;
     let mut resolved = ResolvedEmbedder::plain(

@@ -88,6 +88,20 @@ impl ModelSearch {
 }
 
 impl ModelSearch {
+    /// The location named explicitly, the first by precedence (`--model`,
+    /// `$MEMORIA_MODEL_DIR`, `local.modelPath`), as `what (where)`.
+    pub(crate) fn named(&self) -> Option<String> {
+        let dir = |origin: &str, dir: &PathBuf| format!("{origin} ({})", dir.display());
+        self.cli_dir
+            .as_ref()
+            .map(|d| dir("--model", d))
+            .or_else(|| self.env_dir.as_ref().map(|d| dir("$MEMORIA_MODEL_DIR", d)))
+            .or_else(|| {
+                let path = self.config_path.as_ref()?;
+                Some(format!("local.modelPath ({path})"))
+            })
+    }
+
     /// Where `memoria model pull` stores: `local.modelCacheDir`, else the Hugging Face
     /// cache lookup searches (`$HF_HUB_CACHE`, `$HF_HOME/hub`, `~/.cache/huggingface/hub`).
     pub fn pull_cache(&self) -> Option<&Path> {

@@ -287,21 +287,21 @@ fn load_snapshot(dir: &Path, meta: &Meta) -> Result<VectorIndex> {
         .map_err(|e| invalid_path(&path, e))?;
 
     match meta.kind {
-        Kind::Exact => load_exact(dir, meta, ids, params, passages),
-        Kind::Hnsw => load_graph(dir, meta, ids, params, passages),
+        Kind::Exact => load_exact(dir, meta, ids, &ids_path, params, passages),
+        Kind::Hnsw => load_graph(dir, meta, ids, &ids_path, params, passages),
     }
 }
 
-/// An exact index's rows, checked against the slot table.
+/// An exact index's rows, checked against the slot table (`ids`, read from `ids_path`).
 fn load_exact(
     dir: &Path,
     meta: &Meta,
     ids: IdsFileOwned,
+    ids_path: &Path,
     params: VectorParams,
     passages: Passages,
 ) -> Result<VectorIndex> {
-    let ids_path = dir.join(&meta.files[0].name);
-    let bad_ids = |message: String| invalid_path(&ids_path, message);
+    let bad_ids = |message: String| invalid_path(ids_path, message);
     if !ids.dead.is_empty() || !ids.zero.is_empty() {
         return Err(bad_ids("tombstones in an exact index".into()));
     }
@@ -338,17 +338,18 @@ fn load_exact(
     })
 }
 
-/// An HNSW index's graph (hnsw_rs's dump), cross-checked against the slot table: every
-/// point a live or dead slot of its own, every live non-zero slot a point.
+/// An HNSW index's graph (hnsw_rs's dump), cross-checked against the slot table (`ids`,
+/// read from `ids_path`): every point a live or dead slot of its own, every live
+/// non-zero slot a point.
 fn load_graph(
     dir: &Path,
     meta: &Meta,
     ids: IdsFileOwned,
+    ids_path: &Path,
     params: VectorParams,
     passages: Passages,
 ) -> Result<VectorIndex> {
-    let ids_path = dir.join(&meta.files[0].name);
-    let bad_ids = |message: String| invalid_path(&ids_path, message);
+    let bad_ids = |message: String| invalid_path(ids_path, message);
     let mut state = vec![Slot::Live; meta.slots];
     for (list, mark) in [(&ids.dead, Slot::Dead), (&ids.zero, Slot::Zero)] {
         for &slot in list {
