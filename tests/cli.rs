@@ -129,6 +129,54 @@ fn a_named_model_that_provider_none_leaves_unused_is_said() {
     }
 }
 
+/// A model directory named by `$MEMORIA_MODEL_DIR` that is not there fails `index` the way
+/// `--model` does, and `doctor` fails with that variable as the fix, instead of indexing
+/// keyword-only behind a generic "pull a model" (issue 45).
+#[test]
+fn a_wrong_model_dir_variable_fails_like_the_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let state = tmp.path().join("state");
+    let missing = tmp.path().join("no-such-model");
+    for (how, flag, var) in [
+        ("--model", Some(&missing), None),
+        ("MEMORIA_MODEL_DIR", None, Some(&missing)),
+    ] {
+        let cmd = |sub: &str| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_memoria"));
+            cmd.arg("--state-dir")
+                .arg(&state)
+                .arg("--workspace")
+                .arg(&ws);
+            if let Some(dir) = flag {
+                cmd.arg("--model").arg(dir);
+            }
+            cmd.arg(sub)
+                .env_remove("OPENCLAW_CONFIG_PATH")
+                .env_remove("OPENCLAW_STATE_DIR")
+                .env_remove("MEMORIA_MODEL_DIR");
+            if let Some(dir) = var {
+                cmd.env("MEMORIA_MODEL_DIR", dir);
+            }
+            cmd.output().unwrap()
+        };
+        let index = cmd("index");
+        let stderr = String::from_utf8_lossy(&index.stderr);
+        assert!(!index.status.success(), "{how}: index succeeded: {stderr}");
+        assert!(
+            stderr.contains(how) && stderr.contains(&*missing.to_string_lossy()),
+            "{how}: {stderr}"
+        );
+        let doctor = cmd("doctor");
+        let stdout = String::from_utf8_lossy(&doctor.stdout);
+        assert!(!doctor.status.success(), "{how}: doctor passed: {stdout}");
+        assert!(
+            stdout.contains(&format!("fix: correct {how}")),
+            "{how}: {stdout}"
+        );
+    }
+}
+
 #[test]
 fn search_batch_prints_one_payload_per_query() {
     let state = tempfile::tempdir().unwrap();

@@ -62,11 +62,11 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Serve(args) => live::serve(cli, args),
         Command::Doctor => doctor::doctor(cli, single_agent(cli)?),
         Command::Watch => live::watch(open_memory(cli, settings()?)?),
-        Command::Index(args) => index::index(
-            open_memory(cli, settings()?)?,
-            args.force,
-            cli.model.is_some(),
-        ),
+        Command::Index(args) => {
+            let settings = settings()?;
+            let named = setup::model_search(cli, &settings)?.named();
+            index::index(open_memory(cli, settings)?, args.force, named.is_some())
+        }
         Command::Status(args) => index::status(open_memory_to_look(cli, settings()?)?, args),
         Command::Search(args) => search::search(&open_memory(cli, settings()?)?, args),
         Command::Get(args) => search::get(&open_memory(cli, settings()?)?, args),

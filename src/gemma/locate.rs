@@ -3,15 +3,27 @@
 //! Order: an explicit directory (`--model DIR`, else `$MEMORIA_MODEL_DIR`), then the config's
 //! `local.modelPath` (a directory, or `hf:owner/repo` looked up in the Hugging Face cache),
 //! then `models/embeddinggemma-300m/` (in the current directory, then next to the
-//! executable's `../models/`), then the Hugging Face cache for google/embeddinggemma-300m.
-//! Any explicit location may instead be a GGUF file (`….gguf`, or
-//! `hf:owner/repo/file.gguf` in `local.modelPath`), as OpenClaw's local provider takes.
+//! executable's `../models/`), then `embeddinggemma-300m/` in memoria's cache directory
+//! ([`cache_dir`], `~/.cache/memoria`: where memoria's tools fetch it), then the Hugging
+//! Face cache for google/embeddinggemma-300m (where `memoria model pull` puts it), then the
+//! GGUF file OpenClaw's local provider downloads by default ([`OPENCLAW_DEFAULT_GGUF`], in
+//! `local.modelCacheDir` or node-llama-cpp's models directory), so a model OpenClaw already
+//! fetched serves memoria too. Any explicit location may instead be a GGUF file (`….gguf`,
+//! or `hf:owner/repo/file.gguf` in `local.modelPath`), as OpenClaw's local provider takes.
 //! Nothing here downloads; `pull` does, explicitly.
 
 use std::path::{Path, PathBuf};
 
 /// The default model repository.
 pub const DEFAULT_REPO: &str = "google/embeddinggemma-300m";
+
+/// The model OpenClaw 2026.9's local provider uses when `local.modelPath` is unset, as its
+/// `hf:` URI (node-llama-cpp downloads it on first use).
+pub const OPENCLAW_DEFAULT_GGUF: &str =
+    "ggml-org/embeddinggemma-300m-qat-q8_0-GGUF/embeddinggemma-300m-qat-Q8_0.gguf";
+
+/// The model directory's name in memoria's cache directory ([`cache_dir`]).
+pub const CACHED_MODEL: &str = "embeddinggemma-300m";
 
 /// Files a sentence-transformers EmbeddingGemma directory must have.
 pub(crate) const REQUIRED_FILES: &[&str] = &[
@@ -55,6 +67,8 @@ pub struct ModelSearch {
     /// node-llama-cpp's models directory (`~/.node-llama-cpp/models`), where OpenClaw's
     /// local provider downloads `hf:` GGUF files when `local.modelCacheDir` is unset.
     pub node_llama_cpp_dir: Option<PathBuf>,
+    /// memoria's cache directory ([`cache_dir`]), whose [`CACHED_MODEL`] is searched.
+    pub memoria_cache: Option<PathBuf>,
 }
 
 impl ModelSearch {
@@ -83,14 +97,16 @@ impl ModelSearch {
                 .and_then(|p| p.parent().map(Path::to_path_buf)),
             hf_cache,
             node_llama_cpp_dir: var("HOME").map(|h| h.join(".node-llama-cpp").join("models")),
+            memoria_cache: cache_dir(),
         }
     }
 }
 
 impl ModelSearch {
     /// The location named explicitly, the first by precedence (`--model`,
-    /// `$MEMORIA_MODEL_DIR`, `local.modelPath`), as `what (where)`.
-    pub(crate) fn named(&self) -> Option<String> {
+    /// `$MEMORIA_MODEL_DIR`, `local.modelPath`), as `what (where)`; `None` when the search
+    /// order alone decides.
+    pub fn named(&self) -> Option<String> {
         let dir = |origin: &str, dir: &PathBuf| format!("{origin} ({})", dir.display());
         self.cli_dir
             .as_ref()
@@ -159,6 +175,19 @@ pub enum ModelNotFound {
         /// Every place looked in.
         looked: String,
     },
+}
+
+impl ModelNotFound {
+    /// What named the unusable location (`--model`, `MEMORIA_MODEL_DIR`, `local.modelPath`)
+    /// and the location, or `None` when nothing was named and nothing was found.
+    pub fn named(&self) -> Option<(&str, &Path)> {
+        match self {
+            ModelNotFound::Incomplete { origin, dir, .. }
+            | ModelNotFound::NoDir { origin, dir } => Some((origin, dir)),
+            ModelNotFound::NoGguf { origin, path } => Some((origin, path)),
+            ModelNotFound::Nowhere { .. } => None,
+        }
+    }
 }
 
 /// The first missing required file of `dir`, if any.
@@ -255,6 +284,16 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
         }
         looked.push(dir.display().to_string());
     }
+    if let Some(cache) = &search.memoria_cache {
+        let dir = cache.join(CACHED_MODEL);
+        if missing_file(&dir).is_none() {
+            return Ok(ModelLocation {
+                reason: format!("memoria's cache ({})", cache.display()),
+                dir,
+            });
+        }
+        looked.push(dir.display().to_string());
+    }
     for cache in &caches {
         if let Some(dir) = hf_cache_snapshot(cache, DEFAULT_REPO) {
             if missing_file(&dir).is_none() {
@@ -265,6 +304,24 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
             }
         }
         looked.push(format!("{} ({DEFAULT_REPO})", cache.display()));
+    }
+    // OpenClaw's default model, where its local provider downloaded it.
+    let (repo, file) = split_hf_uri(OPENCLAW_DEFAULT_GGUF);
+    if let Some(name) = file.and_then(|f| node_llama_cpp_name(repo, f)) {
+        let dirs = search
+            .config_cache_dir
+            .iter()
+            .chain(search.node_llama_cpp_dir.iter());
+        for dir in dirs {
+            let found = dir.join(&name);
+            if found.is_file() {
+                return Ok(ModelLocation {
+                    reason: "OpenClaw's default local model, downloaded by OpenClaw".into(),
+                    dir: found,
+                });
+            }
+            looked.push(found.display().to_string());
+        }
     }
     Err(ModelNotFound::Nowhere {
         looked: looked.join(", "),
@@ -470,264 +527,4 @@ fn saved_token(var: impl Fn(&str) -> Option<String>) -> Option<String> {
 pub struct PullError(pub String);
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[cfg(feature = "download")]
-    #[test]
-    fn the_token_comes_from_hf_token_else_the_saved_login() {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().to_str().unwrap().to_string();
-        std::fs::create_dir_all(tmp.path().join(".cache/huggingface")).unwrap();
-        std::fs::write(tmp.path().join(".cache/huggingface/token"), "hf_saved\n").unwrap();
-        std::fs::create_dir_all(tmp.path().join("hfhome")).unwrap();
-        std::fs::write(tmp.path().join("hfhome/token"), "hf_home_token").unwrap();
-        let hf_home = tmp.path().join("hfhome").to_str().unwrap().to_string();
-        type Vars<'a> = &'a [(&'a str, &'a str)];
-        let table: [(Vars, Option<&str>); 5] = [
-            (&[("HF_TOKEN", "hf_env"), ("HOME", &home)], Some("hf_env")),
-            (&[("HOME", &home)], Some("hf_saved")),
-            (
-                &[("HOME", &home), ("HF_HOME", &hf_home)],
-                Some("hf_home_token"),
-            ),
-            (&[("HF_HOME", "/no/such/dir")], None),
-            (&[], None),
-        ];
-        for (vars, want) in table {
-            let var = |name: &str| {
-                vars.iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| v.to_string())
-            };
-            assert_eq!(saved_token(var).as_deref(), want, "{vars:?}");
-        }
-    }
-
-    #[test]
-    fn pull_stores_where_lookup_looks() {
-        let mut search = ModelSearch {
-            cli_dir: None,
-            env_dir: None,
-            config_path: None,
-            config_cache_dir: None,
-            cwd: None,
-            exe_dir: None,
-            hf_cache: Some(PathBuf::from("/hf/hub")),
-            node_llama_cpp_dir: None,
-        };
-        assert_eq!(search.pull_cache(), Some(Path::new("/hf/hub")));
-        search.config_cache_dir = Some(PathBuf::from("/mine"));
-        assert_eq!(search.pull_cache(), Some(Path::new("/mine")));
-    }
-
-    fn model_dir(root: &Path, name: &str) -> PathBuf {
-        let dir = root.join(name);
-        for file in REQUIRED_FILES {
-            let path = dir.join(file);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "x").unwrap();
-        }
-        dir
-    }
-
-    fn hf_cache(root: &Path, repo: &str) -> PathBuf {
-        let cache = root.join("hub");
-        let repo_dir = cache.join(format!("models--{}", repo.replace('/', "--")));
-        std::fs::create_dir_all(repo_dir.join("refs")).unwrap();
-        std::fs::write(repo_dir.join("refs/main"), "abc123\n").unwrap();
-        let snapshot = model_dir(&repo_dir.join("snapshots"), "abc123");
-        assert!(snapshot.is_dir());
-        cache
-    }
-
-    #[test]
-    fn resolution_order() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        let cli = model_dir(root, "cli");
-        let env = model_dir(root, "env");
-        let config = model_dir(root, "config");
-        let cwd = root.join("cwd");
-        model_dir(&cwd.join("models"), "embeddinggemma-300m");
-        let cache = hf_cache(root, DEFAULT_REPO);
-        let all = ModelSearch {
-            cli_dir: Some(cli.clone()),
-            env_dir: Some(env.clone()),
-            config_path: Some(config.display().to_string()),
-            config_cache_dir: None,
-            cwd: Some(cwd.clone()),
-            exe_dir: None,
-            hf_cache: Some(cache.clone()),
-            node_llama_cpp_dir: None,
-        };
-        let pick = |s: &ModelSearch| resolve_model(s).map(|l| l.dir);
-        assert_eq!(pick(&all), Ok(cli));
-        let s = ModelSearch {
-            cli_dir: None,
-            ..all.clone()
-        };
-        assert_eq!(pick(&s), Ok(env));
-        let s = ModelSearch { env_dir: None, ..s };
-        assert_eq!(pick(&s), Ok(config));
-        let s = ModelSearch {
-            config_path: None,
-            ..s
-        };
-        assert_eq!(pick(&s), Ok(cwd.join("models/embeddinggemma-300m")));
-        let s = ModelSearch { cwd: None, ..s };
-        assert_eq!(
-            pick(&s),
-            Ok(cache.join("models--google--embeddinggemma-300m/snapshots/abc123"))
-        );
-        let s = ModelSearch {
-            hf_cache: None,
-            ..s
-        };
-        assert!(matches!(
-            resolve_model(&s),
-            Err(ModelNotFound::Nowhere { .. })
-        ));
-        // hf:owner/repo in local.modelPath looks in the cache.
-        let other = hf_cache(&root.join("other"), "me/my-gemma");
-        let s = ModelSearch {
-            config_path: Some("hf:me/my-gemma".into()),
-            hf_cache: Some(other.clone()),
-            ..ModelSearch::default()
-        };
-        assert_eq!(
-            pick(&s),
-            Ok(other.join("models--me--my-gemma/snapshots/abc123"))
-        );
-    }
-
-    #[test]
-    fn gguf_files_are_models_too() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        let pick = |s: &ModelSearch| resolve_model(s).map(|l| l.dir);
-        // A file path, from --model or local.modelPath; a missing one is an error naming it.
-        let file = root.join("m.gguf");
-        std::fs::write(&file, "GGUF").unwrap();
-        let s = ModelSearch {
-            cli_dir: Some(file.clone()),
-            ..ModelSearch::default()
-        };
-        assert_eq!(pick(&s), Ok(file.clone()));
-        let missing = ModelSearch {
-            config_path: Some(root.join("nope.GGUF").display().to_string()),
-            ..ModelSearch::default()
-        };
-        assert!(matches!(
-            resolve_model(&missing),
-            Err(ModelNotFound::NoGguf { origin, .. }) if origin == "local.modelPath"
-        ));
-        // hf:owner/repo/file.gguf, OpenClaw's default, in the Hugging Face cache.
-        let cache = hf_cache(root, "ggml-org/embeddinggemma-300M-GGUF");
-        let snapshot = cache.join("models--ggml-org--embeddinggemma-300M-GGUF/snapshots/abc123");
-        std::fs::write(snapshot.join("embeddinggemma-300M-Q8_0.gguf"), "GGUF").unwrap();
-        let uri = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf";
-        let s = ModelSearch {
-            config_path: Some(uri.into()),
-            hf_cache: Some(cache.clone()),
-            ..ModelSearch::default()
-        };
-        assert_eq!(pick(&s), Ok(snapshot.join("embeddinggemma-300M-Q8_0.gguf")));
-        let s = ModelSearch {
-            config_path: Some("hf:ggml-org/embeddinggemma-300M-GGUF/other.gguf".into()),
-            ..s
-        };
-        assert!(matches!(
-            resolve_model(&s),
-            Err(ModelNotFound::Nowhere { .. })
-        ));
-        // Downloaded by OpenClaw: node-llama-cpp's name in its models directory.
-        let node = root.join("node-models");
-        std::fs::create_dir_all(&node).unwrap();
-        let downloaded = node.join("hf_ggml-org_embeddinggemma-300M-Q8_0.gguf");
-        std::fs::write(&downloaded, "GGUF").unwrap();
-        let s = ModelSearch {
-            config_path: Some(uri.into()),
-            node_llama_cpp_dir: Some(node.clone()),
-            ..ModelSearch::default()
-        };
-        assert_eq!(pick(&s), Ok(downloaded));
-        let names = [
-            (
-                (
-                    "ggml-org/embeddinggemma-300M-GGUF",
-                    "embeddinggemma-300M-Q8_0.gguf",
-                ),
-                Some("hf_ggml-org_embeddinggemma-300M-Q8_0.gguf"),
-            ),
-            (("me/models", "gemma.gguf"), Some("hf_me_models_gemma.gguf")),
-            (
-                ("me/x-GGUF", "sub/dir/y.gguf"),
-                Some("hf_me_x-GGUF_sub__dir_y.gguf"),
-            ),
-            (("me/y-GGUF", "y/y.gguf"), Some("hf_me_y.gguf")),
-            (("me/m", "a b.gguf"), None),
-            (("me/m", "model.bin"), None),
-        ];
-        for ((repo, file), want) in names {
-            assert_eq!(
-                node_llama_cpp_name(repo, file).as_deref(),
-                want,
-                "{repo} {file}"
-            );
-        }
-        // URIs split into repository and file.
-        let table = [
-            ("o/r", ("o/r", None)),
-            ("o/r/f.gguf", ("o/r", Some("f.gguf"))),
-            ("o/r/sub/f.gguf", ("o/r", Some("sub/f.gguf"))),
-            ("o", ("o", None)),
-        ];
-        for (uri, want) in table {
-            assert_eq!(split_hf_uri(uri), want, "{uri}");
-        }
-    }
-
-    #[test]
-    fn dense_layers_beside_a_gguf_file_are_used_only_when_loadable() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        let gguf = dir.join("m.gguf");
-        std::fs::write(&gguf, "GGUF").unwrap();
-        let modules = r#"[
-            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-            {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
-            {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"},
-            {"idx": 4, "name": "4", "path": "4_Normalize", "type": "sentence_transformers.models.Normalize"}
-        ]"#;
-        std::fs::write(dir.join("modules.json"), modules).unwrap();
-        for d in ["2_Dense", "3_Dense"] {
-            std::fs::create_dir_all(dir.join(d)).unwrap();
-            std::fs::write(dir.join(d).join("config.json"), "{}").unwrap();
-            std::fs::write(dir.join(d).join("model.safetensors"), "x").unwrap();
-        }
-        // The pooling config the pipeline reads is missing: not used from here.
-        assert_ne!(dense_source(&gguf).as_deref(), Some(dir));
-        std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
-        let pooling = r#"{"pooling_mode_mean_tokens": true, "include_prompt": true}"#;
-        std::fs::write(dir.join("1_Pooling/config.json"), pooling).unwrap();
-        assert_eq!(dense_source(&gguf).as_deref(), Some(dir));
-    }
-
-    #[test]
-    fn an_incomplete_explicit_directory_is_an_error_naming_the_missing_file() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = model_dir(tmp.path(), "m");
-        std::fs::remove_file(dir.join("2_Dense/model.safetensors")).unwrap();
-        let s = ModelSearch {
-            cli_dir: Some(dir),
-            ..ModelSearch::default()
-        };
-        let err = resolve_model(&s).unwrap_err().to_string();
-        assert!(
-            err.contains("--model") && err.contains("2_Dense/model.safetensors"),
-            "{err}"
-        );
-    }
-}
+mod tests;

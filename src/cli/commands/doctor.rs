@@ -80,8 +80,9 @@ fn check(cli: &Cli, agent: &str) -> Result<Vec<Finding>> {
     // The embedder (this loads the model, as a first search would).
     let memory = open_memory_to_look(cli, settings.clone())?;
     let status = memory.status()?;
-    check_embedder(&status, &mut out);
-    check_model(cli, &settings, &status, &mut out)?;
+    let model = memoria::gemma::resolve_model(&model_search(cli, &settings)?);
+    check_embedder(&settings, &status, model.as_ref().err(), &mut out);
+    check_model(&settings, &status, model.as_ref().ok(), &mut out);
     check_index(&settings, &status, &memory, &mut out);
     check_live(&status, &mut out);
     Ok(out)
@@ -189,8 +190,36 @@ fn check_workspace(settings: &Settings, config: &std::path::Path, out: &mut Vec<
     }
 }
 
-/// The embedder serving searches, or why none does.
-fn check_embedder(status: &memoria::Status, out: &mut Vec<Finding>) {
+/// The embedder serving searches, or why none does. `unfound` is why the local model
+/// was not found: when a flag, variable or key named it, the search fails and that naming
+/// is the fix.
+fn check_embedder(
+    settings: &Settings,
+    status: &memoria::Status,
+    unfound: Option<&memoria::gemma::ModelNotFound>,
+    out: &mut Vec<Finding>,
+) {
+    let named = unfound.and_then(|why| why.named());
+    let (level, fix) = match named {
+        _ if settings.provider == ProviderKind::None => (
+            Level::Warn,
+            "drop the provider none to search with the model, or stop naming the model".to_string(),
+        ),
+        Some((origin, path)) => (
+            Level::Fail,
+            format!(
+                "correct {origin} or remove it ({} is not a usable model; `memoria model \
+                 path` shows where memoria looks without it)",
+                path.display()
+            ),
+        ),
+        None => (
+            Level::Warn,
+            "`memoria model pull` (local model), set the provider's API key, or \
+             --provider none to choose keyword search"
+                .to_string(),
+        ),
+    };
     match (&status.embedding, &status.fallback) {
         (Some(embedding), fallback) => {
             let mut what = format!(
@@ -214,7 +243,7 @@ fn check_embedder(status: &memoria::Status, out: &mut Vec<Finding>) {
         }
         (None, None) => out.push(ok("embedder", "none: keyword search only (provider none)")),
         (None, Some(fb)) => out.push(problem(
-            Level::Warn,
+            level,
             "embedder",
             format!(
                 "keyword search only: {} cannot serve: {}{}",
@@ -225,22 +254,21 @@ fn check_embedder(status: &memoria::Status, out: &mut Vec<Finding>) {
                     .as_ref()
                     .map_or(String::new(), |k| format!(" (API key from {k})"))
             ),
-            "`memoria model pull` (local model), set the provider's API key, or \
-             --provider none to choose keyword search",
+            &fix,
         )),
     }
 }
 
 /// Where the local model is, where it runs and on which kernels.
 fn check_model(
-    cli: &Cli,
     settings: &Settings,
     status: &memoria::Status,
+    location: Option<&memoria::gemma::ModelLocation>,
     out: &mut Vec<Finding>,
-) -> Result<()> {
+) {
     // Where the local model is (a missing one is the embedder's finding above).
     if matches!(settings.provider, ProviderKind::Local | ProviderKind::Auto) {
-        if let Ok(location) = memoria::gemma::resolve_model(&model_search(cli, settings)?) {
+        if let Some(location) = location {
             let layout = match location.dir.is_file() {
                 true => "GGUF",
                 false => "safetensors, sentence-transformers layout",
@@ -261,8 +289,6 @@ fn check_model(
             out.push(ok("model", device.unwrap_or_default()[at..].to_string()));
         }
     }
-
-    Ok(())
 }
 
 /// The index: its generation, whether it is fresh, whether a sync could run, its warnings.

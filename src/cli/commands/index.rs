@@ -14,10 +14,11 @@ use memoria::{Memory, SyncProgress};
 use crate::args::Status;
 use crate::render::{self, count};
 
-/// `memoria index`. A local model named explicitly (`--model`, `local.modelPath`,
-/// `provider: local`) that cannot load is an error: the index would be keyword-only
-/// without the user asking for it (`provider: none` asks for it).
-pub fn index(memory: Memory, force: bool, model_flag: bool) -> Result<ExitCode> {
+/// `memoria index`. A local model named explicitly (`--model`, `$MEMORIA_MODEL_DIR`,
+/// `local.modelPath`: `model_named`; or `provider: local`) that cannot load is an error:
+/// the index would be keyword-only without the user asking for it (`provider: none` asks
+/// for it).
+pub fn index(memory: Memory, force: bool, model_named: bool) -> Result<ExitCode> {
     let settings = memory.settings();
     // The first load of a local model takes seconds: say what is happening meanwhile.
     if settings.provider != ProviderKind::None {
@@ -37,9 +38,7 @@ pub fn index(memory: Memory, force: bool, model_flag: bool) -> Result<ExitCode> 
         }
     }
     let explicit = settings.provider != ProviderKind::None
-        && (model_flag
-            || settings.provider == ProviderKind::Local
-            || settings.local.model_path.is_some());
+        && (model_named || settings.provider == ProviderKind::Local);
     if explicit {
         memory.require_embedder().context("nothing was indexed")?;
     }
