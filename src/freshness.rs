@@ -362,6 +362,8 @@ impl Agent {
         let manifest = self.manifest();
         let discovery = self.discover();
         if !self.is_dirty(manifest.as_ref(), &discovery) {
+            // The index matches the workspace: an earlier failure no longer holds.
+            self.set_sync_error(None);
             return Ok(());
         }
         match self.store.writer() {
@@ -512,6 +514,9 @@ impl live::Target for Agent {
         let manifest = self.manifest();
         let discovery = self.discover();
         if !self.is_dirty(manifest.as_ref(), &discovery) {
+            // The index matches the workspace: an earlier failure no longer holds (a
+            // workspace moved away and back unchanged).
+            self.set_sync_error(None);
             return Ok(None);
         }
         let mut writer = self.store.writer()?;

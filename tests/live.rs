@@ -539,3 +539,51 @@ fn a_busy_index_is_retried_while_searches_keep_answering() {
         &["hazelnut", "walnut"],
     );
 }
+
+/// A workspace moved away fails the live sync, and searches say their results are stale;
+/// moved back unchanged, the failure clears within a watcher cycle (the change retries at
+/// once instead of after the backoff, and a check that finds the index matching clears the
+/// error), not at the next edit (issue 45).
+#[test]
+fn a_workspace_moved_away_and_back_clears_its_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(tmp.path());
+    write(&s.workspace.join("memory/a.md"), "A note on quinces.\n");
+    let live = start(s.clone());
+    let stale = |memory: &Memory| {
+        let payload = memory.memory_search("quinces", &all_hits());
+        let payload = serde_json::to_value(&payload).unwrap();
+        payload["fallback"]["from"] == "sync"
+    };
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let started = Instant::now();
+        while !done() {
+            assert!(
+                started.elapsed() < CONVERGE_WITHIN,
+                "{what}: not within {CONVERGE_WITHIN:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let away = tmp.path().join("away");
+    fs::rename(&s.workspace, &away).unwrap();
+    until("the failure said", &|| stale(&live.memory));
+    let error = live.memory.status().unwrap().live.unwrap().last_sync_error;
+    assert!(error.is_some_and(|e| e.contains("does not exist")));
+    // Long enough for the backoff to have grown past a few seconds.
+    std::thread::sleep(Duration::from_secs(6));
+    fs::rename(&away, &s.workspace).unwrap();
+    let started = Instant::now();
+    until("the failure cleared", &|| {
+        !stale(&live.memory)
+            && live
+                .memory
+                .status()
+                .unwrap()
+                .live
+                .unwrap()
+                .last_sync_error
+                .is_none()
+    });
+    eprintln!("cleared {:?} after the move back", started.elapsed());
+}

@@ -166,6 +166,7 @@ pub(crate) fn start(
                 last_watch_attempt: None,
                 backoff: FAILURE_BACKOFF.0,
                 synced: false,
+                failed: false,
             }
             .run(rx)
         });
@@ -201,6 +202,10 @@ struct Worker {
     backoff: Duration,
     /// A sync has committed since the start.
     synced: bool,
+    /// The last check failed (not an embedding error, not a busy lock): a change of the
+    /// workspace retries it at once instead of after the backoff, since the change may be
+    /// the fix (a workspace moved away and back).
+    failed: bool,
 }
 
 impl Worker {
@@ -258,6 +263,9 @@ impl Worker {
                     Trigger::Changed => {
                         reconcile = true;
                         pending = true;
+                        if self.failed {
+                            retry_at = None;
+                        }
                     }
                     Trigger::WatchFailed(reason) => {
                         self.fall_back_to_polling(format!("the watcher failed: {reason}"));
@@ -300,9 +308,17 @@ impl Worker {
 
     /// Syncs when the workspace changed; returns when to retry, if the sync must be.
     fn check_and_sync(&mut self) -> Option<Instant> {
-        match self.target.sync_if_changed() {
+        let checked = self.target.sync_if_changed();
+        self.failed = matches!(&checked, Err(err) if !matches!(err, Error::IndexBusy { .. }));
+        match checked {
             Ok(None) => {
                 self.backoff = FAILURE_BACKOFF.0;
+                // The index matches the workspace: an earlier failure no longer holds
+                // (the workspace moved away and came back unchanged).
+                if self.link.status().last_sync_error.is_some() {
+                    let status = self.link.update(|s| s.last_sync_error = None);
+                    (self.on_event)(&LiveEvent::Watcher(status));
+                }
                 None
             }
             Ok(Some(report)) => {

@@ -360,17 +360,28 @@ fn check_live(status: &memoria::Status, out: &mut Vec<Finding>) {
     match &status.live {
         Some(live) => {
             let what = format!("process {}: {}", live.pid, watcher(live.watcher));
-            match (&live.reason, &live.last_sync_error) {
-                (None, None) => out.push(ok("live", what)),
-                (reason, error) => out.push(problem(
+            let what = match &live.reason {
+                Some(reason) => format!("{what}: {reason}"),
+                None => what,
+            };
+            if let Some(error) = &live.last_sync_error {
+                out.push(problem(
                     Level::Warn,
                     "live",
-                    format!(
-                        "{what}: {}",
-                        reason.as_deref().or(error.as_deref()).unwrap_or("")
-                    ),
+                    format!("{what}; the last sync failed: {error}"),
+                    "fix what the error names; the sync is retried at the next change of the \
+                     workspace and with backoff, and searches answer from the last index \
+                     meanwhile",
+                ));
+            } else if live.watcher == memoria::WatcherState::Polling {
+                out.push(problem(
+                    Level::Warn,
+                    "live",
+                    what,
                     "see the reason; polling still keeps the index fresh",
-                )),
+                ));
+            } else {
+                out.push(ok("live", what));
             }
         }
         None => out.push(ok(
