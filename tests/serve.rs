@@ -125,8 +125,43 @@ fn a_non_loopback_address_needs_a_token_and_a_token_is_required() {
         stderr.contains("is not a loopback address: give --token"),
         "{stderr}"
     );
-    // Without a token on loopback: open, and a model that cannot load is said by /health.
-    let no_model = ["--provider", "none", "--model", "/no/such/model"];
+    // Without a model there is nothing to serve: it refuses to start, naming the model.
+    let out = memoria(state.path())
+        .args([
+            "--model",
+            "/no/such/model",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("there is none") && stderr.contains("/no/such/model"),
+        "{stderr}"
+    );
+    // Without a token on loopback: open, and a model that is there but cannot load (every
+    // file a model needs, none of them real) is said by /health.
+    let broken = state.path().join("broken-model");
+    for file in [
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "config_sentence_transformers.json",
+        "modules.json",
+        "2_Dense/model.safetensors",
+        "3_Dense/model.safetensors",
+        "2_Dense/config.json",
+        "3_Dense/config.json",
+    ] {
+        let path = broken.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "not a model").unwrap();
+    }
+    let broken = broken.to_string_lossy().into_owned();
+    let no_model = ["--provider", "none", "--model", broken.as_str()];
     let server = Server::start(state.path(), &no_model, &[]);
     let (status, body) = server.wait_for_model();
     assert_eq!(status, 503, "{body}");
@@ -395,4 +430,11 @@ fn openclaw_embeds_through_memoria_serve() {
         "hybrid: {first:#}"
     );
     assert!(server.stop().success());
+    // Used only for embeddings (no client spoke MCP), the server indexed nothing of its own.
+    let out = memoria(&tmp.path().join("memoria"))
+        .args(["--provider", "none", "status", "--json"])
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["generation"], Value::Null, "{status:#}");
 }

@@ -35,6 +35,7 @@ use crate::tool_args::{
 };
 
 /// One served agent.
+#[derive(Clone)]
 pub struct Agent {
     pub id: String,
     pub memory: Arc<Memory>,

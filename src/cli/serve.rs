@@ -67,6 +67,9 @@ pub struct Shared {
     /// Whether the server listens on a loopback address (then `Host` / `Origin` must be
     /// local).
     pub loopback: bool,
+    /// Called before every authorised `/mcp` request: starts the agents' indexing the
+    /// first time (idempotent), so a server used only for embeddings indexes nothing.
+    pub on_mcp: Box<dyn Fn() + Send + Sync>,
 }
 
 /// One request's texts on their way to the model.
@@ -252,6 +255,9 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             )
             .into_response();
         }
+    }
+    if request.uri().path().starts_with("/mcp") {
+        (shared.on_mcp)();
     }
     next.run(request).await
 }

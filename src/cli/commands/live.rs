@@ -3,7 +3,7 @@
 //! (embeddings and MCP over HTTP), and how they stop.
 
 use std::process::ExitCode;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 
@@ -26,14 +26,17 @@ pub fn watch(memory: Memory) -> Result<ExitCode> {
 /// `memoria mcp`: one memory and one live sync per agent, served over stdio until the client
 /// closes the stream, Ctrl-C or SIGTERM.
 pub fn mcp(cli: &Cli) -> Result<ExitCode> {
-    let (agents, live) = served_agents(cli)?;
+    let agents = served_agents(cli)?;
+    let live = start_live(&agents)?;
     let runtime = runtime()?;
     runtime.block_on(mcp::serve(mcp::Server::new(agents), shutdown_signal()))?;
     stop_live(&runtime, live)
 }
 
 /// `memoria serve`: embeddings and the memory tools over HTTP until Ctrl-C or SIGTERM
-/// (requests in flight finish; then the live syncs stop as `mcp`'s do).
+/// (requests in flight finish; then the live syncs stop as `mcp`'s do). It refuses to start
+/// without a local model to load, and indexes the agents' workspaces only once a client
+/// speaks MCP at `/mcp`.
 pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
     if !serve::is_loopback(&args.listen) && args.token.is_none() {
         bail!(
@@ -42,24 +45,43 @@ pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
             args.listen
         );
     }
-    let (agents, live) = served_agents(cli)?;
+    let agents = served_agents(cli)?;
+    // Without a model the server has nothing to serve: OpenClaw's memory search through it
+    // would fail at every request. Finding the model is quick; loading it is not.
+    let settings = agents[0].memory.settings().clone();
+    let location = memoria::gemma::resolve_model(&model_search(cli, &settings)?)
+        .context("memoria serve embeds with the local model, and there is none")?;
+    // The agents' indexing starts with the first MCP request: a server used only for
+    // embeddings indexes nothing.
+    let live: Arc<Mutex<Option<Vec<memoria::LiveSync>>>> = Arc::default();
+    let starting = (agents.clone(), live.clone());
+    let on_mcp = Box::new(move || {
+        let (agents, live) = &starting;
+        let Ok(mut live) = live.lock() else { return };
+        if live.is_none() {
+            eprintln!("memoria serve: the first MCP request: indexing starts");
+            match start_live(agents) {
+                Ok(started) => *live = Some(started),
+                Err(err) => {
+                    eprintln!("memoria serve: indexing cannot start: {err:#}");
+                    *live = Some(Vec::new());
+                }
+            }
+        }
+    });
     let shared = Arc::new(serve::Shared {
         model: OnceLock::new(),
         load_error: OnceLock::new(),
         token: args.token.clone(),
         loopback: serve::is_loopback(&args.listen),
+        on_mcp,
     });
     // The model loads while the server already answers /health (503 until it is ready).
-    let settings = agents[0].memory.settings().clone();
-    let location =
-        model_search(cli, &settings).and_then(|search| Ok(memoria::gemma::resolve_model(&search)?));
     let loading = shared.clone();
     let precision = cli.precision;
     std::thread::spawn(move || {
-        let loaded = location.and_then(|location| {
-            memoria::embed::load_local_on(&location.dir, precision)
-                .with_context(|| format!("{}: cannot load the model", location.dir.display()))
-        });
+        let loaded = memoria::embed::load_local_on(&location.dir, precision)
+            .with_context(|| format!("{}: cannot load the model", location.dir.display()));
         match loaded {
             Ok((embedder, device)) => {
                 eprintln!("memoria serve: model ready on {device}");
@@ -94,36 +116,48 @@ pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
             .await
             .context("the HTTP server failed")
     })?;
-    stop_live(&runtime, live)
+    let live = live.lock().ok().and_then(|mut live| live.take());
+    stop_live(&runtime, live.unwrap_or_default())
 }
 
-/// One memory and one live sync per `--agent` (each once).
-fn served_agents(cli: &Cli) -> Result<(Vec<mcp::Agent>, Vec<memoria::LiveSync>)> {
+/// One memory per `--agent` (each once); their live syncs start apart ([`start_live`]).
+fn served_agents(cli: &Cli) -> Result<Vec<mcp::Agent>> {
     let mut ids: Vec<&str> = Vec::new();
     for id in &cli.agent {
         if !ids.contains(&id.as_str()) {
             ids.push(id);
         }
     }
-    let several = ids.len() > 1;
     let mut agents = Vec::new();
-    let mut live = Vec::new();
     for id in ids {
         let settings = setup::settings_for(cli, id).with_context(|| format!("agent {id}"))?;
         let memory =
             Arc::new(setup::open_memory(cli, settings).with_context(|| format!("agent {id}"))?);
-        let prefix = if several {
-            format!("[{id}] ")
-        } else {
-            String::new()
-        };
-        live.push(memory.start_live(move |event| eprintln!("{prefix}{}", live_line(event)))?);
         agents.push(mcp::Agent {
             id: id.to_string(),
             memory,
         });
     }
-    Ok((agents, live))
+    Ok(agents)
+}
+
+/// One live sync per agent, its events on stderr (prefixed by the agent when several).
+fn start_live(agents: &[mcp::Agent]) -> Result<Vec<memoria::LiveSync>> {
+    let several = agents.len() > 1;
+    agents
+        .iter()
+        .map(|agent| {
+            let prefix = if several {
+                format!("[{}] ", agent.id)
+            } else {
+                String::new()
+            };
+            agent
+                .memory
+                .start_live(move |event| eprintln!("{prefix}{}", live_line(event)))
+                .with_context(|| format!("agent {}", agent.id))
+        })
+        .collect()
 }
 
 /// Stops the live syncs: a sync in progress finishes first, unless a second Ctrl-C or

@@ -172,6 +172,7 @@ fn requests_share_the_models_batches_and_a_full_queue_says_retry() {
         load_error: OnceLock::new(),
         token: None,
         loopback: true,
+        on_mcp: Box::new(|| {}),
     });
     let _ = shared.model.set(Batcher::start(gate.clone()));
     let runtime = tokio::runtime::Builder::new_current_thread()
