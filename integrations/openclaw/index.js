@@ -101,9 +101,9 @@ const entry = {
     }
 
     try {
-      api.registerCli?.(({ program }) => registerMemoriaCli(program, getRuntime), {
+      api.registerCli?.(({ program }) => registerMemoriaCli(program, getRuntime, api), {
         descriptors: [
-          { name: "memoria", description: "memoria memory engine: status, index and search", hasSubcommands: true },
+          { name: "memoria", description: "memoria memory engine: status, index, search and uninstall", hasSubcommands: true },
         ],
       });
     } catch (err) {
@@ -113,7 +113,14 @@ const entry = {
     try {
       api.registerService?.({
         id: "memoria-mcp",
-        start() {},
+        // The child starts with the gateway, so its model loads and its first index is
+        // built before the agent's first memory_search instead of during it.
+        start() {
+          getRuntime()
+            .mcp()
+            .ensureStarted()
+            .catch((err) => api.logger?.warn?.(`memoria: not started with the gateway: ${err instanceof Error ? err.message : err}`));
+        },
         async stop() {
           await closeAllRuntimes();
         },

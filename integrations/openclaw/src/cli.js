@@ -3,6 +3,7 @@
 
 import { spawn } from "node:child_process";
 import { normalizeAgentId } from "./config.js";
+import { uninstall } from "./uninstall.js";
 
 /**
  * Runs memoria with inherited stdio; resolves with its exit code (127 when not found).
@@ -36,8 +37,9 @@ function runInherited(rt, sub, agent) {
 /**
  * @param {any} program commander Command (the root `openclaw` program)
  * @param {() => import("./runtime.js").MemoriaRuntime} getRuntime
+ * @param {any} [api] OpenClawPluginApi, for `uninstall`'s config write
  */
-export function registerMemoriaCli(program, getRuntime) {
+export function registerMemoriaCli(program, getRuntime, api) {
   const root = program
     .command("memoria")
     .description("memoria memory engine: status, index and search (the active memory plugin)");
@@ -83,5 +85,12 @@ export function registerMemoriaCli(program, getRuntime) {
       if (opts.json) sub.push("--json");
       sub.push("--", query);
       finish(await runInherited(getRuntime(), sub, agentOf(opts)));
+    });
+
+  root
+    .command("uninstall")
+    .description("Give the memory slot back to memory-core: unset the slot, disable memoria's entry, take memory-core out of tools.deny")
+    .action(async () => {
+      finish(await uninstall(api, (line) => process.stdout.write(`${line}\n`)));
     });
 }

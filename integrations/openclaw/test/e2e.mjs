@@ -23,7 +23,8 @@
 // queries (keyword-only, and hybrid with the real model under memoria's ranking, the
 // default, and under `ranking: "openclaw"`; each payload names its ranking), session transcripts
 // (`corpus: "sessions"`), the child's restart after SIGKILL, `openclaw memoria …`,
-// `openclaw status`, gateway stop, and a wrong memoria command.
+// `openclaw status`, gateway stop, a wrong memoria command, and `openclaw memoria uninstall`
+// back to memory-core.
 //
 // Linux only (it finds the memoria child through /proc). SIGTERM/SIGINT kill the gateway's
 // process group (with its memoria child) and the CLI calls in flight before exiting, so a
@@ -429,8 +430,15 @@ async function main() {
   cfg.tools = { ...(cfg.tools ?? {}), deny: ["memory-core"] };
   writeConfig(cfg);
 
-  // 2. Gateway with memoria.
+  // 2. Gateway with memoria. Its child starts with the gateway (the plugin's service), so
+  // the model and the first index are ready before the first memory_search.
   if (!check("gateway starts", await startGateway("good"))) return;
+  let early = [];
+  for (let i = 0; i < 60 && early.length === 0; i++) {
+    early = memoriaChildren(gateway.proc.pid);
+    if (early.length === 0) await sleep(250);
+  }
+  check("the memoria child starts with the gateway, before any memory_search", early.length === 1, short(early.map((p) => p.cmd.join(" "))));
 
   const search = await invoke("memory_search", { query: QUERY });
   check("memory_search via /tools/invoke answers 200", search.status === 200, short(search.body));
@@ -638,6 +646,24 @@ async function main() {
   }
   const mem2 = findMemoryStatus(status2);
   check("wrong command: status names the error", /not found/.test(JSON.stringify(mem2 ?? status2 ?? {})), short(mem2 ?? st2.stdout.slice(0, 300), 600));
+
+  // 8. The way back in one command, while the gateway runs and without its token (which
+  // `openclaw plugins uninstall` needs then): memory-core answers memory_search again, and
+  // the gateway starts without a word about memoria.
+  const un = await openclaw(["memoria", "uninstall"]);
+  check("openclaw memoria uninstall succeeds while the gateway runs", un.code === 0 && /plugins\.slots\.memory/.test(un.stdout), short(un.stdout + un.stderr, 800));
+  cfg = readConfig();
+  check(
+    "uninstall: no memory slot for memoria, its entry disabled, memory-core no longer denied",
+    cfg?.plugins?.slots?.memory !== "memoria" && JSON.stringify(cfg?.plugins?.entries?.memoria) === JSON.stringify({ enabled: false }) && !(cfg?.tools?.deny ?? []).includes("memory-core"),
+    short({ plugins: cfg?.plugins, tools: cfg?.tools }, 800),
+  );
+  await stopGateway();
+  if (!check("gateway starts after the uninstall", await startGateway("core"))) return;
+  const core = await invoke("memory_search", { query: QUERY });
+  check("after the uninstall memory_search answers (memory-core's, not memoria's)", core.status === 200 && core.details?.ranking === undefined && memoriaChildren(gateway.proc.pid).length === 0, short(core.body));
+  const said = fs.readFileSync(gateway.logFile, "utf8").split("\n").filter((l) => /memoria/i.test(l) && /warn|stale|invalid|error/i.test(l));
+  check("after the uninstall the gateway says nothing about memoria", said.length === 0, short(said, 800));
   await stopGateway();
 }
 

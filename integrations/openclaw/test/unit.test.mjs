@@ -199,3 +199,47 @@ test("mapGetPayload: a wiki page memoria could not find is not_found, not an err
   assert.equal(out.status, "not_found");
   assert.equal(out.code, undefined);
 });
+
+test("uninstall gives the memory slot back and undoes only what the install and the README did", async () => {
+  const { giveBackMemorySlot } = await import("../src/uninstall.js");
+  const cases = [
+    {
+      config: {
+        plugins: { slots: { memory: "memoria" }, entries: { memoria: { enabled: true, config: { command: "memoria" } }, other: { enabled: true } }, load: { paths: ["/x"] } },
+        tools: { deny: ["memory-core"] },
+        agents: { defaults: {} },
+      },
+      want: { plugins: { entries: { memoria: { enabled: false }, other: { enabled: true } }, load: { paths: ["/x"] } }, agents: { defaults: {} } },
+      changes: 3,
+      removed: { command: "memoria" },
+    },
+    {
+      config: { plugins: { slots: { memory: "memoria", other: "x" } }, tools: { deny: ["memory-core", "exec"], allow: ["a"] } },
+      want: { plugins: { slots: { other: "x" } }, tools: { deny: ["exec"], allow: ["a"] } },
+      changes: 2,
+      removed: undefined,
+    },
+    // Already given back: nothing to do.
+    { config: { plugins: { entries: { memoria: { enabled: false } } } }, want: { plugins: { entries: { memoria: { enabled: false } } } }, changes: 0, removed: undefined },
+    { config: {}, want: {}, changes: 0, removed: undefined },
+  ];
+  for (const { config, want, changes, removed } of cases) {
+    const got = giveBackMemorySlot(config);
+    assert.deepEqual(config, want);
+    assert.equal(got.changes.length, changes, got.changes.join("; "));
+    assert.deepEqual(got.removedConfig, removed);
+  }
+});
+
+test("uninstall without a config API says how to go back by hand", async () => {
+  const { uninstall } = await import("../src/uninstall.js");
+  const lines = [];
+  assert.equal(await uninstall({}, (l) => lines.push(l)), 1);
+  assert.match(lines.join("\n"), /Going back/);
+  let written = null;
+  const api = { runtime: { config: { mutateConfigFile: async ({ mutate }) => { written = { plugins: { slots: { memory: "memoria" } } }; mutate(written); } } } };
+  lines.length = 0;
+  assert.equal(await uninstall(api, (l) => lines.push(l)), 0);
+  assert.deepEqual(written, { plugins: {} });
+  assert.match(lines.join("\n"), /plugins\.slots\.memory/);
+});
