@@ -103,7 +103,7 @@ const entry = {
     try {
       api.registerCli?.(({ program }) => registerMemoriaCli(program, getRuntime, api), {
         descriptors: [
-          { name: "memoria", description: "memoria memory engine: status, index, search and uninstall", hasSubcommands: true },
+          { name: "memoria", description: "memoria memory engine: status, index, search, setup and uninstall", hasSubcommands: true },
         ],
       });
     } catch (err) {

@@ -3,7 +3,7 @@
 
 import { spawn } from "node:child_process";
 import { normalizeAgentId } from "./config.js";
-import { uninstall } from "./uninstall.js";
+import { editSlot } from "./slot.js";
 
 /**
  * Runs memoria with inherited stdio; resolves with its exit code (127 when not found).
@@ -87,10 +87,18 @@ export function registerMemoriaCli(program, getRuntime, api) {
       finish(await runInherited(getRuntime(), sub, agentOf(opts)));
     });
 
+  const say = (line) => process.stdout.write(`${line}\n`);
+  root
+    .command("setup")
+    .description("Take the memory slot for memoria: the slot, memoria's entry enabled, memory-core's tools denied")
+    .action(async () => {
+      finish(await editSlot(api, "setup", say));
+    });
+
   root
     .command("uninstall")
     .description("Give the memory slot back to memory-core: unset the slot, disable memoria's entry, take memory-core out of tools.deny")
     .action(async () => {
-      finish(await uninstall(api, (line) => process.stdout.write(`${line}\n`)));
+      finish(await editSlot(api, "uninstall", say));
     });
 }

@@ -35,7 +35,7 @@
 // Nothing touches ~/.openclaw: OPENCLAW_STATE_DIR / OPENCLAW_CONFIG_PATH point into a
 // temporary directory, and the gateway binds 127.0.0.1 only.
 
-import { spawn, execFile } from "node:child_process";
+import { spawn, spawnSync, execFile } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -425,10 +425,12 @@ async function main() {
     enabled: true,
     config: { command: MEMORIA_BIN, args: ["--provider", "none"] },
   };
-  // memory-core stays loaded (dreaming) and registers memory_search/memory_get too; the
-  // tool policy deny by plugin id keeps only memoria's (see NOTES.md).
-  cfg.tools = { ...(cfg.tools ?? {}), deny: ["memory-core"] };
   writeConfig(cfg);
+  // memory-core stays loaded (dreaming) and registers memory_search/memory_get too; the
+  // tool policy deny by plugin id keeps only memoria's (see NOTES.md): `setup` adds it.
+  const setup = await openclaw(["memoria", "setup"]);
+  cfg = readConfig();
+  check("openclaw memoria setup denies memory-core's tools", setup.code === 0 && (cfg?.tools?.deny ?? []).includes("memory-core"), short(setup.stdout + setup.stderr, 800));
 
   // 2. Gateway with memoria. Its child starts with the gateway (the plugin's service), so
   // the model and the first index are ready before the first memory_search.
@@ -664,6 +666,40 @@ async function main() {
   check("after the uninstall memory_search answers (memory-core's, not memoria's)", core.status === 200 && core.details?.ranking === undefined && memoriaChildren(gateway.proc.pid).length === 0, short(core.body));
   const said = fs.readFileSync(gateway.logFile, "utf8").split("\n").filter((l) => /memoria/i.test(l) && /warn|stale|invalid|error/i.test(l));
   check("after the uninstall the gateway says nothing about memoria", said.length === 0, short(said, 800));
+  await stopGateway();
+
+  // 9. A newcomer, with the README's commands only, in a fresh OpenClaw state: memoria on
+  // PATH (no `command`), the model where memoria looks by itself (no --model, no env), the
+  // install, `setup`, a gateway. With a model there (`memoria model path`), memory_search
+  // is hybrid. (Coming back after `uninstall` is `openclaw plugins enable memoria` and
+  // `setup`: the uninstall says so.)
+  const fresh = path.join(tmp, "newcomer-state");
+  fs.mkdirSync(fresh, { recursive: true });
+  env.OPENCLAW_STATE_DIR = fresh;
+  env.OPENCLAW_CONFIG_PATH = path.join(fresh, "openclaw.json");
+  fs.writeFileSync(env.OPENCLAW_CONFIG_PATH, JSON.stringify({ agents: { defaults: { workspace } }, gateway: { mode: "local" } }, null, 2));
+  env.PATH = `${path.dirname(path.resolve(MEMORIA_BIN))}${path.delimiter}${env.PATH ?? ""}`;
+  const modelPath = spawnSync(MEMORIA_BIN, ["model", "path"], { env, encoding: "utf8" });
+  const hasModel = modelPath.status === 0;
+  log(hasModel ? `newcomer: the model is at ${modelPath.stdout.trim()}` : "newcomer: no model where memoria looks (`memoria model path` exits 1): the run checks the keyword-only answer says why");
+  const installed = await openclaw(["plugins", "install", "-l", pluginDir, "--force", "--accept-capabilities"]);
+  const setUp = await openclaw(["memoria", "setup"]);
+  const freshCfg = JSON.parse(fs.readFileSync(env.OPENCLAW_CONFIG_PATH, "utf8"));
+  check(
+    "newcomer: install and setup, nothing edited by hand",
+    installed.code === 0 && setUp.code === 0 && freshCfg?.plugins?.slots?.memory === "memoria" && freshCfg?.plugins?.entries?.memoria?.enabled === true && (freshCfg?.tools?.deny ?? []).includes("memory-core"),
+    short(setUp.stdout + setUp.stderr + JSON.stringify(freshCfg?.plugins), 800),
+  );
+  if (!check("newcomer: gateway starts", await startGateway("newcomer"))) return;
+  const t0 = Date.now();
+  const first = await invoke("memory_search", { query: QUERY }, {}, 300_000);
+  log(`newcomer: the first memory_search answered ${((Date.now() - t0) / 1000).toFixed(1)} s after the gateway was up`);
+  const d = first.details ?? {};
+  check(
+    hasModel ? "newcomer: memory_search is hybrid with the model found by itself" : "newcomer: without a model, memory_search is keyword-only and says why",
+    first.status === 200 && isMemoriaSearchPayload(d) && (hasModel ? d.mode === "hybrid" && !d.fallback : d.mode === "fts-only" && /no local embedding model/.test(d.fallback?.reason ?? "")),
+    short({ mode: d.mode, provider: d.provider, fallback: d.fallback, first: d.results?.[0]?.path }, 800),
+  );
   await stopGateway();
 }
 

@@ -201,7 +201,7 @@ test("mapGetPayload: a wiki page memoria could not find is not_found, not an err
 });
 
 test("uninstall gives the memory slot back and undoes only what the install and the README did", async () => {
-  const { giveBackMemorySlot } = await import("../src/uninstall.js");
+  const { giveBackMemorySlot } = await import("../src/slot.js");
   const cases = [
     {
       config: {
@@ -231,15 +231,34 @@ test("uninstall gives the memory slot back and undoes only what the install and 
   }
 });
 
-test("uninstall without a config API says how to go back by hand", async () => {
-  const { uninstall } = await import("../src/uninstall.js");
+test("setup takes the slot, keeps the entry's config and other denials, and is idempotent", async () => {
+  const { takeMemorySlot, giveBackMemorySlot } = await import("../src/slot.js");
+  const config = { plugins: { entries: { memoria: { enabled: false, config: { args: ["-v"] } } } }, tools: { deny: ["exec"] } };
+  assert.equal(takeMemorySlot(config).changes.length, 3);
+  assert.deepEqual(config, {
+    plugins: { slots: { memory: "memoria" }, entries: { memoria: { enabled: true, config: { args: ["-v"] } } } },
+    tools: { deny: ["exec", "memory-core"] },
+  });
+  assert.equal(takeMemorySlot(config).changes.length, 0);
+  // The way back and in again.
+  giveBackMemorySlot(config);
+  assert.deepEqual(config, { plugins: { entries: { memoria: { enabled: false } } }, tools: { deny: ["exec"] } });
+  takeMemorySlot(config);
+  assert.deepEqual(config.plugins.slots, { memory: "memoria" });
+});
+
+test("setup and uninstall without a config API say how to do it by hand", async () => {
+  const { editSlot } = await import("../src/slot.js");
   const lines = [];
-  assert.equal(await uninstall({}, (l) => lines.push(l)), 1);
-  assert.match(lines.join("\n"), /Going back/);
+  assert.equal(await editSlot({}, "uninstall", (l) => lines.push(l)), 1);
+  assert.match(lines.join("\n"), /edit openclaw\.json/);
   let written = null;
   const api = { runtime: { config: { mutateConfigFile: async ({ mutate }) => { written = { plugins: { slots: { memory: "memoria" } } }; mutate(written); } } } };
   lines.length = 0;
-  assert.equal(await uninstall(api, (l) => lines.push(l)), 0);
+  assert.equal(await editSlot(api, "uninstall", (l) => lines.push(l)), 0);
   assert.deepEqual(written, { plugins: {} });
   assert.match(lines.join("\n"), /plugins\.slots\.memory/);
+  lines.length = 0;
+  assert.equal(await editSlot(api, "setup", (l) => lines.push(l)), 0);
+  assert.deepEqual(written.tools, { deny: ["memory-core"] });
 });
