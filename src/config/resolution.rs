@@ -290,24 +290,40 @@ fn query_settings(
             },
         };
     }
-    // The plugin's temporalDecay is the memory.search layout's decay key; the older layout
-    // has its own.
+    // The plugin's temporalDecay is the memory.search layout's decay key. The older layout
+    // has its own, which wins field by field where it is set; the plugin's key fills the
+    // rest, so it acts in every layout (a key that did nothing without a memory.search
+    // block confused the plugin's users).
     let (decay_enabled, decay_half_life) = match semantics {
         Semantics::OpenClaw => (p.memoria_decay_enabled, p.memoria_decay_half_life_days),
-        Semantics::Documented => (
-            pick(p, |l| &l.decay_enabled),
-            pick(p, |l| &l.decay_half_life_days),
-        ),
+        Semantics::Documented => {
+            let enabled = pick(p, |l| &l.decay_enabled);
+            let half_life = pick(p, |l| &l.decay_half_life_days);
+            for (field, older, plugin) in [
+                (
+                    "enabled",
+                    enabled.is_some(),
+                    p.memoria_decay_enabled.is_some(),
+                ),
+                (
+                    "halfLifeDays",
+                    half_life.is_some(),
+                    p.memoria_decay_half_life_days.is_some(),
+                ),
+            ] {
+                if older && plugin {
+                    warnings.push(format!(
+                        "plugins.entries.memoria.config.temporalDecay.{field} is not used: \
+                         query.hybrid.temporalDecay.{field} sets it in this layout"
+                    ));
+                }
+            }
+            (
+                enabled.or(p.memoria_decay_enabled),
+                half_life.or(p.memoria_decay_half_life_days),
+            )
+        }
     };
-    if semantics == Semantics::Documented
-        && (p.memoria_decay_enabled.is_some() || p.memoria_decay_half_life_days.is_some())
-    {
-        warnings.push(
-            "plugins.entries.memoria.config.temporalDecay applies to the memory.search layout \
-             only: under agents.defaults.memorySearch, set query.hybrid.temporalDecay"
-                .into(),
-        );
-    }
     // A config that names weights gets the documented formula with them; one that names
     // neither weights nor a fusion gets memoria's: z-score fusion at 0.5 / 0.5, which
     // `memoria eval` measured best (docs/ranking.md, "How memoria ranks").

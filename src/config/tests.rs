@@ -1323,6 +1323,29 @@ fn semantics_follow_the_layout_and_the_ranking_key() {
             .temporal_decay
             .enabled
     );
+    // Without a memory.search block (the older layout, or no block) the plugin's key acts
+    // too, and the older layout's own key wins where it sets a field, said so.
+    let older = "{plugins: {entries: {memoria: {config:
+                 {temporalDecay: {enabled: true, halfLifeDays: 90}}}}}}";
+    let s = resolve_str(older, "main").unwrap();
+    assert_eq!(s.semantics, Semantics::Documented);
+    let decay = s.query.hybrid.temporal_decay;
+    assert!(decay.enabled && decay.half_life_days == 90.0, "{decay:?}");
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let both = "{agents: {defaults: {memorySearch: {query: {hybrid: {temporalDecay:
+                {halfLifeDays: 10}}}}}},
+                plugins: {entries: {memoria: {config: {temporalDecay: {enabled: true,
+                halfLifeDays: 90}}}}}}";
+    let s = resolve_str(both, "main").unwrap();
+    let decay = s.query.hybrid.temporal_decay;
+    assert!(decay.enabled && decay.half_life_days == 10.0, "{decay:?}");
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("temporalDecay.halfLifeDays is not used")),
+        "{:?}",
+        s.warnings
+    );
     let bad = "{plugins: {entries: {memoria: {config: {temporalDecay: {enabled: 'no'}}}}}}";
     let err = resolve_str(bad, "main").unwrap_err().to_string();
     assert!(
