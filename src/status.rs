@@ -19,6 +19,10 @@ use crate::store::{EmbeddingStats, Identity};
 use crate::sync;
 use crate::workspace::{Discovery, SourceKind};
 
+/// Set by the OpenClaw plugin in the environment of the memoria it runs (its MCP child and
+/// `openclaw memoria …`), which already has the plugin's `args` and `env`.
+pub(crate) const PLUGIN_CHILD_ENV: &str = "MEMORIA_OPENCLAW_PLUGIN";
+
 /// What `status` reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -221,6 +225,16 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
     warnings.extend(stats.warnings.iter().cloned());
     if let Some(err) = agent.workspace_missing() {
         warnings.push(err.to_string());
+    }
+    if let Some(adds) = agent.settings().plugin_child.as_ref() {
+        if std::env::var_os(PLUGIN_CHILD_ENV).is_none() {
+            warnings.push(format!(
+                "OpenClaw's memoria plugin runs memoria with {adds} \
+                 (plugins.entries.memoria.config); this memoria runs without them, so the \
+                 gateway's answers may differ from these: `openclaw memoria status` runs \
+                 with them"
+            ));
+        }
     }
     if manifest.is_none() {
         warnings.push("no index yet: run `memoria index`".into());

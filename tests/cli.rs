@@ -177,6 +177,45 @@ fn a_wrong_model_dir_variable_fails_like_the_flag() {
     }
 }
 
+/// The plugin's `args` and `env` reach the memoria it runs, not one typed in a shell:
+/// `status` there says so, so a shell's answer that differs from the gateway's is explained
+/// (issue 45); the plugin marks its own runs with `MEMORIA_OPENCLAW_PLUGIN`.
+#[test]
+fn status_in_a_shell_names_what_the_plugin_adds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = example_workspace();
+    let state = tmp.path().join("state");
+    let config = tmp.path().join("openclaw.json");
+    fs::write(
+        &config,
+        r#"{"plugins": {"entries": {"memoria": {"config": {"args": ["--ranking", "openclaw"],
+            "env": {"MEMORIA_MODEL_DIR": "/models/gemma"}}}}}}"#,
+    )
+    .unwrap();
+    let status = |plugin: bool| {
+        let mut cmd = memoria(
+            &state,
+            &ws,
+            &["--config", config.to_str().unwrap(), "status"],
+        );
+        if plugin {
+            cmd.env("MEMORIA_OPENCLAW_PLUGIN", "1");
+        } else {
+            cmd.env_remove("MEMORIA_OPENCLAW_PLUGIN");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let shell = status(false);
+    assert!(
+        shell.contains(r#"args ["--ranking", "openclaw"]; env MEMORIA_MODEL_DIR"#)
+            && shell.contains("openclaw memoria status"),
+        "{shell}"
+    );
+    assert!(!status(true).contains("runs memoria with"));
+}
+
 #[test]
 fn search_batch_prints_one_payload_per_query() {
     let state = tempfile::tempdir().unwrap();

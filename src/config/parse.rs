@@ -151,6 +151,9 @@ pub(super) struct Parsed {
     pub(super) memoria_passages: Option<bool>,
     /// `plugins.entries.memoria.config.ranking`: `memoria` or `openclaw`.
     pub(super) memoria_ranking: Option<Ranking>,
+    /// `plugins.entries.memoria.config.args` and `.env`: what the plugin runs memoria with.
+    pub(super) memoria_child_args: Vec<String>,
+    pub(super) memoria_child_env: Vec<String>,
     /// `secrets.providers` and `secrets.defaults`.
     pub(super) secrets: SecretProviders,
     /// `plugins.entries.memory-wiki.enabled`.
@@ -273,6 +276,12 @@ fn parse_plugins(root: &Node, parsed: &mut Parsed) -> Result<(), ConfigError> {
             vault.get_choice("scope", &[("global", false), ("agent", true)])?;
     }
     if let Some(config) = entry_config("memoria")? {
+        parsed.memoria_child_args = config.get_string_array("args")?.unwrap_or_default();
+        parsed.memoria_child_env = config
+            .get_string_map("env")?
+            .unwrap_or_default()
+            .into_keys()
+            .collect();
         parsed.memoria_passages = config.get_bool("passages")?;
         parsed.memoria_ranking = config.get_choice(
             "ranking",

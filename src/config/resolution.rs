@@ -115,6 +115,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         ranking,
         agent_id: agent_id.to_string(),
         warnings,
+        plugin_child: plugin_child(p),
         workspace,
         workspace_origin,
         enabled: pick(p, |l| &l.enabled).unwrap_or(true),
@@ -154,6 +155,19 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
 }
 
 /// `local.*`; `~` is expanded in every path read from the config.
+/// What the OpenClaw plugin adds to memoria's command line and environment (see
+/// [`Settings::plugin_child`]).
+fn plugin_child(p: &Parsed) -> Option<String> {
+    let mut parts = Vec::new();
+    if !p.memoria_child_args.is_empty() {
+        parts.push(format!("args {:?}", p.memoria_child_args));
+    }
+    if !p.memoria_child_env.is_empty() {
+        parts.push(format!("env {}", p.memoria_child_env.join(", ")));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 fn local_settings(p: &Parsed, env: &Env) -> LocalSettings {
     LocalSettings {
         // `~` is expanded in every path read from the config.

@@ -255,6 +255,10 @@ pub struct Settings {
     pub ranking: Ranking,
     /// What the config holds that memoria ignores (unknown keys), shown by `status`.
     pub warnings: Vec<String>,
+    /// What the OpenClaw plugin adds when it runs memoria (`plugins.entries.memoria.config`'s
+    /// `args`, and the names of its `env`), as `args […]; env NAME, …`; `None` when it adds
+    /// nothing. A memoria started elsewhere (a shell) runs without them: `status` says so.
+    pub plugin_child: Option<String>,
     /// The OpenClaw state directory ([`state_dir`](super::state_dir)).
     pub state_dir: PathBuf,
     /// The agent's workspace: its `workspace` ?? `agents.defaults.workspace` ??

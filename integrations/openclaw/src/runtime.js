@@ -77,13 +77,18 @@ export class MemoriaRuntime {
     );
   }
 
-  /** The child's environment: the gateway's, the plugin's `env`, and OpenClaw's paths. */
+  /**
+   * The child's environment: the gateway's, the plugin's `env`, OpenClaw's paths, and the
+   * mark that tells memoria it runs with the plugin's args and env (its `status` otherwise
+   * says they are missing).
+   */
   env() {
     return {
       ...process.env,
       OPENCLAW_STATE_DIR: this.stateDir,
       OPENCLAW_CONFIG_PATH: this.configPath,
       ...this.pluginConfig.env,
+      MEMORIA_OPENCLAW_PLUGIN: "1",
     };
   }
 
