@@ -239,20 +239,9 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
                     );
                 }
             }
-            // Where OpenClaw (node-llama-cpp) downloaded the file: `local.modelCacheDir`,
-            // else node-llama-cpp's own models directory.
-            let node_dirs = search
-                .config_cache_dir
-                .iter()
-                .chain(search.node_llama_cpp_dir.iter());
-            if let Some(name) = file.and_then(|f| node_llama_cpp_name(repo, f)) {
-                for dir in node_dirs {
-                    let found = dir.join(&name);
-                    if found.is_file() {
-                        let origin = format!("local.modelPath ({path}), downloaded by OpenClaw");
-                        return check(found, &origin);
-                    }
-                }
+            if let Some(found) = file.and_then(|f| downloaded_by_openclaw(search, repo, f).ok()) {
+                let origin = format!("local.modelPath ({path}), downloaded by OpenClaw");
+                return check(found, &origin);
             }
             return Err(ModelNotFound::Nowhere {
                 looked: format!(
@@ -307,25 +296,41 @@ pub fn resolve_model(search: &ModelSearch) -> Result<ModelLocation, ModelNotFoun
     }
     // OpenClaw's default model, where its local provider downloaded it.
     let (repo, file) = split_hf_uri(OPENCLAW_DEFAULT_GGUF);
-    if let Some(name) = file.and_then(|f| node_llama_cpp_name(repo, f)) {
-        let dirs = search
-            .config_cache_dir
-            .iter()
-            .chain(search.node_llama_cpp_dir.iter());
-        for dir in dirs {
-            let found = dir.join(&name);
-            if found.is_file() {
-                return Ok(ModelLocation {
-                    reason: "OpenClaw's default local model, downloaded by OpenClaw".into(),
-                    dir: found,
-                });
-            }
-            looked.push(found.display().to_string());
+    match file.map(|f| downloaded_by_openclaw(search, repo, f)) {
+        Some(Ok(found)) => {
+            return Ok(ModelLocation {
+                reason: "OpenClaw's default local model, downloaded by OpenClaw".into(),
+                dir: found,
+            })
         }
+        Some(Err(tried)) => looked.extend(tried.iter().map(|p| p.display().to_string())),
+        None => {}
     }
     Err(ModelNotFound::Nowhere {
         looked: looked.join(", "),
     })
+}
+
+/// Where OpenClaw's runtime (node-llama-cpp) downloaded `hf:repo/file`: `local.modelCacheDir`,
+/// else node-llama-cpp's own models directory. Else every path tried.
+fn downloaded_by_openclaw(
+    search: &ModelSearch,
+    repo: &str,
+    file: &str,
+) -> Result<PathBuf, Vec<PathBuf>> {
+    let Some(name) = node_llama_cpp_name(repo, file) else {
+        return Err(Vec::new());
+    };
+    let tried: Vec<PathBuf> = search
+        .config_cache_dir
+        .iter()
+        .chain(search.node_llama_cpp_dir.iter())
+        .map(|dir| dir.join(&name))
+        .collect();
+    match tried.iter().find(|path| path.is_file()) {
+        Some(found) => Ok(found.clone()),
+        None => Err(tried),
+    }
 }
 
 /// The file name node-llama-cpp (OpenClaw's local runtime) gives `hf:owner/repo/file`
