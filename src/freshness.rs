@@ -379,6 +379,9 @@ impl Agent {
                     Err(err) => Err(err),
                 }
             }
+            // Another process builds the first index: there is nothing to answer from yet,
+            // and "run `memoria index` first" would send the user to what is running.
+            Err(err @ Error::IndexBusy { .. }) if manifest.is_none() => Err(err),
             Err(Error::IndexBusy { .. }) => {
                 tracing::warn!("index busy: searching the last committed index");
                 Ok(())

@@ -559,6 +559,25 @@ fn a_busy_index_exits_3_and_usage_errors_exit_2() {
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
     drop(lock);
 
+    // A search while another process builds the first index says so, not "run `memoria
+    // index` first" (which is what runs; issue 46).
+    let first = tmp.path().join("first");
+    fs::create_dir_all(first.join("memory/main")).unwrap();
+    // What a first index has written before its first commit: the marker and the lock.
+    fs::write(first.join("memory/main/.memoria-agent-dir"), "").unwrap();
+    let lock = fs::File::create(first.join("memory/main/LOCK")).unwrap();
+    lock.lock().unwrap();
+    let out = memoria(&first, &ws, &["search", "postgres"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("index busy") && !stderr.contains("run `memoria index` first"),
+        "{stderr}"
+    );
+    drop(lock);
+
     // `--agent ../..` would name a directory two levels up: refused before anything runs,
     // as a usage error (2, the code docs/configuration.md gives a bad command line).
     let out = memoria(tmp.path(), &ws, &["--agent", "../..", "index"])
