@@ -8,15 +8,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// memoria on `state` and `workspace`, keyword-only, with `args`.
 fn memoria(state: &Path, workspace: &Path, args: &[&str]) -> Command {
+    let mut cmd = memoria_auto(state, workspace);
+    cmd.arg("--provider").arg("none").args(args);
+    cmd
+}
+
+/// memoria on `state` and `workspace` with the default provider, free of the caller's
+/// OpenClaw and model environment.
+fn memoria_auto(state: &Path, workspace: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memoria"));
     cmd.arg("--state-dir")
         .arg(state)
         .arg("--workspace")
         .arg(workspace)
-        .arg("--provider")
-        .arg("none")
-        .args(args)
         .env_remove("OPENCLAW_CONFIG_PATH")
         .env_remove("OPENCLAW_STATE_DIR")
         .env_remove("MEMORIA_MODEL_DIR");
@@ -143,18 +149,11 @@ fn a_wrong_model_dir_variable_fails_like_the_flag() {
         ("MEMORIA_MODEL_DIR", None, Some(&missing)),
     ] {
         let cmd = |sub: &str| {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_memoria"));
-            cmd.arg("--state-dir")
-                .arg(&state)
-                .arg("--workspace")
-                .arg(&ws);
+            let mut cmd = memoria_auto(&state, &ws);
             if let Some(dir) = flag {
                 cmd.arg("--model").arg(dir);
             }
-            cmd.arg(sub)
-                .env_remove("OPENCLAW_CONFIG_PATH")
-                .env_remove("OPENCLAW_STATE_DIR")
-                .env_remove("MEMORIA_MODEL_DIR");
+            cmd.arg(sub);
             if let Some(dir) = var {
                 cmd.env("MEMORIA_MODEL_DIR", dir);
             }

@@ -142,24 +142,10 @@ fn a_non_loopback_address_needs_a_token_and_a_token_is_required() {
         stderr.contains("there is none") && stderr.contains("/no/such/model"),
         "{stderr}"
     );
-    // Without a token on loopback: open, and a model that is there but cannot load (every
-    // file a model needs, none of them real) is said by /health.
-    let broken = state.path().join("broken-model");
-    for file in [
-        "model.safetensors",
-        "config.json",
-        "tokenizer.json",
-        "config_sentence_transformers.json",
-        "modules.json",
-        "2_Dense/model.safetensors",
-        "3_Dense/model.safetensors",
-        "2_Dense/config.json",
-        "3_Dense/config.json",
-    ] {
-        let path = broken.join(file);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, "not a model").unwrap();
-    }
+    // Without a token on loopback: open, and a model that is there but cannot load (a
+    // GGUF file that is not one) is said by /health.
+    let broken = state.path().join("broken.gguf");
+    std::fs::write(&broken, "not a model").unwrap();
     let broken = broken.to_string_lossy().into_owned();
     let no_model = ["--provider", "none", "--model", broken.as_str()];
     let server = Server::start(state.path(), &no_model, &[]);
