@@ -33,6 +33,7 @@ export function mapStatus(s, extra) {
   }
   const keywordOnly = s.mode === "fts-only" || s.provider === "none";
   const live = s.live ?? null;
+  const hasIndex = s.generation !== null && s.generation !== undefined;
   return {
     backend: "builtin",
     provider: s.provider ?? "none",
@@ -44,10 +45,15 @@ export function mapStatus(s, extra) {
     ...(s.workspace ? { workspaceDir: s.workspace } : {}),
     ...(s.agentDir ? { dbPath: s.agentDir } : {}),
     ...(Array.isArray(s.extraPaths) && s.extraPaths.length ? { extraPaths: s.extraPaths } : {}),
-    fts: { enabled: true, available: s.generation !== null && s.generation !== undefined },
+    fts: { enabled: true, available: hasIndex },
     vector: {
       enabled: !keywordOnly,
       available: !keywordOnly && (s.vectors ?? 0) > 0,
+      // `openclaw memory status` prints "index incomplete" while chunks wait for vectors
+      // (a first index still embedding: memoria's warnings say how far it is).
+      ...(!keywordOnly && hasIndex
+        ? { index: { state: (s.vectors ?? 0) < (s.chunks ?? 0) ? "incomplete" : "complete" } }
+        : {}),
       ...(s.embedding?.dims ? { dims: s.embedding.dims } : {}),
       ...(s.embedding?.lastError ? { loadError: String(s.embedding.lastError) } : {}),
     },

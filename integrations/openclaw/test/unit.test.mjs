@@ -131,6 +131,10 @@ test("mapGetPayload and mapStatus", () => {
   assert.equal(st.backend, "builtin");
   assert.equal(st.custom.engine, "memoria");
   assert.equal(st.vector.enabled, false);
+  assert.equal(st.vector.index, undefined);
+  const embedding = { agentId: "main", provider: "local", mode: "hybrid", files: 2, chunks: 5, vectors: 2, generation: 1, warnings: [] };
+  assert.equal(mapStatus(embedding, { agentId: "main" }).vector.index.state, "incomplete");
+  assert.equal(mapStatus({ ...embedding, vectors: 5 }, { agentId: "main" }).vector.index.state, "complete");
   assert.equal(mapStatus(null, { agentId: "main", error: "boom" }).custom.error, "boom");
 });
 
