@@ -56,6 +56,11 @@ pub(crate) enum Trigger {
     Search,
 }
 
+/// How long a sync that a search waits for (`sync.onSearch`, an append) embeds before it
+/// answers: a note or two, or the bundled example, embed within it; a large backfill goes
+/// on in later syncs while its chunks are found by keyword.
+const SEARCH_EMBED_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// True when `current` is keyword-only (`provider: "none"` configured, or no embedder could
 /// be loaded) and `built` differs from it only by its embedder.
 fn keyword_only_over(current: &Identity, built: &Identity) -> bool {
@@ -281,6 +286,11 @@ impl Agent {
             // A search never waits for a batch job: its chunks are searchable by keyword
             // until a later sync reads the job.
             plan.batch_may_wait = trigger != Trigger::Search;
+            // Nor for the whole of a large embedding: what it leaves is found by keyword,
+            // and the next sync goes on from there.
+            if trigger == Trigger::Search {
+                plan.time_limit = Some(SEARCH_EMBED_TIME);
+            }
             plan
         });
         let background = trigger != Trigger::Requested;

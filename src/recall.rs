@@ -167,6 +167,12 @@ fn search_builtin(agent: &Agent, query: &str, options: &SearchOptions) -> Result
         reader: reader.as_ref(),
     };
     let mut response = searcher.search(query, options)?;
+    if let Some(note) = crate::status::vectors_note(agent, &reader.manifest().stats) {
+        response.warning = Some(match response.warning.take() {
+            Some(warning) => format!("{warning}; {note}"),
+            None => note,
+        });
+    }
     if let Some(error) = agent.sync_error() {
         let stale = format!(
             "the index could not be synced ({error}); these results come from the last \

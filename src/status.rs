@@ -15,7 +15,7 @@ use crate::live::{self, LiveStatus};
 use crate::qmd::QmdStatus;
 use crate::search::hybrid;
 use crate::search::pipeline::configured;
-use crate::store::{EmbeddingStats, Identity};
+use crate::store::{EmbeddingStats, Identity, SyncStats};
 use crate::sync;
 use crate::workspace::{Discovery, SourceKind};
 
@@ -211,6 +211,65 @@ fn buried_by_decay(settings: &Settings, discovery: &Discovery) -> Option<String>
     })
 }
 
+/// How far the vectors are, when some chunks have none and no failure says why (that is
+/// the fallback's to say): a sync embedding them now (`under_way`: the writer is busy) with
+/// its rate's estimate of the time left, one that stopped part-way, or chunks left for the
+/// next sync with the embedder. `now` in Unix seconds. Pure.
+pub(crate) fn embedding_note(stats: &SyncStats, now: u64, under_way: bool) -> Option<String> {
+    let embedding = stats.embedding.as_ref()?;
+    if embedding.missing == 0 || embedding.error.is_some() || embedding.awaiting_batch > 0 {
+        return None;
+    }
+    let chunks = stats.chunks.max(1);
+    let share = format!(
+        "vectors for {} % of chunks ({} of {})",
+        embedding.vectors * 100 / chunks,
+        embedding.vectors,
+        stats.chunks
+    );
+    let rest = "the others are found by keyword meanwhile";
+    Some(match (&embedding.progress, under_way) {
+        (Some(progress), true) => {
+            let left = match progress.eta_seconds(now) {
+                Some(seconds) => format!(", about {} left", duration_words(seconds)),
+                None => String::new(),
+            };
+            format!("embedding under way: {share}{left}; {rest}")
+        }
+        (Some(_), false) => format!(
+            "{share}: the sync embedding them stopped part-way; `memoria index` (or the live \
+             sync) goes on from there; {rest}"
+        ),
+        (None, _) => format!(
+            "{share}: the others wait for the next sync with the embedder (`memoria index`, \
+             the live sync or a later search) and are found by keyword meanwhile"
+        ),
+    })
+}
+
+/// [`embedding_note`] for `agent`'s index: a sync is embedding now when the writer is
+/// taken (asked only while a commit says embedding was under way).
+pub(crate) fn vectors_note(agent: &Agent, stats: &SyncStats) -> Option<String> {
+    let under_way = stats
+        .embedding
+        .as_ref()
+        .is_some_and(|e| e.progress.is_some() && e.missing > 0)
+        && matches!(
+            agent.store().writer().map(drop),
+            Err(Error::IndexBusy { .. })
+        );
+    embedding_note(stats, clock::unix_now(), under_way)
+}
+
+/// `45 s`, `12 min`, `2 h 5 min`.
+fn duration_words(seconds: u64) -> String {
+    match seconds {
+        0..=59 => format!("{seconds} s"),
+        60..=3599 => format!("{} min", (seconds + 30) / 60),
+        _ => format!("{} h {} min", seconds / 3600, (seconds % 3600) / 60),
+    }
+}
+
 /// The agent directory's state, as `status` reports it.
 pub(crate) fn status(agent: &Agent) -> Result<Status> {
     let manifest = agent.dir().manifest()?;
@@ -255,6 +314,9 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
             "{awaiting} chunk(s) wait for a batch embedding job (remote.batch.wait: false): \
              searches are keyword-only until a later sync reads the job"
         ));
+    }
+    if let Some(note) = vectors_note(agent, &stats) {
+        warnings.push(note);
     }
     if let Some(error) = agent.sync_error() {
         warnings.push(format!("the last sync failed: {error}"));
@@ -323,4 +385,81 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         live,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::EmbeddingProgress;
+
+    fn stats(vectors: u64, progress: Option<EmbeddingProgress>) -> SyncStats {
+        SyncStats {
+            chunks: 200,
+            embedding: Some(EmbeddingStats {
+                vectors,
+                missing: 200 - vectors,
+                progress,
+                ..EmbeddingStats::default()
+            }),
+            ..SyncStats::default()
+        }
+    }
+
+    #[test]
+    fn the_vectors_note_says_how_far_embedding_is_and_who_goes_on() {
+        // 82 of 200 in 60 s: 118 left at 82/60 per second is 86 s, 40 s of it gone.
+        let progress = EmbeddingProgress {
+            total: 200,
+            done: 82,
+            started_at: 1_000,
+            updated_at: 1_060,
+        };
+        for (stats, now, under_way, said) in [
+            (stats(200, None), 0, false, None),
+            (
+                stats(82, Some(progress)),
+                1_100,
+                true,
+                Some("embedding under way: vectors for 41 % of chunks (82 of 200), about 46 s left; the others are found by keyword meanwhile"),
+            ),
+            (
+                stats(0, Some(EmbeddingProgress { done: 0, ..progress })),
+                1_000,
+                true,
+                Some("embedding under way: vectors for 0 % of chunks (0 of 200); the others are found by keyword meanwhile"),
+            ),
+            (
+                stats(82, Some(progress)),
+                5_000,
+                false,
+                Some("vectors for 41 % of chunks (82 of 200): the sync embedding them stopped part-way; `memoria index` (or the live sync) goes on from there; the others are found by keyword meanwhile"),
+            ),
+            (
+                stats(82, None),
+                5_000,
+                false,
+                Some("vectors for 41 % of chunks (82 of 200): the others wait for the next sync with the embedder (`memoria index`, the live sync or a later search) and are found by keyword meanwhile"),
+            ),
+        ] {
+            assert_eq!(embedding_note(&stats, now, under_way).as_deref(), said);
+        }
+        // A failure or a batch job is the fallback's to say.
+        let mut failed = stats(82, None);
+        failed.embedding.as_mut().unwrap().error = Some("quota".into());
+        assert_eq!(embedding_note(&failed, 0, false), None);
+    }
+
+    #[test]
+    fn durations_read_in_seconds_minutes_and_hours() {
+        for (seconds, said) in [
+            (0, "0 s"),
+            (59, "59 s"),
+            (60, "1 min"),
+            (749, "12 min"),
+            (3_599, "60 min"),
+            (7_500, "2 h 5 min"),
+        ] {
+            assert_eq!(duration_words(seconds), said);
+        }
+    }
 }

@@ -72,6 +72,12 @@ pub trait Embedder: Send + Sync {
     fn embeds_passages(&self) -> bool {
         false
     }
+    /// The fewest documents worth one call when a sync has many to embed. A sync embeds
+    /// in calls of a fortieth of its work (so that a kill loses little), never fewer than
+    /// this: a model computed here pays per text (8), a remote provider per request.
+    fn min_batch(&self) -> usize {
+        8
+    }
     /// Whether [`embed_documents`](Self::embed_documents) reads titles. Only then do titles
     /// key the cached vectors.
     fn uses_titles(&self) -> bool {

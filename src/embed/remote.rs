@@ -715,6 +715,11 @@ impl Embedder for HttpEmbedder {
             _ => None,
         }
     }
+
+    /// A request costs a round trip; its texts cost the provider little.
+    fn min_batch(&self) -> usize {
+        64
+    }
 }
 
 #[cfg(test)]

@@ -81,6 +81,40 @@ pub struct EmbeddingStats {
     /// Chunks whose vectors a running batch job will bring (`remote.batch.wait: false`).
     #[serde(default)]
     pub awaiting_batch: u64,
+    /// Set in the commits a sync makes while it embeds (the keyword side first, then the
+    /// vectors as they come): how far it is. Absent once the sync ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<EmbeddingProgress>,
+}
+
+/// How far a sync that is still embedding has got, as of its last commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddingProgress {
+    /// Vectors (chunks' and passages') the sync set out to compute.
+    pub total: u64,
+    /// Of those, computed and committed.
+    pub done: u64,
+    /// Unix seconds: when it started embedding, and when it committed this.
+    pub started_at: u64,
+    pub updated_at: u64,
+}
+
+impl EmbeddingProgress {
+    /// Seconds left at the rate so far, counted from `now` (Unix seconds); `None` before
+    /// the first vector.
+    pub fn eta_seconds(&self, now: u64) -> Option<u64> {
+        if self.done == 0 || self.updated_at <= self.started_at {
+            return None;
+        }
+        let rate = self.done as f64 / (self.updated_at - self.started_at) as f64;
+        let left = self.total.saturating_sub(self.done) as f64 / rate;
+        Some(
+            (left - now.saturating_sub(self.updated_at) as f64)
+                .max(0.0)
+                .round() as u64,
+        )
+    }
 }
 
 /// `manifest.json`.

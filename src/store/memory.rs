@@ -414,7 +414,7 @@ impl Writer for MemoryWriter<'_> {
     }
 
     fn commit(&mut self, manifest: &Manifest) -> Result<()> {
-        let mut draft = self.draft.take().ok_or_else(not_begun)?;
+        let mut draft = self.draft()?.clone();
         draft.manifest = Some(manifest.clone());
         *lock(&self.store.committed) = Arc::new(draft);
         Ok(())

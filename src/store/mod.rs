@@ -41,7 +41,9 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
-pub use manifest::{EmbeddingStats, Identity, Manifest, SyncStats, FORMAT_VERSION};
+pub use manifest::{
+    EmbeddingProgress, EmbeddingStats, Identity, Manifest, SyncStats, FORMAT_VERSION,
+};
 pub use records::{
     cache_key, unembedded, Batch, ChunkKey, ChunkRecord, FileRecord, KeywordHit, Unembedded, Upsert,
 };
@@ -151,7 +153,8 @@ pub(crate) trait Writer: Send {
     fn files(&self) -> Result<Vec<(String, FileRecord)>>;
     /// The number of chunks of the generation as written.
     fn chunk_count(&self) -> Result<u64>;
-    /// Commits the generation: `manifest` names it, atomically; a rebuild's replaced
-    /// generation goes.
+    /// Commits the generation as written so far: `manifest` names it, atomically; a
+    /// rebuild's replaced generation goes. A sync may commit more than once (while it
+    /// embeds: the keyword side first, then vectors as they come) and writes on after each.
     fn commit(&mut self, manifest: &Manifest) -> Result<()>;
 }

@@ -9,11 +9,98 @@ use crate::embed::backfill::{self, PendingJob};
 use crate::embed::{BatchApi, Document, Embedder};
 use crate::error::Result;
 use crate::passage;
-use crate::store::{cache_key, Identity, Unembedded, Writer};
+use crate::store::{cache_key, EmbeddingProgress, Identity, Unembedded, Writer};
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
-/// Chunks embedded per embedder call (the embedder groups them by length internally).
+/// Chunks embedded per embedder call at most (the embedder groups them by length
+/// internally), and read from the cache per lookup.
 pub(super) const EMBED_BATCH: usize = 64;
+
+/// A sync embeds in at least this many calls when it can (batches of 8 to
+/// [`EMBED_BATCH`] texts): a sync killed mid-call loses that call's work alone, at most a
+/// fortieth of the whole (2.5 %), since every call's vectors are stored as they come.
+const MIN_CALLS: usize = 40;
+
+/// Texts per embedder call for a sync that embeds `total` of them, with an embedder for
+/// which calls of fewer than `min` texts are not worth it ([`Embedder::min_batch`]).
+fn batch_size(total: usize, min: usize) -> usize {
+    (total / MIN_CALLS).clamp(min.clamp(1, EMBED_BATCH), EMBED_BATCH)
+}
+
+/// The shortest time between two commits made while embedding.
+const MIN_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Commits made while embedding cost at most about 1/this of the time between them.
+const CHECKPOINT_OVERHEAD: u32 = 20;
+
+/// Whether a commit is due while embedding: the last one is at least
+/// [`MIN_CHECKPOINT_INTERVAL`] and [`CHECKPOINT_OVERHEAD`] times its own cost ago (pure).
+fn checkpoint_due(since_last: Duration, last_cost: Duration) -> bool {
+    since_last >= MIN_CHECKPOINT_INTERVAL.max(last_cost * CHECKPOINT_OVERHEAD)
+}
+
+/// The commits a sync makes while it embeds, so that searches need not wait for the
+/// vectors: the keyword side before the first text is embedded (for a new generation, or
+/// when more than one embedder call is to come), then the vectors so far whenever
+/// [`checkpoint_due`]. What a commit writes is the caller's (`run.rs`).
+pub(super) struct Checkpoints<'c> {
+    commit: &'c mut dyn FnMut(&mut dyn Writer, EmbeddingProgress) -> Result<()>,
+    /// A new generation, which nothing can search before its first commit.
+    rebuilt: bool,
+    /// When the last commit ended and what it cost; `None` before the first.
+    last: Option<(Instant, Duration)>,
+    started_at: u64,
+}
+
+impl<'c> Checkpoints<'c> {
+    pub(super) fn new(
+        rebuilt: bool,
+        commit: &'c mut dyn FnMut(&mut dyn Writer, EmbeddingProgress) -> Result<()>,
+    ) -> Checkpoints<'c> {
+        Checkpoints {
+            commit,
+            rebuilt,
+            last: None,
+            started_at: crate::clock::unix_now(),
+        }
+    }
+
+    /// Before embedding `total` texts in calls of `batch`.
+    fn before(&mut self, writer: &mut dyn Writer, total: usize, batch: usize) -> Result<()> {
+        self.started_at = crate::clock::unix_now();
+        if total == 0 || (!self.rebuilt && total <= batch) {
+            return Ok(());
+        }
+        self.commit_now(writer, total, 0)
+    }
+
+    /// After an embedder call, `done` of `total` texts embedded; the last call's vectors
+    /// are left to the sync's own final commit.
+    fn after_call(&mut self, writer: &mut dyn Writer, total: usize, done: usize) -> Result<()> {
+        match self.last {
+            Some((at, cost)) if done < total && checkpoint_due(at.elapsed(), cost) => {
+                self.commit_now(writer, total, done)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn commit_now(&mut self, writer: &mut dyn Writer, total: usize, done: usize) -> Result<()> {
+        let started = Instant::now();
+        (self.commit)(
+            writer,
+            EmbeddingProgress {
+                total: total as u64,
+                done: done as u64,
+                started_at: self.started_at,
+                updated_at: crate::clock::unix_now(),
+            },
+        )?;
+        self.last = Some((Instant::now(), started.elapsed()));
+        Ok(())
+    }
+}
 
 /// How a sync embeds chunks (absent: keyword-only index).
 pub(crate) struct EmbedPlan<'a> {
@@ -27,6 +114,9 @@ pub(crate) struct EmbedPlan<'a> {
     pub(crate) batch_may_wait: bool,
     /// Long chunks' passages get vectors too (the identity's, [`passage::searched`]).
     pub(crate) passages: bool,
+    /// Direct requests stop after this long (a sync a search waits for), leaving the rest
+    /// keyword-searchable for a later sync; `None`: embed everything.
+    pub(crate) time_limit: Option<Duration>,
 }
 
 impl<'a> EmbedPlan<'a> {
@@ -52,6 +142,7 @@ impl<'a> EmbedPlan<'a> {
             cache_max_entries: settings.cache.max_entries,
             batch_may_wait: true,
             passages: identity.passages,
+            time_limit: None,
         }
     }
 }
@@ -65,13 +156,15 @@ pub(super) fn same_embedder(a: &Identity, b: &Identity) -> bool {
 /// being replaced, by chunk id, then through the provider's batch API when it has one and
 /// the backfill is large ([`backfill`]), then through direct requests. An embedder failure
 /// stops embedding and is reported (the keyword index is already committed); I/O errors
-/// fail. Returns how many vectors a running batch job will bring.
+/// fail. Every call's vectors are stored (and cached) as they come, and `checkpoints`
+/// commits them along the way. Returns how many vectors a running batch job will bring.
 pub(super) fn embed_missing(
     writer: &mut dyn Writer,
     reuse: bool,
     plan: &EmbedPlan,
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
+    checkpoints: &mut Checkpoints,
 ) -> Result<u64> {
     let mut missing = writer.unembedded(plan.passages)?;
     if !plan.embedder.uses_titles() {
@@ -134,6 +227,10 @@ pub(super) fn embed_missing(
         plan,
     };
 
+    // The keyword side (and the vectors at hand) become searchable before the long part.
+    let per_call = batch_size(todo.len(), plan.embedder.min_batch());
+    checkpoints.before(writer, todo.len(), per_call)?;
+
     // A large backfill through the batch API; texts it leaves go through direct requests,
     // except those a running job will bring later.
     let mut awaiting = 0u64;
@@ -160,7 +257,16 @@ pub(super) fn embed_missing(
 
     // Direct requests.
     let total = todo.len();
-    for (n, batch) in todo.chunks(EMBED_BATCH).enumerate() {
+    let started = Instant::now();
+    let mut stopped = false;
+    for (n, batch) in todo.chunks(per_call).enumerate() {
+        if plan
+            .time_limit
+            .is_some_and(|limit| started.elapsed() >= limit)
+        {
+            stopped = true;
+            break;
+        }
         let documents: Vec<Document> = batch
             .iter()
             .map(|&i| Document {
@@ -190,14 +296,16 @@ pub(super) fn embed_missing(
             .copied()
             .zip(embedded.into_iter().map(|e| e.vector));
         fresh.put(writer, embedded.collect(), report)?;
+        let done = n * per_call + batch.len();
         progress(SyncProgress::Embedding {
-            chunks_done: ((n + 1) * EMBED_BATCH).min(total),
+            chunks_done: done,
             chunks_total: total,
         });
+        checkpoints.after_call(writer, total, done)?;
     }
     // Every passage is stored unless embedding stopped (the deferred vectors are found
     // again next time).
-    if !deferred.is_empty() && report.embed_error.is_none() && awaiting == 0 {
+    if !deferred.is_empty() && report.embed_error.is_none() && awaiting == 0 && !stopped {
         report.cached += deferred.len();
         writer.put_vectors(&deferred)?;
     }
@@ -320,4 +428,55 @@ pub(super) fn run_batches(
         }),
     );
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_small_enough_that_a_kill_loses_a_fortieth_at_most() {
+        for (total, min, per_call) in [
+            (0, 8, 8),
+            (5, 8, 8),
+            (320, 8, 8),
+            (400, 8, 10),
+            (2_560, 8, 64),
+            (1_000_000, 8, 64),
+            // A remote provider: 64 texts a request whatever the total.
+            (102, 64, 64),
+            (1_000_000, 64, 64),
+            (400, 0, 10),
+            (400, 1_000, 64),
+        ] {
+            assert_eq!(
+                batch_size(total, min),
+                per_call,
+                "{total} texts, {min} at least"
+            );
+            if total >= min * MIN_CALLS {
+                assert!(per_call * MIN_CALLS <= total, "{total} texts");
+            }
+        }
+    }
+
+    #[test]
+    fn commits_while_embedding_wait_for_the_interval_and_twenty_times_their_cost() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        for (since_last, cost, due) in [
+            (ms(1_999), ms(1), false),
+            (s(2), ms(1), true),
+            (s(2), ms(200), false),
+            (s(4), ms(200), true),
+            (s(30), s(2), false),
+            (s(40), s(2), true),
+        ] {
+            assert_eq!(
+                checkpoint_due(since_last, cost),
+                due,
+                "{since_last:?} after {cost:?}"
+            );
+        }
+    }
 }

@@ -5,16 +5,19 @@
 //! committed in batches (`store::Writer::apply`, each atomic), so a process killed at any
 //! instant leaves a store that opens and answers, and the next sync continues from the last
 //! committed batch. Then the chunks without a vector are embedded (`embedding.rs`), the
-//! vector index brought up to date and the generation committed with its manifest.
+//! vector index brought up to date and the generation committed with its manifest. A long
+//! embedding commits along the way (`embedding::Checkpoints`): the keyword side before it
+//! starts, then the vectors so far, each manifest saying how far it is.
 
-use super::embedding::{embed_missing, same_embedder, EmbedPlan};
+use super::embedding::{embed_missing, same_embedder, Checkpoints, EmbedPlan};
 use super::files::{below_session_delta, digest_of, process_file, stat, FileStat, Outcome};
 use super::report::{SyncProgress, SyncReport};
 use crate::chunk::ChunkParams;
 use crate::config::{Semantics, SessionSyncSettings};
 use crate::error::Result;
 use crate::store::{
-    Batch, Begun, EmbeddingStats, FileRecord, Identity, Manifest, SyncStats, Writer, FORMAT_VERSION,
+    Batch, Begun, EmbeddingProgress, EmbeddingStats, FileRecord, Identity, Manifest, SyncStats,
+    Writer, FORMAT_VERSION,
 };
 use crate::workspace::{Discovery, MemoryFile, SourceKind};
 use rayon::prelude::*;
@@ -79,13 +82,35 @@ pub fn sync(
         &mut warnings,
         progress,
     )?;
+    let commits = Commits {
+        request,
+        generation: begun.generation,
+        workspace_digest: digest_of(request.discovery, &reads.stats),
+    };
     // A rebuild with the same embedder (a forced reindex, a new index format, a chunking
     // change) takes unchanged chunks' vectors from the generation it replaces: the embedding
     // cache alone would miss every chunk pruned past `cache.maxEntries`.
     let reuse = manifest
         .as_ref()
         .is_some_and(|m| begun.rebuilt && same_embedder(&m.identity, request.identity));
-    let embedding = embed_vectors(writer, request, reuse, &mut report, &mut warnings, progress)?;
+    let embedding = {
+        // While it embeds, the sync commits what it has: the keyword side first (a new
+        // generation is invisible until then), then the vectors as they come.
+        let snapshot = warnings.clone();
+        let mut checkpoint = |writer: &mut dyn Writer, progress: EmbeddingProgress| {
+            commits.checkpoint(writer, &snapshot, progress)
+        };
+        let mut checkpoints = Checkpoints::new(begun.rebuilt, &mut checkpoint);
+        embed_vectors(
+            writer,
+            request,
+            reuse,
+            &mut report,
+            &mut warnings,
+            progress,
+            &mut checkpoints,
+        )?
+    };
     report.chunks = writer.chunk_count()?;
     report.seconds = started.elapsed().as_secs_f64();
     let files = writer.files()?;
@@ -96,23 +121,64 @@ pub fn sync(
             ));
         }
     }
-    let stats = SyncStats {
-        files: files.len(),
-        chunks: report.chunks,
-        bytes: files.iter().map(|(_, r)| r.size).sum(),
-        warnings: warnings.clone(),
-        synced_at: crate::clock::unix_now(),
-        workspace_digest: digest_of(request.discovery, &reads.stats),
-        embedding,
-    };
-    writer.commit(&Manifest {
-        format: FORMAT_VERSION,
-        generation: begun.generation,
-        identity: request.identity.clone(),
-        stats,
-    })?;
+    commits.commit(writer, &files, report.chunks, warnings.clone(), embedding)?;
     report.warnings = warnings;
     Ok(report)
+}
+
+/// The manifests one sync commits: while it embeds (with its progress) and at the end.
+struct Commits<'a> {
+    request: &'a SyncRequest<'a>,
+    generation: u64,
+    workspace_digest: String,
+}
+
+impl Commits<'_> {
+    fn commit(
+        &self,
+        writer: &mut dyn Writer,
+        files: &[(String, FileRecord)],
+        chunks: u64,
+        warnings: Vec<String>,
+        embedding: Option<EmbeddingStats>,
+    ) -> Result<()> {
+        let stats = SyncStats {
+            files: files.len(),
+            chunks,
+            bytes: files.iter().map(|(_, r)| r.size).sum(),
+            warnings,
+            synced_at: crate::clock::unix_now(),
+            workspace_digest: self.workspace_digest.clone(),
+            embedding,
+        };
+        writer.commit(&Manifest {
+            format: FORMAT_VERSION,
+            generation: self.generation,
+            identity: self.request.identity.clone(),
+            stats,
+        })
+    }
+
+    /// A commit part-way through embedding: every chunk keyword-searchable, the vectors so
+    /// far in the vector index.
+    fn checkpoint(
+        &self,
+        writer: &mut dyn Writer,
+        warnings: &[String],
+        progress: EmbeddingProgress,
+    ) -> Result<()> {
+        let dims = self.request.embed.map_or(0, |plan| plan.embedder.dims());
+        let vectors = writer.index_vectors(dims)?;
+        let chunks = writer.chunk_count()?;
+        let files = writer.files()?;
+        let embedding = EmbeddingStats {
+            vectors,
+            missing: chunks.saturating_sub(vectors),
+            progress: Some(progress),
+            ..EmbeddingStats::default()
+        };
+        self.commit(writer, &files, chunks, warnings.to_vec(), Some(embedding))
+    }
 }
 
 /// The committed manifest (an unreadable one is a warning and a rebuild) and the generation
@@ -285,9 +351,10 @@ fn embed_vectors(
     report: &mut SyncReport,
     warnings: &mut Vec<String>,
     progress: &dyn Fn(SyncProgress),
+    checkpoints: &mut Checkpoints,
 ) -> Result<Option<EmbeddingStats>> {
     if let Some(plan) = request.embed {
-        let awaiting_batch = embed_missing(writer, reuse, plan, report, progress)?;
+        let awaiting_batch = embed_missing(writer, reuse, plan, report, progress, checkpoints)?;
         let vectors = writer.index_vectors(plan.embedder.dims())?;
         report.awaiting_batch = awaiting_batch as usize;
         // Batch jobs' problems, noted by `embed_missing`, are the sync's warnings too.
@@ -297,6 +364,7 @@ fn embed_vectors(
             missing: writer.unembedded(false)?.len() as u64,
             error: report.embed_error.clone(),
             awaiting_batch,
+            progress: None,
         }));
     }
     if request.identity.provider == "none" {
