@@ -13,7 +13,7 @@ use crate::fallback::Fallback;
 use crate::freshness::Agent;
 use crate::payload::{self, SearchPayload};
 use crate::qmd;
-use crate::search::pipeline::{configured, Searcher};
+use crate::search::pipeline::{configured, Searcher, NO_VECTOR_INDEX};
 use crate::search::rank;
 use crate::search::{Corpus, Hit, Mode, SearchOptions, SearchResponse, WikiPage};
 use crate::wiki;
@@ -167,6 +167,16 @@ fn search_builtin(agent: &Agent, query: &str, options: &SearchOptions) -> Result
         reader: reader.as_ref(),
     };
     let mut response = searcher.search(query, options)?;
+    if let Some(fallback) = response.served.fallback.as_mut() {
+        // The index searched has no vectors, and a sync (a first index with the embedder,
+        // or a rebuild after a keyword-only one) is building them now: not "run `memoria
+        // index`", which is what runs.
+        if fallback.reason == NO_VECTOR_INDEX && crate::status::sync_running(agent) {
+            fallback.reason = "a sync is building the vectors: keyword search until it \
+                               commits the first ones"
+                .into();
+        }
+    }
     if let Some(note) = crate::status::vectors_note(agent, &reader.manifest().stats) {
         response.warning = Some(match response.warning.take() {
             Some(warning) => format!("{warning}; {note}"),

@@ -254,11 +254,16 @@ pub(crate) fn vectors_note(agent: &Agent, stats: &SyncStats) -> Option<String> {
         .embedding
         .as_ref()
         .is_some_and(|e| e.progress.is_some() && e.missing > 0)
-        && matches!(
-            agent.store().writer().map(drop),
-            Err(Error::IndexBusy { .. })
-        );
+        && sync_running(agent);
     embedding_note(stats, clock::unix_now(), under_way)
+}
+
+/// Whether a sync (this process's live sync, or another process) holds the writer now.
+pub(crate) fn sync_running(agent: &Agent) -> bool {
+    matches!(
+        agent.store().writer().map(drop),
+        Err(Error::IndexBusy { .. })
+    )
 }
 
 /// `45 s`, `12 min`, `2 h 5 min`.

@@ -185,6 +185,11 @@ fn a_first_index_answers_while_it_embeds_and_resumes_after_a_kill() {
         warning.contains("embedding under way: vectors for"),
         "{payload:#}"
     );
+    // Nothing sends the user to the command that is already running.
+    assert!(
+        !payload.to_string().contains("memoria index`"),
+        "{payload:#}"
+    );
 
     // Then hybrid over the vectors committed so far, saying how far embedding is.
     wait_for("a commit with vectors", || {
@@ -288,6 +293,13 @@ fn a_live_sync_answers_the_first_search_once_the_keyword_side_is_committed() {
         payload.results[0].path, "memory/note-0012.md",
         "{payload:?}"
     );
+    assert!(
+        payload
+            .fallback
+            .as_ref()
+            .is_none_or(|f| !f.reason.contains("memoria index`")),
+        "{payload:?}"
+    );
     let warning = payload.warning.unwrap_or_default();
     assert!(
         warning.contains("embedding under way: vectors for"),
@@ -298,4 +310,45 @@ fn a_live_sync_answers_the_first_search_once_the_keyword_side_is_committed() {
         "{} texts embedded",
         s.texts().len()
     );
+}
+
+/// Whether a process holds `state`'s writer lock (a sync runs).
+fn sync_running(state: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(state.join("memory/main/LOCK")) else {
+        return false;
+    };
+    file.try_lock().is_err()
+}
+
+#[test]
+fn a_keyword_index_rebuilt_with_the_embedder_does_not_send_the_user_to_memoria_index() {
+    let s = setup();
+    let state = s._tmp.path().join("state");
+    let keyword_only = s
+        .memoria(&state)
+        .args(["--provider", "none", "index"])
+        .output()
+        .unwrap();
+    assert!(keyword_only.status.success());
+    // The embedder's index replaces it: its keyword side first, then its vectors. Searches
+    // answer from the keyword-only index, then from the new one, and none says "run
+    // `memoria index`", which is what runs.
+    let mut child = s.index(&state);
+    wait_for("the sync to take the index", || sync_running(&state));
+    let mut answers = 0;
+    while sync_running(&state) && s.texts().len() < NOTES / 2 {
+        let payload = s.search(&state, "harbour Sam entry 12");
+        assert!(
+            !payload["results"].as_array().unwrap().is_empty(),
+            "{payload:#}"
+        );
+        assert!(
+            !payload.to_string().contains("memoria index`"),
+            "{payload:#}"
+        );
+        answers += 1;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(answers > 0, "searched while the index was rebuilt");
 }

@@ -131,6 +131,10 @@ pub(crate) fn configured(embedder: &ResolvedEmbedder, manifest: Option<&Manifest
     served
 }
 
+/// The vector side's fallback over an index without vectors (built keyword-only), unless a
+/// sync is building one now (`recall` then says so instead).
+pub(crate) const NO_VECTOR_INDEX: &str = "no vector index yet: run `memoria index`";
+
 /// One search over one generation: the settings (with the ranking they choose), the
 /// agent's embedder and the generation's reader.
 pub(crate) struct Searcher<'a> {
@@ -446,7 +450,13 @@ impl Searcher<'_> {
             return Err(reason);
         }
         if !self.reader.has_vectors() {
-            return Err("no vector index yet: run `memoria index`".into());
+            let embedding = self.reader.manifest().stats.embedding.as_ref();
+            return Err(match embedding.and_then(|e| e.progress) {
+                // A sync committed the keyword side and embeds (or was stopped): the
+                // payload's warning says how far it is.
+                Some(_) => "no chunk has its vectors yet (see the warning)".into(),
+                None => NO_VECTOR_INDEX.into(),
+            });
         }
         let embedded = embedder
             .embed(&[query], EmbedKind::Query)
