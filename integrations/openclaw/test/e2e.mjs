@@ -365,6 +365,14 @@ function firstDiff(a, b, at = "") {
  * @param {string[]} globalArgs  the plugin's config.args (the CLI gets the same)
  * @param {(payload: any) => string | null} [extra]  a further per-payload check (null: ok)
  */
+/**
+ * A hybrid answer from an index whose every chunk has its vectors (no progress warning).
+ * @param {any} payload
+ */
+function fullyEmbedded(payload) {
+  return payload?.mode === "hybrid" && !/embedding under way|stopped part-way|wait for the next sync/.test(payload?.warning ?? "");
+}
+
 async function parity(label, globalArgs, extra) {
   const started = Date.now();
   const paths = new Set();
@@ -576,18 +584,20 @@ async function main() {
     writeConfig(cfg);
     if (check("gateway starts with memoria --model", await startGateway("model"))) {
       // The first call starts the child, whose live sync loads the model and embeds the
-      // workspace into a new generation in the background; until that is committed memoria
-      // answers fts-only with a fallback ("no vector index yet"). Poll until it is hybrid.
+      // workspace into a new generation in the background: its keyword side is committed
+      // first, then its vectors as they come, and meanwhile answers say how far embedding
+      // is ("embedding under way: vectors for 34 % of chunks …"). Poll until it is done:
+      // parity needs the same index on both sides.
       const t0 = Date.now();
       let warm = await invoke("memory_search", { query: QUERY }, {}, 600_000);
       const first = warm.details;
-      while (warm.status === 200 && warm.details?.mode !== "hybrid" && Date.now() - t0 < 300_000) {
+      while (warm.status === 200 && !fullyEmbedded(warm.details) && Date.now() - t0 < 300_000) {
         await sleep(1000);
         warm = await invoke("memory_search", { query: QUERY }, {}, 600_000);
       }
       log(
-        `model: memory_search turned hybrid ${((Date.now() - t0) / 1000).toFixed(1)} s after the first call ` +
-          `(first answer: mode ${first?.mode}${first?.fallback ? `, fallback ${short(first.fallback.reason)}` : ""})`,
+        `model: memory_search turned hybrid over every chunk ${((Date.now() - t0) / 1000).toFixed(1)} s after the first call ` +
+          `(first answer: mode ${first?.mode}${first?.fallback ? `, fallback ${short(first.fallback.reason)}` : ""}${first?.warning ? `, warning ${short(first.warning)}` : ""})`,
       );
       check("model: memory_search turns hybrid with the local model (the child's live sync embeds the workspace)", warm.status === 200 && warm.details?.mode === "hybrid" && warm.details?.provider === "local", short(warm.details ?? warm.body, 600));
       const hybrid = (ranking) => (p) =>
@@ -604,7 +614,7 @@ async function main() {
       if (check("gateway starts with ranking: openclaw", await startGateway("model-openclaw"))) {
         const t1 = Date.now();
         let ready = await invoke("memory_search", { query: QUERY }, {}, 600_000);
-        while (ready.status === 200 && ready.details?.mode !== "hybrid" && Date.now() - t1 < 300_000) {
+        while (ready.status === 200 && !fullyEmbedded(ready.details) && Date.now() - t1 < 300_000) {
           await sleep(1000);
           ready = await invoke("memory_search", { query: QUERY }, {}, 600_000);
         }
