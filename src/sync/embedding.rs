@@ -178,11 +178,82 @@ pub(super) fn embed_missing(
         .map(|m| cache_key(&plan.cache_key, &m.input_hash()))
         .collect();
 
-    // Vectors at hand: the cache, then the generation being replaced. A chunk's own vector
-    // is stored only once all its passages are (`Writer::unembedded` trusts a chunk with
-    // its own vector to be complete): one found while a passage of its chunk still has to
-    // be embedded waits for the end of the embedding (`missing` lists a chunk's passages
-    // before it).
+    let AtHand { mut todo, deferred } =
+        vectors_at_hand(writer, reuse, &missing, &keys, cache, dims, report)?;
+    let fresh = Fresh {
+        missing: &missing,
+        keys: &keys,
+        cache,
+        plan,
+    };
+
+    // The keyword side (and the vectors at hand) become searchable before the long part.
+    let per_call = batch_size(todo.len(), plan.embedder.min_batch());
+    checkpoints.before(writer, todo.len(), per_call)?;
+
+    // A large backfill through the batch API; texts it leaves go through direct requests,
+    // except those a running job will bring later.
+    let mut awaiting = 0u64;
+    if let Some(api) = plan.embedder.batch_api() {
+        let outcome = run_batches(writer, api, plan, &missing, &todo, report)?;
+        let mut embedded = Vec::new();
+        todo.retain(|&i| {
+            let hash = &missing[i].hash;
+            if let Some(vector) = outcome.vectors.get(hash) {
+                embedded.push((i, vector.clone()));
+                false
+            } else if outcome.waiting.contains(hash) {
+                awaiting += 1;
+                false
+            } else {
+                true
+            }
+        });
+        fresh.put(writer, embedded, report)?;
+    } else if writer.batch_jobs()?.is_some() {
+        // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
+        writer.write_batch_jobs(None)?;
+    }
+
+    let completed = embed_directly(
+        writer,
+        &fresh,
+        &todo,
+        per_call,
+        report,
+        progress,
+        checkpoints,
+    )?;
+    // Every passage is stored unless embedding stopped (the deferred vectors are found
+    // again next time).
+    if !deferred.is_empty() && completed && awaiting == 0 {
+        report.cached += deferred.len();
+        writer.put_vectors(&deferred)?;
+    }
+    Ok(awaiting)
+}
+
+/// What [`vectors_at_hand`] leaves: the indexes into `missing` still to embed, and the
+/// vectors found for chunks whose passages are not all found (stored at the end).
+struct AtHand {
+    todo: Vec<usize>,
+    deferred: Vec<(String, Vec<f32>)>,
+}
+
+/// Stores the vectors at hand: the cache's, then (with `reuse`) the replaced generation's.
+/// A chunk's own vector is stored only once all its passages are (`Writer::unembedded`
+/// trusts a chunk with its own vector to be complete): one found while a passage of its
+/// chunk still has to be embedded is deferred to the end of the embedding (`missing` lists
+/// a chunk's passages before it).
+fn vectors_at_hand(
+    writer: &mut dyn Writer,
+    reuse: bool,
+    missing: &[Unembedded],
+    keys: &[String],
+    cache: bool,
+    dims: usize,
+    report: &mut SyncReport,
+) -> Result<AtHand> {
     let mut todo: Vec<usize> = Vec::new();
     let mut incomplete: HashSet<&str> = HashSet::new();
     let mut deferred: Vec<(String, Vec<f32>)> = Vec::new();
@@ -220,52 +291,31 @@ pub(super) fn embed_missing(
             writer.put_vectors(&found)?;
         }
     }
-    let fresh = Fresh {
-        missing: &missing,
-        keys: &keys,
-        cache,
-        plan,
-    };
+    Ok(AtHand { todo, deferred })
+}
 
-    // The keyword side (and the vectors at hand) become searchable before the long part.
-    let per_call = batch_size(todo.len(), plan.embedder.min_batch());
-    checkpoints.before(writer, todo.len(), per_call)?;
-
-    // A large backfill through the batch API; texts it leaves go through direct requests,
-    // except those a running job will bring later.
-    let mut awaiting = 0u64;
-    if let Some(api) = plan.embedder.batch_api() {
-        let outcome = run_batches(writer, api, plan, &missing, &todo, report)?;
-        let mut embedded = Vec::new();
-        todo.retain(|&i| {
-            let hash = &missing[i].hash;
-            if let Some(vector) = outcome.vectors.get(hash) {
-                embedded.push((i, vector.clone()));
-                false
-            } else if outcome.waiting.contains(hash) {
-                awaiting += 1;
-                false
-            } else {
-                true
-            }
-        });
-        fresh.put(writer, embedded, report)?;
-    } else if writer.batch_jobs()?.is_some() {
-        // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
-        writer.write_batch_jobs(None)?;
-    }
-
-    // Direct requests.
+/// Embeds `fresh.missing[todo]` through direct requests, `per_call` texts a call, storing
+/// each call's vectors as it returns. False when it stopped before the end: an embedder
+/// failure (in `report`) or the plan's time limit.
+fn embed_directly(
+    writer: &mut dyn Writer,
+    fresh: &Fresh,
+    todo: &[usize],
+    per_call: usize,
+    report: &mut SyncReport,
+    progress: &dyn Fn(SyncProgress),
+    checkpoints: &mut Checkpoints,
+) -> Result<bool> {
+    let (missing, plan) = (fresh.missing, fresh.plan);
+    let dims = plan.embedder.dims();
     let total = todo.len();
     let started = Instant::now();
-    let mut stopped = false;
     for (n, batch) in todo.chunks(per_call).enumerate() {
         if plan
             .time_limit
             .is_some_and(|limit| started.elapsed() >= limit)
         {
-            stopped = true;
-            break;
+            return Ok(false);
         }
         let documents: Vec<Document> = batch
             .iter()
@@ -284,11 +334,11 @@ pub(super) fn embed_missing(
             Ok(_) => {
                 report.embed_error =
                     Some("the embedder returned vectors of the wrong count or size".into());
-                break;
+                return Ok(false);
             }
             Err(err) => {
                 report.embed_error = Some(err.to_string());
-                break;
+                return Ok(false);
             }
         };
         let embedded = batch
@@ -303,13 +353,7 @@ pub(super) fn embed_missing(
         });
         checkpoints.after_call(writer, total, done)?;
     }
-    // Every passage is stored unless embedding stopped (the deferred vectors are found
-    // again next time).
-    if !deferred.is_empty() && report.embed_error.is_none() && awaiting == 0 && !stopped {
-        report.cached += deferred.len();
-        writer.put_vectors(&deferred)?;
-    }
-    Ok(awaiting)
+    Ok(true)
 }
 
 /// Where freshly embedded vectors go: the store (by chunk id) and its embedding cache (by
