@@ -7,19 +7,22 @@
 //! for most questions hybrid missed. So every chunk with at least [`MIN_LINES`] content
 //! lines also gets a vector per window of [`LINES`] lines, one every [`STRIDE`] lines, and
 //! the vector side scores a chunk by the best of its vectors (docs/ranking.md, "How memoria
-//! ranks"). A shorter chunk is not diluted much, and a window of most of it is a second
-//! vector of nearly the same text that lifts it for any query near a part of it (it cost a
-//! newcomer's six-line `MEMORY.md` two right answers in `tests/data/personal`).
+//! ranks"). A shorter chunk is not diluted much, and its passages lift it for any query
+//! near a part of it (four-line passages from five lines up cost a newcomer's six-line
+//! `MEMORY.md` two right answers in `tests/data/personal`); every passage shape below was
+//! measured with the same eight-line threshold.
 //! Blank lines and Markdown headings are not content: the heading already is the chunk's
 //! title. A passage's vector is stored under [`id`]`(chunk, n)`, which [`chunk_of`] maps
 //! back.
 //!
-//! The widest passage is a whole file. A short note split into two to [`WHOLE_MAX_CHUNKS`]
-//! chunks has no vector of all of it, and a question about the note as a whole meets
-//! halves. So such a file's first chunk also carries the file's text ([`whole_file`]),
-//! embedded as its passage [`WHOLE`]: the file as a whole lifts its first chunk, never
-//! several of its chunks, so one file does not crowd the results (LoCoMo's daily logs are
-//! mostly two to four chunks: its vector side found 0.913 of the evidence, 0.900 without).
+//! Passages are most of what a first index embeds, so their shape was chosen by recall and
+//! cost together (docs/ranking.md, "Passages and their cost"): windows of two lines that do
+//! not overlap found as much of LoCoMo's evidence as four-line windows every two lines
+//! (recall@6 0.946 against 0.941) for 0.61 of the passage text, and a vector of each short
+//! note as a whole (an index format 10 had) found no more (0.942 without it against 0.941)
+//! while it was 0.26 of all the text embedded; with both changes LoCoMo's conv-43 indexes
+//! from nothing in 126–136 s instead of 178–197 s. Both cost a little of the answer-first
+//! rate (MRR 0.797 against 0.806).
 
 /// Whether a sync embeds passages and searches use them: with an embedder that embeds them
 /// (the local model) unless the config turns them off (`enabled`: memoria's
@@ -31,30 +34,14 @@ pub fn searched(embeds_passages: bool, enabled: bool, openclaw_ranking: bool) ->
 }
 
 /// Content lines per passage.
-pub const LINES: usize = 4;
+pub const LINES: usize = 2;
 
-/// Content lines from one passage's start to the next one's.
-pub const STRIDE: usize = 2;
+/// Content lines from one passage's start to the next one's: passages do not overlap.
+pub const STRIDE: usize = LINES;
 
-/// The fewest content lines a chunk with passages has: each passage is at most half of it.
+/// The fewest content lines a chunk with passages has.
 /// (Changing [`LINES`], [`STRIDE`] or this changes stored vectors: bump the index format.)
-pub const MIN_LINES: usize = 2 * LINES;
-
-/// The passage number of a file's whole text, on its first chunk ([`whole_file`]).
-/// Window passages count from 1.
-pub const WHOLE: usize = 0;
-
-/// The most chunks a file whose whole text is also embedded has: four default chunks are
-/// ~1,600 tokens, within EmbeddingGemma's 2,048. (Changing it changes stored vectors: bump
-/// the index format.)
-pub const WHOLE_MAX_CHUNKS: usize = 4;
-
-/// Whether a Markdown file split into `chunks` chunks also gets a vector of its whole text,
-/// kept on its first chunk: a file of one chunk already has one, and a longer file would
-/// not fit the model or would average too much.
-pub fn whole_file(chunks: usize) -> bool {
-    (2..=WHOLE_MAX_CHUNKS).contains(&chunks)
-}
+pub const MIN_LINES: usize = 8;
 
 /// What separates a chunk id from its passage number in a vector's id (chunk ids are hex).
 const MARK: char = '#';
@@ -73,19 +60,9 @@ pub fn windows(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// A chunk's passages with their numbers: its file's `whole` text as [`WHOLE`] when it
-/// carries it (non-empty), then its [`windows`] from 1.
-pub fn numbered(text: &str, whole: String) -> Vec<(usize, String)> {
-    let whole = (!whole.is_empty()).then_some((WHOLE, whole));
-    whole.into_iter().chain((1..).zip(windows(text))).collect()
-}
-
-/// The text a file is embedded as whole ([`whole_file`]): its content lines, as a
-/// passage's. Its title is its first chunk's; a heading repeated in the text moved the
-/// vector away from the note's (SciFact's abstracts under their `#` title: cosine 0.989
-/// with the abstract's, query cosines ~0.01 lower).
-pub fn whole_text(text: &str) -> String {
-    content_lines(text).join("\n")
+/// A chunk's passages with their numbers, from 1 (the `n` of [`id`]).
+pub fn numbered(text: &str) -> impl Iterator<Item = (usize, String)> {
+    (1..).zip(windows(text))
 }
 
 /// The lines of `text` that are neither blank nor a Markdown heading.
@@ -98,7 +75,7 @@ fn content_lines(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The id of the `n`-th passage (from 1; [`WHOLE`] for the whole file) of chunk `chunk`.
+/// The id of the `n`-th passage (from 1) of chunk `chunk`.
 pub fn id(chunk: &str, n: usize) -> String {
     format!("{chunk}{MARK}{n}")
 }
@@ -141,11 +118,7 @@ mod tests {
             // `#1` and `#tag` are not headings: eight lines.
             (
                 "#1 one\ntwo\nthree\nfour\nfive\nsix\nseven\n#tag",
-                vec![
-                    "#1 one\ntwo\nthree\nfour",
-                    "three\nfour\nfive\nsix",
-                    "five\nsix\nseven\n#tag",
-                ],
+                vec!["#1 one\ntwo", "three\nfour", "five\nsix", "seven\n#tag"],
             ),
         ];
         for (text, want) in cases {
@@ -154,47 +127,22 @@ mod tests {
         assert_eq!(
             windows(&format!("# Day\n\n{}", lines(9))),
             vec![
-                "line 1\nline 2\nline 3\nline 4",
-                "line 3\nline 4\nline 5\nline 6",
-                "line 5\nline 6\nline 7\nline 8",
-                "line 7\nline 8\nline 9",
+                "line 1\nline 2",
+                "line 3\nline 4",
+                "line 5\nline 6",
+                "line 7\nline 8",
+                "line 9",
             ]
         );
-        // Every content line is in a passage, and passages start every STRIDE lines.
+        // Every content line is in exactly one passage, in order.
         for n in MIN_LINES..40 {
             let w = windows(&lines(n));
-            assert_eq!(w.len(), (n - LINES).div_ceil(STRIDE) + 1, "{n} lines");
-            assert!(
-                w.last().unwrap().ends_with(&format!("line {n}")),
-                "{n} lines"
-            );
+            assert_eq!(w.len(), n.div_ceil(LINES), "{n} lines");
+            assert_eq!(w.join("\n"), lines(n), "{n} lines");
         }
-    }
-
-    #[test]
-    fn whole_file_table() {
-        for (chunks, want) in [(0, false), (1, false), (2, true), (4, true), (5, false)] {
-            assert_eq!(whole_file(chunks), want, "{chunks} chunks");
-        }
-        let eight = "1\n2\n3\n4\n5\n6\n7\n8";
-        let numbers = |whole: &str| -> Vec<usize> {
-            numbered(eight, whole.into())
-                .into_iter()
-                .map(|p| p.0)
-                .collect()
-        };
-        assert_eq!(numbers(""), [1, 2, 3]);
-        assert_eq!(numbers("the file"), [0, 1, 2, 3]);
-        assert_eq!(
-            numbered("short", "the file".into()),
-            [(0, "the file".into())]
-        );
-        assert_eq!(
-            whole_text("# Kyoto\n\nday one\n## Food\nramen\n"),
-            "day one\nramen"
-        );
-        assert_eq!(id("ab12", WHOLE), "ab12#0");
-        assert_eq!(chunk_of(&id("ab12", WHOLE)), "ab12");
+        let numbers: Vec<usize> = numbered(&lines(8)).map(|p| p.0).collect();
+        assert_eq!(numbers, [1, 2, 3, 4]);
+        assert_eq!(numbered("short").count(), 0);
     }
 
     #[test]

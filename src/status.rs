@@ -156,11 +156,9 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
     }
     if passages {
         out.push_str(&format!(
-            "; chunks of {}+ lines also found by their {}-line passages, notes of 2-{} chunks \
-             also whole",
+            "; chunks of {}+ lines also found by their {}-line passages",
             crate::passage::MIN_LINES,
             crate::passage::LINES,
-            crate::passage::WHOLE_MAX_CHUNKS
         ));
     } else if !settings.local.passages {
         out.push_str("; passages off (plugins.entries.memoria.config.passages)");

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use memoria::config::{Env, Fusion, ProviderKind, Settings};
-use memoria::embed::{EmbedKind, Embedder};
+use memoria::embed::Embedder;
 use memoria::Mode;
 use memoria::{EmbedderChoice, Memory, SearchOptions};
 
@@ -1018,86 +1018,6 @@ fn a_chunk_is_stored_as_embedded_only_with_all_its_passages() {
         best > diluted + 0.1,
         "passage {best} against chunk {diluted}"
     );
-}
-
-/// A line of `words` distinct filler words, starting with `lead`.
-fn filler_line(lead: &str, seed: usize, words: usize) -> String {
-    let letters = |n: usize| -> String {
-        let (a, b, c) = (n % 26, n / 26 % 26, n / 676 % 26);
-        [a, b, c]
-            .iter()
-            .map(|&x| (b'a' + x as u8) as char)
-            .collect()
-    };
-    let filler = (0..words).map(|i| format!("zq{}", letters(seed * words + i)));
-    std::iter::once(lead.to_string())
-        .chain(filler)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-#[test]
-fn a_short_file_is_also_found_whole_by_its_first_chunk() {
-    // A note of two chunks, one half about Kyoto and one about ramen: a question about
-    // both meets halves in its chunks, and the file whole in its first chunk's whole-file
-    // passage. Only that chunk is lifted, and an edit of the other half refreshes it.
-    let tmp = tempfile::tempdir().unwrap();
-    let note = |second: &str| {
-        format!(
-            "{}\n{}\n",
-            filler_line("kyoto", 0, 40),
-            filler_line(second, 1, 40)
-        )
-    };
-    let mut s = settings_with_memory_files(tmp.path(), &[("trip.md", &note("ramen"))]);
-    s.query.hybrid.enabled = false;
-    s.query.min_score = 0.0;
-    // One line per chunk.
-    (s.chunking.tokens, s.chunking.overlap) = (64, 0);
-    let with = |passages: bool| {
-        let mut s = s.clone();
-        s.store.dir = Some(tmp.path().join(format!("store-{passages}")));
-        open(s, passage_embedder(passages, false))
-    };
-    let scores = |m: &Memory| -> Vec<(usize, f64)> {
-        let response = m.search("kyoto ramen", &SearchOptions::default()).unwrap();
-        let mut hits: Vec<(usize, f64)> = response
-            .hits
-            .iter()
-            .map(|h| (h.start_line, h.vector_score.unwrap()))
-            .collect();
-        hits.sort_by_key(|h| h.0);
-        hits
-    };
-    let (plain, whole) = (with(false), with(true));
-    let (halves, lifted) = (scores(&plain), scores(&whole));
-    assert_eq!(halves.len(), 2, "two chunks: {halves:?}");
-    // The stand-in's cosine of the question with the whole file: a bag of words holding
-    // both of the question's, where each half holds one.
-    let embedder = HashEmbedder::new(256);
-    let embed = |text: &str, kind| embedder.embed(&[text], kind).unwrap().remove(0).vector;
-    let query = embed("kyoto ramen", EmbedKind::Query);
-    let cosine_of_note = |second: &str| -> f64 {
-        let file = embed(&note(second), EmbedKind::Document);
-        query.iter().zip(&file).map(|(a, b)| a * b).sum::<f32>() as f64
-    };
-    let whole_cosine = cosine_of_note("ramen");
-    assert!(
-        whole_cosine > halves[0].1 + 0.05,
-        "{whole_cosine} {halves:?}"
-    );
-    assert!((lifted[0].1 - whole_cosine).abs() < 0.005, "{lifted:?}");
-    assert_eq!(lifted[1], halves[1], "only the first chunk is lifted");
-    // The other half no longer mentions ramen: the whole-file passage is embedded anew.
-    fs::write(s.workspace.join("memory/trip.md"), note("soba")).unwrap();
-    whole.sync(false, &|_| {}).unwrap();
-    let after = scores(&whole);
-    let want = cosine_of_note("soba").max(halves[0].1);
-    assert!(
-        (after[0].1 - want).abs() < 0.005,
-        "stale: {after:?}, want {want}"
-    );
-    assert!(lifted[0].1 - want > 0.05, "the edit changed too little");
 }
 
 /// `memoria eval --candidates`: every question's fusion inputs are logged, and

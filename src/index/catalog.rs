@@ -368,7 +368,6 @@ mod tests {
             text: text.into(),
             title: "a".into(),
             annotations: Annotations::default(),
-            whole: String::new(),
         }
     }
 
@@ -377,13 +376,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let catalog = Catalog::open(&tmp.path().join("catalog.redb")).unwrap();
         let long = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight";
-        // The file's first chunk carries its whole text (`passage::whole_file`).
-        let first = ChunkRecord {
-            whole: format!("{long}\nshort"),
-            ..chunk(long)
-        };
         let chunks = vec![
-            ("aa".to_string(), first),
+            ("aa".to_string(), chunk(long)),
             ("bb".to_string(), chunk("short")),
         ];
         let record = FileRecord {
@@ -411,11 +405,10 @@ mod tests {
         assert_eq!(ids(false), ["aa", "bb"]);
         // A chunk's passages come before its own vector: a sync cut short never leaves a
         // chunk that looks embedded without them.
-        assert_eq!(ids(true), ["aa#0", "aa#1", "aa#2", "aa#3", "aa", "bb"]);
+        assert_eq!(ids(true), ["aa#1", "aa#2", "aa#3", "aa#4", "aa", "bb"]);
         let missing = catalog.chunks_without_vectors(true).unwrap();
-        assert_eq!(missing[0].text, format!("{long}\nshort"));
-        assert_eq!(missing[2].text, "three\nfour\nfive\nsix");
-        assert_eq!(missing[2].title, "a");
+        assert_eq!(missing[1].text, "three\nfour");
+        assert_eq!(missing[1].title, "a");
         let vectors: Vec<(String, Vec<f32>)> = ids(true)
             .into_iter()
             .chain(["cc#1".to_string()]) // no such chunk: skipped
@@ -432,7 +425,7 @@ mod tests {
             .into_iter()
             .map(|v| v.0)
             .collect();
-        assert_eq!(stored, ["aa", "aa#0", "aa#1", "aa#2", "aa#3", "bb"]);
+        assert_eq!(stored, ["aa", "aa#1", "aa#2", "aa#3", "aa#4", "bb"]);
         let removal = Batch {
             removals: vec!["memory/a.md".into()],
             ..Batch::default()

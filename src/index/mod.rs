@@ -10,8 +10,7 @@
 //!   flush.json           the compaction cycle of each session's last memory flush
 //!   gen-000001/          one index generation
 //!     catalog.redb       source of truth: files, chunks (text, lines, hash), vectors
-//!                        (a chunk's under its id, its passages' under `<id>#<n>`,
-//!                        a short file's whole text under its first chunk's `<id>#0`)
+//!                        (a chunk's under its id, its passages' under `<id>#<n>`)
 //!     text/              tantivy BM25 index, derived; commit payload = catalog seq
 //!     vectors/           exact or HNSW vector index of the chunks (passages beside it,
 //!                        int8), derived; tagged with the catalog seq

@@ -472,8 +472,6 @@ impl TextIndex {
                     Error::corrupt(&self.dir, format!("a chunk's stored annotations: {e}"))
                 })?,
             },
-            // The whole-file passage's text feeds the embedder only, like the title.
-            whole: String::new(),
         };
         Ok((text_of(self.fields.id), chunk))
     }
@@ -593,7 +591,6 @@ mod tests {
             text: text.into(),
             title: String::new(),
             annotations: Default::default(),
-            whole: String::new(),
         }
     }
 

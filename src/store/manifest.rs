@@ -17,8 +17,11 @@ use serde::{Deserialize, Serialize};
 ///    with its own vector to be complete): an index written by format 8, whose sync may
 ///    have been cut short between the two, is rebuilt once from its own vectors.
 /// 10: the first chunk of a Markdown file of two to four chunks carries the file's text,
-///    embedded as its passage 0 (`crate::passage::whole_file`); its id changes with it.
-pub const FORMAT_VERSION: u32 = 10;
+///    embedded as its passage 0; its id changes with it.
+/// 11: passages are two-line windows that do not overlap (four lines every two before),
+///    and no file is embedded whole (`crate::passage`): the same passage ids name other
+///    texts, so an index of format 10 is rebuilt (its chunks' vectors come from the cache).
+pub const FORMAT_VERSION: u32 = 11;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.

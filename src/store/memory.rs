@@ -219,15 +219,7 @@ impl Reader for MemoryReader {
     fn chunks(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
         Ok(ids
             .iter()
-            .filter_map(|id| {
-                let chunk = self.generation.chunks.get(id)?;
-                // As the text index gives them: without the whole file's text.
-                let chunk = ChunkRecord {
-                    whole: String::new(),
-                    ..chunk.clone()
-                };
-                Some((id.clone(), chunk))
-            })
+            .filter_map(|id| Some((id.clone(), self.generation.chunks.get(id)?.clone())))
             .collect())
     }
 

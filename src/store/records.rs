@@ -43,10 +43,6 @@ pub struct ChunkRecord {
     /// Its entry's annotations (2026.9 semantics; default otherwise).
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
-    /// The whole file's text, on the first chunk of a file that is also embedded whole
-    /// ([`passage::whole_file`]); empty otherwise, and in records read from the text index.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub whole: String,
 }
 
 impl ChunkRecord {
@@ -138,7 +134,7 @@ impl KeywordHit {
 }
 
 /// The vectors chunk `id` still needs, given which ids already have one (`has`): with
-/// `passages`, its passages' and its whole file's ([`passage::numbered`]) before its own
+/// `passages`, its passages' ([`passage::numbered`]) before its own
 /// ([`Unembedded`]'s order is the order they must be stored in: a chunk with its own vector
 /// counts as complete). What every store's `Writer::unembedded` lists.
 pub fn unembedded(
@@ -148,10 +144,8 @@ pub fn unembedded(
     has: &mut dyn FnMut(&str) -> crate::error::Result<bool>,
 ) -> crate::error::Result<Vec<Unembedded>> {
     let mut out = Vec::new();
-    let mut chunk = chunk;
     if passages {
-        let whole = std::mem::take(&mut chunk.whole);
-        for (n, text) in passage::numbered(&chunk.text, whole) {
+        for (n, text) in passage::numbered(&chunk.text) {
             let passage_id = passage::id(id, n);
             if !has(&passage_id)? {
                 out.push(Unembedded {

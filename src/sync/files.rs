@@ -11,7 +11,6 @@ use crate::clock;
 use crate::config::{Semantics, SessionSyncSettings};
 use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
-use crate::passage;
 use crate::store::{ChunkRecord, FileRecord, Upsert};
 use crate::title;
 use crate::transcript;
@@ -55,10 +54,7 @@ pub(super) fn digest_of(discovery: &Discovery, stats: &[Option<FileStat>]) -> St
     sha256_hex(listing.as_bytes())
 }
 
-/// Stable id of the `ordinal`-th chunk of a file. `whole` is the hash of the file's text
-/// when the chunk carries it (`passage::whole_file`), empty otherwise: such a first chunk
-/// changes with any edit of its file, so its whole-file vector is never stale.
-#[allow(clippy::too_many_arguments)]
+/// Stable id of the `ordinal`-th chunk of a file.
 pub fn chunk_id(
     source: &str,
     path: &str,
@@ -67,12 +63,8 @@ pub fn chunk_id(
     end: usize,
     hash: &str,
     title: &str,
-    whole: &str,
 ) -> String {
-    let mut key = format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}:{title}");
-    if !whole.is_empty() {
-        key.push_str(&format!(":{whole}"));
-    }
+    let key = format!("{source}:{path}:{ordinal}:{start}:{end}:{hash}:{title}");
     let mut id = sha256_hex(key.as_bytes());
     id.truncate(32);
     id
@@ -235,13 +227,6 @@ pub(super) fn process_file(
         }
         SourceKind::Sessions => vec![String::new(); chunks.len()],
     };
-    // A short Markdown file's first chunk also carries the file's whole text, embedded as
-    // one more passage of it (`passage::whole_file`).
-    let mut whole = match file.source {
-        SourceKind::Memory if passage::whole_file(chunks.len()) => passage::whole_text(&text),
-        _ => String::new(),
-    };
-    let whole_hash = if whole.is_empty() { "" } else { hash.as_str() };
     let chunks: Vec<(String, ChunkRecord)> = chunks
         .into_iter()
         .zip(titles)
@@ -255,7 +240,6 @@ pub(super) fn process_file(
                 chunk.end_line,
                 &chunk.hash,
                 &title,
-                if ordinal == 0 { whole_hash } else { "" },
             );
             let record = ChunkRecord {
                 path: file.rel_path.clone(),
@@ -266,8 +250,6 @@ pub(super) fn process_file(
                 text: chunk.text,
                 title,
                 annotations,
-                // Only the first chunk carries it (taken, so the others get none).
-                whole: std::mem::take(&mut whole),
             };
             (id, record)
         })
