@@ -209,10 +209,17 @@ fn buried_by_decay(settings: &Settings, discovery: &Discovery) -> Option<String>
     })
 }
 
+/// How long a running sync may go without committing vectors before it is called stuck: it
+/// commits every few seconds to a few minutes (`sync::embedding`'s checkpoints; the
+/// interval grows with the index's commit cost), and an embedder call is at most a
+/// fortieth of the work.
+const STALLED_AFTER: u64 = 15 * 60;
+
 /// How far the vectors are, when some chunks have none and no failure says why (that is
 /// the fallback's to say): a sync embedding them now (`under_way`: the writer is busy) with
-/// its rate's estimate of the time left, one that stopped part-way, or chunks left for the
-/// next sync with the embedder. `now` in Unix seconds. Pure.
+/// its rate's estimate of the time left (or, after [`STALLED_AFTER`] without a commit, that
+/// it may be stuck), one that stopped part-way, or chunks left for the next sync with the
+/// embedder. `now` in Unix seconds. Pure.
 pub(crate) fn embedding_note(stats: &SyncStats, now: u64, under_way: bool) -> Option<String> {
     let embedding = stats.embedding.as_ref()?;
     if embedding.missing == 0 || embedding.error.is_some() || embedding.awaiting_batch > 0 {
@@ -227,6 +234,14 @@ pub(crate) fn embedding_note(stats: &SyncStats, now: u64, under_way: bool) -> Op
     );
     let rest = "the others are found by keyword meanwhile";
     Some(match (&embedding.progress, under_way) {
+        (Some(progress), true) if now.saturating_sub(progress.updated_at) >= STALLED_AFTER => {
+            format!(
+                "embedding has committed nothing for {} ({share}): the sync holding the \
+                 index lock may be stuck; stop it (`memoria index` or the live sync goes on \
+                 from where it stopped); {rest}",
+                duration_words(now - progress.updated_at)
+            )
+        }
         (Some(progress), true) => {
             let left = match progress.eta_seconds(now) {
                 Some(seconds) => format!(", about {} left", duration_words(seconds)),
@@ -430,6 +445,12 @@ mod tests {
                 1_000,
                 true,
                 Some("embedding under way: vectors for 0 % of chunks (0 of 200); the others are found by keyword meanwhile"),
+            ),
+            (
+                stats(82, Some(progress)),
+                1_060 + STALLED_AFTER,
+                true,
+                Some("embedding has committed nothing for 15 min (vectors for 41 % of chunks (82 of 200)): the sync holding the index lock may be stuck; stop it (`memoria index` or the live sync goes on from where it stopped); the others are found by keyword meanwhile"),
             ),
             (
                 stats(82, Some(progress)),
