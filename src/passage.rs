@@ -5,7 +5,7 @@
 //! on unrelated things. Its one vector averages them all, and a question about one line
 //! meets a diluted match: on LoCoMo the evidence chunk sat at rank 7–15 on the vector side
 //! for most questions hybrid missed. So every chunk with at least [`MIN_LINES`] content
-//! lines also gets a vector per window of [`LINES`] lines, one every [`STRIDE`] lines, and
+//! lines also gets a vector per run of [`LINES`] lines (runs that do not overlap), and
 //! the vector side scores a chunk by the best of its vectors (docs/ranking.md, "How memoria
 //! ranks"). A shorter chunk is not diluted much, and its passages lift it for any query
 //! near a part of it (four-line passages from five lines up cost a newcomer's six-line
@@ -33,14 +33,11 @@ pub fn searched(embeds_passages: bool, enabled: bool, openclaw_ranking: bool) ->
     embeds_passages && enabled && !openclaw_ranking
 }
 
-/// Content lines per passage.
+/// Content lines per passage: a chunk's content lines are cut into runs of this many.
 pub const LINES: usize = 2;
 
-/// Content lines from one passage's start to the next one's: passages do not overlap.
-pub const STRIDE: usize = LINES;
-
 /// The fewest content lines a chunk with passages has.
-/// (Changing [`LINES`], [`STRIDE`] or this changes stored vectors: bump the index format.)
+/// (Changing [`LINES`] or this changes stored vectors: bump the index format.)
 pub const MIN_LINES: usize = 8;
 
 /// What separates a chunk id from its passage number in a vector's id (chunk ids are hex).
@@ -54,10 +51,7 @@ pub fn windows(text: &str) -> Vec<String> {
     if lines.len() < MIN_LINES {
         return Vec::new();
     }
-    (0..lines.len() - LINES + STRIDE)
-        .step_by(STRIDE)
-        .map(|start| lines[start..(start + LINES).min(lines.len())].join("\n"))
-        .collect()
+    lines.chunks(LINES).map(|run| run.join("\n")).collect()
 }
 
 /// A chunk's passages with their numbers, from 1 (the `n` of [`id`]).

@@ -233,15 +233,15 @@ pub(crate) fn embedding_note(stats: &SyncStats, now: u64, under_way: bool) -> Op
         stats.chunks
     );
     let rest = "the others are found by keyword meanwhile";
+    // Seconds since the running sync last committed vectors.
+    let quiet = (embedding.progress.as_ref()).map_or(0, |p| now.saturating_sub(p.updated_at));
     Some(match (&embedding.progress, under_way) {
-        (Some(progress), true) if now.saturating_sub(progress.updated_at) >= STALLED_AFTER => {
-            format!(
-                "embedding has committed nothing for {} ({share}): the sync holding the \
-                 index lock may be stuck; stop it (`memoria index` or the live sync goes on \
-                 from where it stopped); {rest}",
-                duration_words(now - progress.updated_at)
-            )
-        }
+        (Some(_), true) if quiet >= STALLED_AFTER => format!(
+            "embedding has committed nothing for {} ({share}): the sync holding the index \
+             lock may be stuck; stop it (`memoria index` or the live sync goes on from where \
+             it stopped); {rest}",
+            duration_words(quiet)
+        ),
         (Some(progress), true) => {
             let left = match progress.eta_seconds(now) {
                 Some(seconds) => format!(", about {} left", duration_words(seconds)),
