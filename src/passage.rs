@@ -1,16 +1,17 @@
-//! Passages: the few-line windows of a chunk that the local model embeds besides the
-//! chunk itself, so a long chunk is judged by its best passage (pure).
+//! Passages: the few-line windows of a long chunk that the local model embeds instead of
+//! the chunk itself, so the chunk is judged by its best passage (pure).
 //!
 //! A ~400-token chunk of a daily log holds ten to fifteen lines, often chat turns or notes
 //! on unrelated things. Its one vector averages them all, and a question about one line
 //! meets a diluted match: on LoCoMo the evidence chunk sat at rank 7–15 on the vector side
 //! for most questions hybrid missed. So every chunk with at least [`MIN_LINES`] content
-//! lines also gets a vector per run of [`LINES`] lines (runs that do not overlap), and
-//! the vector side scores a chunk by the best of its vectors (docs/ranking.md, "How memoria
-//! ranks"). A shorter chunk is not diluted much, and its passages lift it for any query
-//! near a part of it (four-line passages from five lines up cost a newcomer's six-line
-//! `MEMORY.md` two right answers in `tests/data/personal`); every passage shape below was
-//! measured with the same eight-line threshold.
+//! lines gets a vector per run of [`LINES`] lines (runs that do not overlap), and the
+//! vector side scores it by its best passage (docs/ranking.md, "How memoria ranks"). Its
+//! own text is not embedded: its vector is the [`centroid`] of its passages', which only
+//! places it in the vector index. A shorter chunk is not diluted much, and passages would
+//! lift it for any query near a part of it (four-line passages from five lines up cost a
+//! newcomer's six-line `MEMORY.md` two right answers in `tests/data/personal`); every
+//! passage shape below was measured with the same eight-line threshold.
 //! Blank lines and Markdown headings are not content: the heading already is the chunk's
 //! title. A passage's vector is stored under [`id`]`(chunk, n)`, which [`chunk_of`] maps
 //! back.
@@ -22,7 +23,10 @@
 //! note as a whole (an index format 10 had) found no more (0.942 without it against 0.941)
 //! while it was 0.26 of all the text embedded; with both changes LoCoMo's conv-43 indexes
 //! from nothing in 126–136 s instead of 178–197 s. Both cost a little of the answer-first
-//! rate (MRR 0.797 against 0.806).
+//! rate (MRR 0.797 against 0.806). Embedding the long chunks themselves as well was then
+//! more than half of a first index, for 0.007 of LoCoMo's evidence in six under the
+//! plugin's layout and 0.002 with no config (index format 12 dropped it; docs/ranking.md,
+//! "Index format 12").
 
 /// Whether a sync embeds passages and searches use them: with an embedder that embeds them
 /// (the local model) unless the config turns them off (`enabled`: memoria's
@@ -77,6 +81,23 @@ pub fn id(chunk: &str, n: usize) -> String {
 /// The chunk a vector id belongs to: the id itself for a chunk's own vector.
 pub fn chunk_of(id: &str) -> &str {
     id.split_once(MARK).map_or(id, |(chunk, _)| chunk)
+}
+
+/// The vector of a chunk with passages: the direction of the sum of its passages' unit
+/// vectors (zeros when they cancel or there are none). Not an embedding of the chunk's
+/// text: the chunk is searched by its passages alone, and this vector only places it in
+/// the vector index, where a search finds it before its passages rescore it.
+pub fn centroid(passages: &[Vec<f32>]) -> Vec<f32> {
+    let dims = passages.first().map_or(0, Vec::len);
+    let mut sum = vec![0f32; dims];
+    for vector in passages {
+        let mut unit = vector.clone();
+        if crate::simd::l2_normalize(&mut unit) {
+            sum.iter_mut().zip(&unit).for_each(|(s, u)| *s += u);
+        }
+    }
+    crate::simd::l2_normalize(&mut sum);
+    sum
 }
 
 /// Whether a vector id is a passage's rather than a chunk's own.
@@ -137,6 +158,27 @@ mod tests {
         let numbers: Vec<usize> = numbered(&lines(8)).map(|p| p.0).collect();
         assert_eq!(numbers, [1, 2, 3, 4]);
         assert_eq!(numbered("short").count(), 0);
+    }
+
+    #[test]
+    fn centroid_table() {
+        let cases: &[(&[&[f32]], &[f32])] = &[
+            (&[], &[]),
+            (&[&[3.0, 4.0]], &[0.6, 0.8]),
+            // Each passage counts once, whatever its length.
+            (&[&[10.0, 0.0], &[0.0, 0.5]], &[0.70710677, 0.70710677]),
+            (&[&[1.0, 0.0], &[-2.0, 0.0]], &[0.0, 0.0]),
+            // A zero vector has no direction and adds nothing.
+            (&[&[0.0, 0.0], &[0.0, 2.0]], &[0.0, 1.0]),
+        ];
+        for (passages, want) in cases {
+            let vectors: Vec<Vec<f32>> = passages.iter().map(|v| v.to_vec()).collect();
+            let got = centroid(&vectors);
+            assert_eq!(got.len(), want.len(), "{passages:?}");
+            for (g, w) in got.iter().zip(*want) {
+                assert!((g - w).abs() < 1e-6, "{passages:?}: {got:?}");
+            }
+        }
     }
 
     #[test]

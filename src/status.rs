@@ -156,7 +156,7 @@ fn ranking(settings: &Settings, model: Option<&str>, passages: bool) -> String {
     }
     if passages {
         out.push_str(&format!(
-            "; chunks of {}+ lines also found by their {}-line passages",
+            "; chunks of {}+ lines found by their {}-line passages",
             crate::passage::MIN_LINES,
             crate::passage::LINES,
         ));

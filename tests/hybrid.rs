@@ -988,6 +988,28 @@ fn a_long_chunk_is_found_by_its_best_passage() {
 }
 
 #[test]
+fn a_chunk_with_passages_is_not_embedded_itself() {
+    // Its vector is the centroid of its passages': the embedder gets the twelve-topics
+    // log's six two-line passages and never the log's own text.
+    let tmp = tempfile::tempdir().unwrap();
+    let (s, _) = twelve_topics(tmp.path());
+    let embedded = |passages: bool| {
+        let mut s = s.clone();
+        s.store.dir = Some(tmp.path().join(format!("store-{passages}")));
+        s.cache.enabled = false;
+        let embedder = passage_embedder(passages, false);
+        let memory = open(s, embedder.clone());
+        memory.sync(false, &|_| {}).unwrap();
+        let vectors = memory.status().unwrap().vectors;
+        (embedder.documents.load(Ordering::SeqCst), vectors)
+    };
+    let (plain, chunks) = embedded(false);
+    let (with_passages, chunks_with_passages) = embedded(true);
+    assert_eq!(with_passages, plain - 1 + TWELVE_TOPICS.len() / 2);
+    assert_eq!(chunks_with_passages, chunks, "the log has its vector");
+}
+
+#[test]
 fn a_chunk_is_stored_as_embedded_only_with_all_its_passages() {
     // A forced rebuild finds the chunk's own vector in the embedding cache (the first index
     // had no passages) but has to embed its passages, and the embedder fails: the chunk

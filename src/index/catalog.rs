@@ -244,7 +244,8 @@ impl Catalog {
     }
 
     /// The vectors not stored yet: each chunk's own, and with `passages` its passages'
-    /// ([`passage::numbered`]), a chunk's passages before its own vector.
+    /// ([`passage::numbered`]), a chunk's passages before its own vector (then their
+    /// centroid).
     ///
     /// A chunk whose own vector is stored is complete: the sync stores a chunk's own
     /// vector only after all its passages (`sync::embedding`), so a chunk with its own
@@ -409,6 +410,9 @@ mod tests {
         let missing = catalog.chunks_without_vectors(true).unwrap();
         assert_eq!(missing[1].text, "three\nfour");
         assert_eq!(missing[1].title, "a");
+        // The chunk with passages is their centroid (it knows how many), the other embedded.
+        let counts: Vec<usize> = missing.iter().map(|m| m.passages).collect();
+        assert_eq!(counts, [0, 0, 0, 0, 4, 0]);
         let vectors: Vec<(String, Vec<f32>)> = ids(true)
             .into_iter()
             .chain(["cc#1".to_string()]) // no such chunk: skipped

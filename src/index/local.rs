@@ -252,6 +252,10 @@ impl Writer for LocalWriter<'_> {
         self.open()?.catalog.put_vectors(vectors).map(drop)
     }
 
+    fn stored_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        self.open()?.catalog.vectors_by_ids(ids)
+    }
+
     fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
         if self.replaced.is_none() {
             let catalog = self.committed.and_then(|n| {

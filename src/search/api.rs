@@ -256,7 +256,7 @@ pub struct Candidates {
     /// Keyword candidates; `score` is raw BM25. Empty when the keyword side did not run.
     pub keyword: Vec<Candidate>,
     /// Vector candidates; `score` is the cosine (with passages, the best of the chunk's
-    /// vectors). Empty when the vector side did not serve.
+    /// passages'). Empty when the vector side did not serve.
     pub vector: Vec<Candidate>,
 }
 

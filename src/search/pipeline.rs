@@ -473,8 +473,7 @@ impl Searcher<'_> {
             Some(_) => pool.saturating_mul(CORPUS_OVERFETCH),
             None => pool,
         };
-        // A chunk with passages scores the best of its own vector and theirs (the index
-        // rescores them).
+        // A chunk with passages scores the best of theirs (the index rescores them).
         let nearest = self
             .reader
             .nearest(&query_vector, fetch)

@@ -21,7 +21,10 @@ use serde::{Deserialize, Serialize};
 /// 11: passages are two-line windows that do not overlap (four lines every two before),
 ///    and no file is embedded whole (`crate::passage`): the same passage ids name other
 ///    texts, so an index of format 10 is rebuilt (its chunks' vectors come from the cache).
-pub const FORMAT_VERSION: u32 = 11;
+/// 12: a chunk with passages is not embedded: its own vector is their centroid
+///    (`crate::passage::centroid`), and a search scores it by its best passage alone; an
+///    index of format 11 is rebuilt (its passages' vectors come from the cache).
+pub const FORMAT_VERSION: u32 = 12;
 
 /// Everything that, when changed, invalidates the index (SPEC §4). Written camelCase (as
 /// `status --json` shows it); manifests written before that (snake_case) still read.

@@ -1,8 +1,8 @@
 //! A store that keeps everything in maps, for the pipeline's unit tests: the second
 //! implementation of the seam, which proves that `sync/` and `search/` need nothing but the
 //! traits. Its keyword side is BM25 over the analyzer's terms (k1 1.2, b 0.75, as tantivy
-//! scores), its vector side an exact scan where a chunk scores the best of its own vector
-//! and its passages'. A writer works on a copy of the committed generation and publishes it
+//! scores), its vector side an exact scan where a chunk scores its own cosine or, with
+//! passages, the best of theirs. A writer works on a copy of the committed generation and publishes it
 //! whole on commit, so readers never see a sync half done.
 
 use std::collections::{BTreeMap, HashMap};
@@ -191,12 +191,18 @@ impl Reader for MemoryReader {
         if !self.has_vectors() {
             return None;
         }
+        // A chunk with passages scores the best of theirs (its own vector is their centroid).
         let mut best: BTreeMap<&str, f32> = BTreeMap::new();
         for (id, vector) in &self.generation.vectors {
-            let score = cosine(query, vector);
-            let chunk = passage::chunk_of(id);
-            let entry = best.entry(chunk).or_insert(f32::MIN);
-            *entry = entry.max(score);
+            if passage::is_passage(id) {
+                let entry = best.entry(passage::chunk_of(id)).or_insert(f32::MIN);
+                *entry = entry.max(cosine(query, vector));
+            }
+        }
+        for (id, vector) in &self.generation.vectors {
+            if !passage::is_passage(id) {
+                best.entry(id).or_insert_with(|| cosine(query, vector));
+            }
         }
         let mut out: Vec<(String, f32)> = best
             .into_iter()
@@ -356,6 +362,14 @@ impl Writer for MemoryWriter<'_> {
             }
         }
         Ok(())
+    }
+
+    fn stored_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        let draft = self.draft()?;
+        Ok(ids
+            .iter()
+            .map(|id| draft.vectors.get(*id).cloned())
+            .collect())
     }
 
     fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {

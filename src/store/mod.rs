@@ -91,8 +91,8 @@ pub(crate) trait Reader: Send + Sync {
     fn query_share(&self, query: &str, text: &str) -> Result<f64>;
     /// Whether the generation has vectors to search.
     fn has_vectors(&self) -> bool;
-    /// The `k` chunks nearest to `query` by cosine (a chunk scoring the best of its own
-    /// vector and its passages'), best first; `None` when the generation has no vectors.
+    /// The `k` chunks nearest to `query` by cosine (a chunk with passages scoring the best
+    /// of theirs), best first; `None` when the generation has no vectors.
     fn nearest(&self, query: &[f32], k: usize) -> Option<Vec<(String, f32)>>;
     /// Ranking keys of these chunks (unknown ids are skipped).
     fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>>;
@@ -134,6 +134,9 @@ pub(crate) trait Writer: Send {
     fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>>;
     /// Stores vectors by chunk (or passage) id; ids of chunks no longer held are skipped.
     fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()>;
+    /// The vectors this generation holds for `ids` as written so far (`None` where it has
+    /// none): a chunk's passages, read back for their centroid.
+    fn stored_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>>;
     /// The vectors the committed generation holds for `ids`, for a rebuild with the same
     /// embedder; all `None` when it cannot be read.
     fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>>;

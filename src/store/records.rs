@@ -77,6 +77,10 @@ pub struct Unembedded {
     /// Its title (empty for none).
     pub title: String,
     pub text: String,
+    /// For a chunk with passages, how many it has: its vector is then their
+    /// [`passage::centroid`], never an embedding of `text`. 0 for other chunks and for
+    /// passages.
+    pub passages: usize,
 }
 
 impl Unembedded {
@@ -134,7 +138,8 @@ impl KeywordHit {
 }
 
 /// The vectors chunk `id` still needs, given which ids already have one (`has`): with
-/// `passages`, its passages' ([`passage::numbered`]) before its own
+/// `passages`, its passages' ([`passage::numbered`]) before its own, which is then their
+/// centroid ([`Unembedded::passages`])
 /// ([`Unembedded`]'s order is the order they must be stored in: a chunk with its own vector
 /// counts as complete). What every store's `Writer::unembedded` lists.
 pub fn unembedded(
@@ -144,8 +149,10 @@ pub fn unembedded(
     has: &mut dyn FnMut(&str) -> crate::error::Result<bool>,
 ) -> crate::error::Result<Vec<Unembedded>> {
     let mut out = Vec::new();
+    let mut count = 0;
     if passages {
         for (n, text) in passage::numbered(&chunk.text) {
+            count = n;
             let passage_id = passage::id(id, n);
             if !has(&passage_id)? {
                 out.push(Unembedded {
@@ -153,6 +160,7 @@ pub fn unembedded(
                     hash: crate::digest::sha256_hex(text.as_bytes()),
                     title: chunk.title.clone(),
                     text,
+                    passages: 0,
                 });
             }
         }
@@ -162,6 +170,7 @@ pub fn unembedded(
         hash: chunk.hash,
         title: chunk.title,
         text: chunk.text,
+        passages: count,
     });
     Ok(out)
 }

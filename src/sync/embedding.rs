@@ -10,7 +10,7 @@ use crate::embed::{BatchApi, Document, Embedder};
 use crate::error::Result;
 use crate::passage;
 use crate::store::{cache_key, EmbeddingProgress, Identity, Unembedded, Writer};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Chunks embedded per embedder call at most (the embedder groups them by length
@@ -154,10 +154,12 @@ pub(super) fn same_embedder(a: &Identity, b: &Identity) -> bool {
 
 /// Embeds every chunk without a vector: from the cache, then (with `reuse`) the generation
 /// being replaced, by chunk id, then through the provider's batch API when it has one and
-/// the backfill is large ([`backfill`]), then through direct requests. An embedder failure
-/// stops embedding and is reported (the keyword index is already committed); I/O errors
-/// fail. Every call's vectors are stored (and cached) as they come, and `checkpoints`
-/// commits them along the way. Returns how many vectors a running batch job will bring.
+/// the backfill is large ([`backfill`]), then through direct requests. A chunk with
+/// passages is not embedded: its vector is their centroid, stored as soon as they are
+/// ([`Centroids`]). An embedder failure stops embedding and is reported (the keyword index
+/// is already committed); I/O errors fail. Every call's vectors are stored (and cached) as
+/// they come, and `checkpoints` commits them along the way. Returns how many vectors a
+/// running batch job will bring.
 pub(super) fn embed_missing(
     writer: &mut dyn Writer,
     reuse: bool,
@@ -178,8 +180,18 @@ pub(super) fn embed_missing(
         .map(|m| cache_key(&plan.cache_key, &m.input_hash()))
         .collect();
 
-    let AtHand { mut todo, deferred } =
-        vectors_at_hand(writer, reuse, &missing, &keys, cache, dims, report)?;
+    let mut centroids = Centroids::new(&missing);
+    centroids.complete(writer)?;
+    let mut todo = vectors_at_hand(
+        writer,
+        reuse,
+        &missing,
+        &keys,
+        cache,
+        dims,
+        report,
+        &mut centroids,
+    )?;
     let fresh = Fresh {
         missing: &missing,
         keys: &keys,
@@ -209,13 +221,13 @@ pub(super) fn embed_missing(
                 true
             }
         });
-        fresh.put(writer, embedded, report)?;
+        fresh.put(writer, embedded, report, &mut centroids)?;
     } else if writer.batch_jobs()?.is_some() {
         // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
         writer.write_batch_jobs(None)?;
     }
 
-    let completed = embed_directly(
+    embed_directly(
         writer,
         &fresh,
         &todo,
@@ -223,28 +235,15 @@ pub(super) fn embed_missing(
         report,
         progress,
         checkpoints,
+        &mut centroids,
     )?;
-    // Every passage is stored unless embedding stopped (the deferred vectors are found
-    // again next time).
-    if !deferred.is_empty() && completed && awaiting == 0 {
-        report.cached += deferred.len();
-        writer.put_vectors(&deferred)?;
-    }
     Ok(awaiting)
 }
 
-/// What [`vectors_at_hand`] leaves: the indexes into `missing` still to embed, and the
-/// vectors found for chunks whose passages are not all found (stored at the end).
-struct AtHand {
-    todo: Vec<usize>,
-    deferred: Vec<(String, Vec<f32>)>,
-}
-
-/// Stores the vectors at hand: the cache's, then (with `reuse`) the replaced generation's.
-/// A chunk's own vector is stored only once all its passages are (`Writer::unembedded`
-/// trusts a chunk with its own vector to be complete): one found while a passage of its
-/// chunk still has to be embedded is deferred to the end of the embedding (`missing` lists
-/// a chunk's passages before it).
+/// Stores the vectors at hand: the cache's, then (with `reuse`) the replaced generation's;
+/// returns the indexes into `missing` still to embed. Chunks with passages are not looked
+/// up: their vectors are their passages' centroids.
+#[allow(clippy::too_many_arguments)]
 fn vectors_at_hand(
     writer: &mut dyn Writer,
     reuse: bool,
@@ -253,50 +252,132 @@ fn vectors_at_hand(
     cache: bool,
     dims: usize,
     report: &mut SyncReport,
-) -> Result<AtHand> {
+    centroids: &mut Centroids,
+) -> Result<Vec<usize>> {
+    let wanted: Vec<usize> = (0..missing.len())
+        .filter(|&i| missing[i].passages == 0)
+        .collect();
     let mut todo: Vec<usize> = Vec::new();
-    let mut incomplete: HashSet<&str> = HashSet::new();
-    let mut deferred: Vec<(String, Vec<f32>)> = Vec::new();
-    for (n, batch) in missing.chunks(EMBED_BATCH).enumerate() {
-        let offset = n * EMBED_BATCH;
-        let batch_keys = &keys[offset..offset + batch.len()];
+    for batch in wanted.chunks(EMBED_BATCH) {
         let mut vectors: Vec<Option<Vec<f32>>> = match cache {
-            true => writer.cached(batch_keys)?,
+            true => {
+                let batch_keys: Vec<String> = batch.iter().map(|&i| keys[i].clone()).collect();
+                writer.cached(&batch_keys)?
+            }
             false => vec![None; batch.len()],
         };
         if reuse {
-            let misses: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
-            let ids: Vec<&str> = misses.iter().map(|&i| batch[i].id.as_str()).collect();
-            for (&i, vector) in misses.iter().zip(writer.replaced_vectors(&ids)?) {
-                vectors[i] = vector;
+            let misses: Vec<usize> = (0..batch.len()).filter(|&j| vectors[j].is_none()).collect();
+            let ids: Vec<&str> = misses
+                .iter()
+                .map(|&j| missing[batch[j]].id.as_str())
+                .collect();
+            for (&j, vector) in misses.iter().zip(writer.replaced_vectors(&ids)?) {
+                vectors[j] = vector;
             }
         }
         let mut found = Vec::new();
-        for (i, vector) in vectors.into_iter().enumerate() {
-            let id = batch[i].id.as_str();
+        for (&i, vector) in batch.iter().zip(vectors) {
+            // (A stored vector of another size is not ours.)
             match vector.filter(|v| v.len() == dims) {
-                Some(vector) if incomplete.contains(id) => deferred.push((id.to_string(), vector)),
-                Some(vector) => found.push((id.to_string(), vector)),
-                None => {
-                    // (A stored vector of another size is not ours.)
-                    if passage::is_passage(id) {
-                        incomplete.insert(passage::chunk_of(id));
-                    }
-                    todo.push(offset + i);
-                }
+                Some(vector) => found.push((missing[i].id.clone(), vector)),
+                None => todo.push(i),
             }
         }
         report.cached += found.len();
         if !found.is_empty() {
             writer.put_vectors(&found)?;
+            centroids.stored(writer, found.iter().map(|(id, _)| id.as_str()))?;
         }
     }
-    Ok(AtHand { todo, deferred })
+    Ok(todo)
+}
+
+/// The chunks of a sync whose vector is the centroid of their passages'
+/// ([`Unembedded::passages`]): each is stored as soon as the last of its passages is, from
+/// the passages' vectors as stored, so `Writer::unembedded` can keep trusting a chunk with
+/// its own vector to be complete.
+struct Centroids {
+    /// By chunk id: its number of passages, and how many of them have no vector yet.
+    waiting: HashMap<String, (usize, usize)>,
+}
+
+impl Centroids {
+    fn new(missing: &[Unembedded]) -> Centroids {
+        let mut waiting: HashMap<String, (usize, usize)> = missing
+            .iter()
+            .filter(|m| m.passages > 0)
+            .map(|m| (m.id.clone(), (m.passages, 0)))
+            .collect();
+        for m in missing.iter().filter(|m| passage::is_passage(&m.id)) {
+            if let Some((_, left)) = waiting.get_mut(passage::chunk_of(&m.id)) {
+                *left += 1;
+            }
+        }
+        Centroids { waiting }
+    }
+
+    /// Stores the centroids of the chunks whose passages were all stored before this sync
+    /// (one stopped between a chunk's passages and its own vector).
+    fn complete(&mut self, writer: &mut dyn Writer) -> Result<()> {
+        let ready: Vec<String> = self
+            .waiting
+            .iter()
+            .filter(|(_, (_, left))| *left == 0)
+            .map(|(id, _)| id.clone())
+            .collect();
+        self.store(writer, ready)
+    }
+
+    /// Notes that vectors `ids` were just stored, and stores the centroid of every chunk
+    /// whose passages they completed.
+    fn stored<'i>(
+        &mut self,
+        writer: &mut dyn Writer,
+        ids: impl Iterator<Item = &'i str>,
+    ) -> Result<()> {
+        let mut ready = Vec::new();
+        for chunk in ids
+            .filter(|id| passage::is_passage(id))
+            .map(passage::chunk_of)
+        {
+            if let Some((_, left)) = self.waiting.get_mut(chunk) {
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    ready.push(chunk.to_string());
+                }
+            }
+        }
+        self.store(writer, ready)
+    }
+
+    fn store(&mut self, writer: &mut dyn Writer, chunks: Vec<String>) -> Result<()> {
+        let mut vectors = Vec::new();
+        for chunk in chunks {
+            let Some((count, _)) = self.waiting.remove(&chunk) else {
+                continue;
+            };
+            let ids: Vec<String> = (1..=count).map(|n| passage::id(&chunk, n)).collect();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            // A passage without a vector (its file changed meanwhile): the next sync lists
+            // the chunk again.
+            let passages: Option<Vec<Vec<f32>>> =
+                writer.stored_vectors(&ids)?.into_iter().collect();
+            if let Some(passages) = passages {
+                vectors.push((chunk, passage::centroid(&passages)));
+            }
+        }
+        if !vectors.is_empty() {
+            writer.put_vectors(&vectors)?;
+        }
+        Ok(())
+    }
 }
 
 /// Embeds `fresh.missing[todo]` through direct requests, `per_call` texts a call, storing
-/// each call's vectors as it returns. False when it stopped before the end: an embedder
-/// failure (in `report`) or the plan's time limit.
+/// each call's vectors (and the centroids they complete) as it returns. Stops early on an
+/// embedder failure (in `report`) or at the plan's time limit.
+#[allow(clippy::too_many_arguments)]
 fn embed_directly(
     writer: &mut dyn Writer,
     fresh: &Fresh,
@@ -305,7 +386,8 @@ fn embed_directly(
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
     checkpoints: &mut Checkpoints,
-) -> Result<bool> {
+    centroids: &mut Centroids,
+) -> Result<()> {
     let (missing, plan) = (fresh.missing, fresh.plan);
     let dims = plan.embedder.dims();
     let total = todo.len();
@@ -315,7 +397,7 @@ fn embed_directly(
             .time_limit
             .is_some_and(|limit| started.elapsed() >= limit)
         {
-            return Ok(false);
+            return Ok(());
         }
         let documents: Vec<Document> = batch
             .iter()
@@ -334,18 +416,18 @@ fn embed_directly(
             Ok(_) => {
                 report.embed_error =
                     Some("the embedder returned vectors of the wrong count or size".into());
-                return Ok(false);
+                return Ok(());
             }
             Err(err) => {
                 report.embed_error = Some(err.to_string());
-                return Ok(false);
+                return Ok(());
             }
         };
         let embedded = batch
             .iter()
             .copied()
             .zip(embedded.into_iter().map(|e| e.vector));
-        fresh.put(writer, embedded.collect(), report)?;
+        fresh.put(writer, embedded.collect(), report, centroids)?;
         let done = n * per_call + batch.len();
         progress(SyncProgress::Embedding {
             chunks_done: done,
@@ -353,7 +435,7 @@ fn embed_directly(
         });
         checkpoints.after_call(writer, total, done)?;
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Where freshly embedded vectors go: the store (by chunk id) and its embedding cache (by
@@ -366,12 +448,14 @@ struct Fresh<'a> {
 }
 
 impl Fresh<'_> {
-    /// Stores the vectors of `missing[i]` for each `(i, vector)`, counted as embedded.
+    /// Stores the vectors of `missing[i]` for each `(i, vector)`, counted as embedded, and
+    /// the centroids they complete.
     fn put(
         &self,
         writer: &mut dyn Writer,
         embedded: Vec<(usize, Vec<f32>)>,
         report: &mut SyncReport,
+        centroids: &mut Centroids,
     ) -> Result<()> {
         if embedded.is_empty() {
             return Ok(());
@@ -395,6 +479,7 @@ impl Fresh<'_> {
             .collect();
         report.embedded += found.len();
         writer.put_vectors(&found)?;
+        centroids.stored(writer, found.iter().map(|(id, _)| id.as_str()))?;
         if self.cache {
             writer.cache(&cached, self.plan.cache_max_entries)?;
         }

@@ -18,9 +18,10 @@ use crate::simd::l2_normalize as normalize;
 
 /// How many times `k` chunks a search takes from the graph (or scan) by their own vectors
 /// when the index holds passages, before their passages rescore them, so a chunk whose
-/// best passage matches while its own vector ranks lower is still met. On LoCoMo, 1 / 2 /
-/// 4 / 8 gave vector-only recall@6 0.892 / 0.899 / 0.900 / 0.900 (hybrid 0.942 / 0.936 /
-/// 0.937 / 0.937); 4 equals what the passages gave as graph points.
+/// best passage matches while its own vector ranks lower is still met. On LoCoMo (with
+/// chunks' own embeddings as graph points, index format 10), 1 / 2 / 4 / 8 gave
+/// vector-only recall@6 0.892 / 0.899 / 0.900 / 0.900 (hybrid 0.942 / 0.936 / 0.937 /
+/// 0.937); 4 equals what the passages gave as graph points.
 const PASSAGE_WIDEN: usize = 4;
 
 /// Tuning of the vector index. The defaults come from `benches/vector.rs` (100k clustered
@@ -324,9 +325,9 @@ impl VectorIndex {
     /// first (ties: smaller id first). Exactly `min(k, len())` results, except that a zero,
     /// non-finite or wrongly sized query returns nothing. HNSW results are approximate.
     ///
-    /// A chunk with passages scores the best of its own cosine and its passages': the
-    /// [`PASSAGE_WIDEN`]` × k` chunks nearest by their own vectors are rescored, then cut
-    /// to `k`.
+    /// A chunk with passages scores the best of its passages' cosines (its own vector, their
+    /// centroid, only places it): the [`PASSAGE_WIDEN`]` × k` chunks nearest by their own
+    /// vectors are rescored, then cut to `k`.
     pub fn search(&self, query: &[f32], k: usize) -> Vec<(String, f32)> {
         if k == 0 || self.slot_of.is_empty() || query.len() != self.dims {
             return Vec::new();
@@ -348,7 +349,7 @@ impl VectorIndex {
             .map(|hit| {
                 let id = &self.ids[hit.slot];
                 let best = self.passages.best(id, &q);
-                (id.clone(), best.map_or(hit.score, |b| b.max(hit.score)))
+                (id.clone(), best.unwrap_or(hit.score))
             })
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

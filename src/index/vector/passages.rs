@@ -6,7 +6,7 @@
 //! index (on disk and in memory) ~9× its chunks' size and its first load seconds long. They
 //! are kept here instead, each as 768 signed bytes and one `f32`, a quarter of a float row:
 //! the search walks the graph by chunk vectors, then scores each chunk it found by the
-//! best of its own cosine and its passages' ([`super::VectorIndex::search`]).
+//! best of its passages' cosines ([`super::VectorIndex::search`]).
 //!
 //! **Quantisation** (`index::codec`, the catalog's form for passages too): a vector `v` is
 //! kept as `q = round(127 · v / max|v|)` and `1 / ‖q‖`, so `q · u / ‖q‖` is the cosine of

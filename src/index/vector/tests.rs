@@ -221,7 +221,7 @@ fn save_load_round_trip_keeps_results_and_tag() {
 }
 
 #[test]
-fn a_chunk_scores_the_best_of_its_own_vector_and_its_passages() {
+fn a_chunk_with_passages_scores_the_best_of_them() {
     let data = clustered(300, 16, 6, 31);
     let passage = |chunk: usize, n: usize| format!("{}#{n}", id(chunk));
     for params in [exact_params(), hnsw_params()] {
@@ -252,9 +252,12 @@ fn a_chunk_scores_the_best_of_its_own_vector_and_its_passages() {
         assert_eq!(loaded.passage_count(), 2);
         assert_eq!(score(&loaded), score(&index));
 
-        // Without that passage, the chunk is back to its own cosine.
         for index in [&mut index, &mut loaded] {
+            // Without that passage, the other one scores the chunk (its own vector only
+            // places it), and without passages its own cosine does.
             assert!(index.remove(&passage(7, 2)) && !index.remove(&passage(7, 2)));
+            assert!(score(index) < -0.99, "{}", score(index));
+            assert!(index.remove(&passage(7, 1)));
             assert!(
                 (score(index) - own).abs() < 1e-4,
                 "{} vs {own}",
