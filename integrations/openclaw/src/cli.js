@@ -2,7 +2,7 @@
 // OpenClaw's config file and state dir (and the plugin's extra args), output inherited.
 
 import { spawn } from "node:child_process";
-import { normalizeAgentId } from "./config.js";
+import { commandNotFound, normalizeAgentId } from "./config.js";
 import { editSlot } from "./slot.js";
 
 /**
@@ -25,7 +25,7 @@ function runInherited(rt, sub, agent) {
       const code = /** @type {any} */ (err).code;
       process.stderr.write(
         code === "ENOENT"
-          ? `openclaw memoria: memoria command not found: ${JSON.stringify(rt.pluginConfig.command)} (install memoria on PATH, or set plugins.entries.memoria.config.command)\n`
+          ? `openclaw memoria: ${commandNotFound(rt.pluginConfig.command, rt.pluginConfig.commandSource)}\n`
           : `openclaw memoria: ${err.message}\n`,
       );
       resolve(127);
@@ -55,7 +55,10 @@ export function registerMemoriaCli(program, getRuntime, api) {
     .option("--agent <id>", "agent id (default: the default agent)")
     .option("--json", "print JSON")
     .action(async (opts) => {
-      finish(await runInherited(getRuntime(), ["status", ...(opts.json ? ["--json"] : [])], agentOf(opts)));
+      const rt = getRuntime();
+      // Which binary answers, and why that one (on stderr: stdout stays memoria's).
+      process.stderr.write(`memoria binary: ${rt.pluginConfig.command} (${rt.pluginConfig.commandSource})\n`);
+      finish(await runInherited(rt, ["status", ...(opts.json ? ["--json"] : [])], agentOf(opts)));
     });
 
   root

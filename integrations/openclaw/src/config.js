@@ -1,12 +1,17 @@
 // Plugin configuration (plugins.entries.memoria.config) and the paths memoria is given.
 
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 
+/** The npm package that brings memoria's binary (through its platform packages). */
+export const BINARY_PACKAGE = "@memoria-search/memoria";
+
 /**
  * @typedef {object} MemoriaPluginConfig
- * @property {string} command         the memoria executable (default: `memoria` on PATH)
+ * @property {string} command         the memoria executable ({@link resolveCommand})
+ * @property {string} commandSource   where it came from, for messages and status
  * @property {string[]} args          extra global options, before `mcp` (e.g. ["--provider", "none"])
  * @property {Record<string, string>} env  extra environment for the child
  * @property {number} callTimeoutMs   one tool call's time limit
@@ -40,7 +45,7 @@ export const CONFIG_JSON_SCHEMA = {
  */
 export function resolvePluginConfig(raw) {
   const cfg = raw && typeof raw === "object" ? raw : {};
-  const command = typeof cfg.command === "string" && cfg.command.trim() ? cfg.command.trim() : "memoria";
+  const { command, source: commandSource } = resolveCommand(typeof cfg.command === "string" ? cfg.command : undefined);
   const args = Array.isArray(cfg.args) ? cfg.args.filter((a) => typeof a === "string") : [];
   /** @type {Record<string, string>} */
   const env = {};
@@ -51,7 +56,49 @@ export function resolvePluginConfig(raw) {
     typeof cfg.callTimeoutMs === "number" && Number.isFinite(cfg.callTimeoutMs) && cfg.callTimeoutMs >= 1000
       ? cfg.callTimeoutMs
       : 120_000;
-  return { command, args, env, callTimeoutMs };
+  return { command, commandSource, args, env, callTimeoutMs };
+}
+
+/**
+ * Where the memoria executable comes from: the config's `command` when set (an explicit
+ * choice always wins, e.g. a GPU build); else the binary npm installed with the plugin
+ * (its dependency {@link BINARY_PACKAGE} brings the package built for this platform);
+ * else `memoria` on PATH, with the reason the package gave none.
+ * @param {string | undefined} configured
+ * @param {() => { path?: string, error?: string }} [packaged] the package's answer
+ * @returns {{ command: string, source: string }}
+ */
+export function resolveCommand(configured, packaged = packagedBinary) {
+  const explicit = configured?.trim();
+  if (explicit) return { command: explicit, source: "plugins.entries.memoria.config.command" };
+  const found = packaged();
+  if (found.path) return { command: found.path, source: `npm package ${BINARY_PACKAGE}` };
+  return { command: "memoria", source: `PATH (${found.error ?? "no packaged binary"})` };
+}
+
+/**
+ * The error for a memoria command that does not exist, and what to do.
+ * @param {string} command
+ * @param {string} [source] where it came from ({@link resolveCommand})
+ */
+export function commandNotFound(command, source) {
+  const from = source ? ` (from ${source})` : "";
+  return `memoria command not found: ${JSON.stringify(command)}${from}: install the plugin from npm (it brings the binary), install memoria on PATH, or set plugins.entries.memoria.config.command to its path`;
+}
+
+/** The binary of {@link BINARY_PACKAGE}, or why there is none. */
+function packagedBinary() {
+  let binaryPath;
+  try {
+    ({ binaryPath } = createRequire(import.meta.url)(BINARY_PACKAGE));
+  } catch {
+    return { error: `${BINARY_PACKAGE} is not installed` };
+  }
+  try {
+    return binaryPath();
+  } catch (err) {
+    return { error: `${BINARY_PACKAGE}: ${err instanceof Error ? err.message : String(err)}` };
+  }
 }
 
 /** `~/x` → absolute. */

@@ -13,12 +13,14 @@
 // (EPIPE on stdin, garbage on stdout, an exit) can throw in the host process.
 
 import { spawn } from "node:child_process";
+import { commandNotFound } from "./config.js";
 
 /** @typedef {{ info?: (msg: string) => void, warn?: (msg: string) => void, error?: (msg: string) => void, debug?: (msg: string) => void }} Logger */
 
 /**
  * @typedef {object} McpClientOptions
  * @property {string} command          executable (PATH lookup like a shell)
+ * @property {string} [commandSource]  where the command came from, for messages
  * @property {string[]} args           full argument list, ending with `mcp`
  * @property {Record<string, string | undefined>} [env]  environment of the child
  * @property {string} [cwd]
@@ -164,7 +166,7 @@ export class McpClient {
   }
 
   async #start() {
-    const { command, args, env, cwd } = this.options;
+    const { command, commandSource, args, env, cwd } = this.options;
     this.stderrTail = [];
     this.serverInfo = null;
     this.tools = null;
@@ -178,7 +180,7 @@ export class McpClient {
       });
     } catch (err) {
       // spawn() throws synchronously for some argument errors (e.g. a non-string command).
-      this.#fail(describeSpawnError(err, command), "MEMORIA_NOT_FOUND");
+      this.#fail(describeSpawnError(err, command, commandSource), "MEMORIA_NOT_FOUND");
       throw new McpError(this.lastError ?? "spawn failed", "MEMORIA_NOT_FOUND");
     }
     this.child = child;
@@ -230,7 +232,7 @@ export class McpClient {
     child.once("exit", (code, signal) => this.#onExit(child, code, signal));
 
     if (!(await spawned)) {
-      const message = describeSpawnError(spawnError, command);
+      const message = describeSpawnError(spawnError, command, commandSource);
       this.#fail(message, "MEMORIA_NOT_FOUND");
       this.child = null;
       throw new McpError(message, "MEMORIA_NOT_FOUND");
@@ -420,11 +422,9 @@ function logStderrLine(logger, line) {
 }
 
 /** A clear message for a command that cannot start. */
-function describeSpawnError(err, command) {
+function describeSpawnError(err, command, source) {
   const code = /** @type {any} */ (err)?.code;
-  if (code === "ENOENT") {
-    return `memoria command not found: ${JSON.stringify(command)} (install memoria on PATH, or set plugins.entries.memoria.config.command to its path)`;
-  }
+  if (code === "ENOENT") return commandNotFound(command, source);
   if (code === "EACCES") {
     return `memoria command is not executable: ${JSON.stringify(command)} (EACCES; check plugins.entries.memoria.config.command)`;
   }

@@ -5,6 +5,7 @@
 import { execFile } from "node:child_process";
 import { McpClient, McpError } from "./mcp-client.js";
 import {
+  commandNotFound,
   configuredAgentIds,
   memoriaArgs,
   resolveConfigPath,
@@ -97,6 +98,7 @@ export class MemoriaRuntime {
     if (!this.client) {
       this.client = new McpClient({
         command: this.pluginConfig.command,
+        commandSource: this.pluginConfig.commandSource,
         args: this.args(["mcp"]),
         env: this.env(),
         logger: this.logger,
@@ -147,7 +149,7 @@ export class MemoriaRuntime {
               return resolve({
                 ok: false,
                 code: "MEMORIA_NOT_FOUND",
-                error: `memoria command not found: ${JSON.stringify(this.pluginConfig.command)} (install memoria on PATH, or set plugins.entries.memoria.config.command to its path)`,
+                error: commandNotFound(this.pluginConfig.command, this.pluginConfig.commandSource),
               });
             }
             const tail = String(stderr || "").trim().split("\n").slice(-3).join(" | ");

@@ -8,7 +8,7 @@ import { McpClient } from "../src/mcp-client.js";
 import { createMemoryTools, mapGetPayload, searchArgs } from "../src/tools.js";
 import { MemoriaRuntime } from "../src/runtime.js";
 import { mapStatus } from "../src/manager.js";
-import { chatTypeFromSessionKey } from "../src/config.js";
+import { chatTypeFromSessionKey, commandNotFound, resolveCommand } from "../src/config.js";
 import entry from "../index.js";
 
 const fake = path.join(path.dirname(fileURLToPath(import.meta.url)), "fake-memoria.mjs");
@@ -122,6 +122,26 @@ test("tools: a wrong command is an error payload naming it", async () => {
   assert.equal(g.details.status, "error");
   assert.match(g.details.error, /not found|next start attempt/);
   await rt.close();
+});
+
+test("the memoria command: the config's, else the npm-installed binary, else PATH saying why", () => {
+  const packaged = () => ({ path: "/plugin/node_modules/@memoria-search/linux-x64-gnu/bin/memoria" });
+  const none = () => ({ error: "@memoria-search/linux-x64-gnu is not installed (…)" });
+  assert.deepEqual(resolveCommand(" /opt/memoria-cuda ", packaged), {
+    command: "/opt/memoria-cuda",
+    source: "plugins.entries.memoria.config.command",
+  });
+  assert.deepEqual(resolveCommand(undefined, packaged), {
+    command: "/plugin/node_modules/@memoria-search/linux-x64-gnu/bin/memoria",
+    source: "npm package @memoria-search/memoria",
+  });
+  assert.deepEqual(resolveCommand("  ", none), {
+    command: "memoria",
+    source: "PATH (@memoria-search/linux-x64-gnu is not installed (…))",
+  });
+  // This checkout has no node_modules: PATH, and the reason.
+  assert.equal(resolveCommand(undefined).source, "PATH (@memoria-search/memoria is not installed)");
+  assert.match(commandNotFound("memoria", "PATH (x)"), /^memoria command not found: "memoria" \(from PATH \(x\)\): install the plugin from npm/);
 });
 
 test("mapGetPayload and mapStatus", () => {
