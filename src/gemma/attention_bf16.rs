@@ -10,6 +10,12 @@
 //! roundings and the same exact products, so a `bf16` index means one arithmetic on every
 //! CPU, up to the order of the sums.
 
+// The SIMD paths are x86-64's: elsewhere (aarch64) what only they use goes unused.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused_imports, unused_variables)
+)]
+
 use half::bf16;
 use rayon::prelude::*;
 

@@ -7,6 +7,12 @@
 //! AVX2 with runtime dispatch. Only f32 contiguous CPU tensors are accepted: other devices
 //! and dtypes take the generic candle path in `encoder.rs`.
 
+// The SIMD paths are x86-64's: elsewhere (aarch64) what only they use goes unused.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused_imports, unused_variables)
+)]
+
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
 use rayon::prelude::*;
 
