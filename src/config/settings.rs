@@ -344,8 +344,8 @@ pub struct LocalSettings {
     /// `memoria model pull` stores.
     pub model_cache_dir: Option<String>,
     /// memoria's `plugins.entries.memoria.config.passages` (default true): the local model
-    /// also embeds the passages of long chunks (`crate::passage`); false embeds about two
-    /// fifths less text, for less recall.
+    /// embeds the passages of long chunks instead of the chunks (`crate::passage`); false
+    /// embeds those chunks whole, about as much text, for less recall.
     pub passages: bool,
 }
 

@@ -2,8 +2,8 @@
 //! implementation of the seam, which proves that `sync/` and `search/` need nothing but the
 //! traits. Its keyword side is BM25 over the analyzer's terms (k1 1.2, b 0.75, as tantivy
 //! scores), its vector side an exact scan where a chunk scores its own cosine or, with
-//! passages, the best of theirs. A writer works on a copy of the committed generation and publishes it
-//! whole on commit, so readers never see a sync half done.
+//! passages, the best of theirs. A writer works on a copy of the committed generation and
+//! publishes it whole on commit, so readers never see a sync half done.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

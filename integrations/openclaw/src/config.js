@@ -86,8 +86,19 @@ export function commandNotFound(command, source) {
   return `memoria command not found: ${JSON.stringify(command)}${from}: install the plugin from npm (it brings the binary), install memoria on PATH, or set plugins.entries.memoria.config.command to its path`;
 }
 
-/** The binary of {@link BINARY_PACKAGE}, or why there is none. */
+/** @type {{ path?: string, error?: string } | undefined} */
+let packaged;
+
+/**
+ * The binary of {@link BINARY_PACKAGE}, or why there is none: looked up once per process
+ * (the plugin config is resolved on every tool call; a new package means a new gateway).
+ */
 function packagedBinary() {
+  packaged ??= findPackagedBinary();
+  return packaged;
+}
+
+function findPackagedBinary() {
   let binaryPath;
   try {
     ({ binaryPath } = createRequire(import.meta.url)(BINARY_PACKAGE));

@@ -6,14 +6,19 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 
-/** The platform packages, by `${process.platform}-${process.arch}`. */
-export const PLATFORM_PACKAGES = {
-  "linux-x64": "@memoria-search/linux-x64-gnu",
-  "linux-arm64": "@memoria-search/linux-arm64-gnu",
-  "darwin-arm64": "@memoria-search/darwin-arm64",
-  "darwin-x64": "@memoria-search/darwin-x64",
-  "win32-x64": "@memoria-search/win32-x64",
-};
+const require = createRequire(import.meta.url);
+
+/**
+ * The platform packages, by `${process.platform}-${process.arch}`: this package's optional
+ * dependencies (the one list of them; `scripts/dist` sets their versions), named
+ * `@memoria-search/<platform>-<arch>[-<libc>]`.
+ */
+export const PLATFORM_PACKAGES = Object.fromEntries(
+  Object.keys(require("./package.json").optionalDependencies).map((name) => {
+    const [platform, arch] = name.split("/")[1].split("-");
+    return [`${platform}-${arch}`, name];
+  }),
+);
 
 /**
  * The memoria binary of this platform's package.
@@ -27,7 +32,7 @@ export function binaryPath({ platform = process.platform, arch = process.arch } 
   }
   let dir;
   try {
-    dir = path.dirname(createRequire(import.meta.url).resolve(`${name}/package.json`));
+    dir = path.dirname(require.resolve(`${name}/package.json`));
   } catch {
     return {
       error: `${name} is not installed (npm skipped the optional dependency: another libc, --no-optional or --omit=optional?)`,
