@@ -14,6 +14,10 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+#[path = "support/mcp_session.rs"]
+mod mcp_session;
+use mcp_session::mcp_session;
+
 fn python() -> Option<String> {
     match std::env::var("MEMORIA_TEST_MCP_PYTHON") {
         Ok(python) => Some(python),
@@ -86,31 +90,13 @@ fn cli(globals: &[String], args: &[&str]) -> String {
 fn client(python: &str, root: &Path, globals: &[String], calls: Value) -> Value {
     let mut args = globals.to_vec();
     args.push("mcp".into());
-    let spec = json!({
-        "command": env!("CARGO_BIN_EXE_memoria"),
-        "args": args,
-        "env": {"MEMORIA_LOG": "warn"},
-        "calls": calls,
-    });
-    let spec_file = root.join(format!("spec-{}.json", calls.as_array().unwrap().len()));
-    fs::write(&spec_file, spec.to_string()).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
-    let out = Command::new(python)
-        .arg(&script)
-        .arg(&spec_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the MCP client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
-        panic!(
-            "client output is not JSON ({err}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    mcp_session(
+        python,
+        root,
+        Path::new(env!("CARGO_BIN_EXE_memoria")),
+        &args,
+        calls,
+    )
 }
 
 /// A successful call's text, checked against its structured content.

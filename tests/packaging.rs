@@ -26,11 +26,17 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[path = "support/bounded.rs"]
 mod bounded;
 use bounded::run_bounded;
+#[path = "support/mcp_session.rs"]
+mod mcp_session;
+use mcp_session::mcp_session;
+
+/// What `memoria --version` prints.
+const VERSION: &str = concat!("memoria ", env!("CARGO_PKG_VERSION"));
 
 /// The npm run's limit (about two minutes on two cores).
 const NPM_LIMIT: Duration = Duration::from_secs(600);
@@ -164,7 +170,6 @@ fn the_wheel_installs_offline_and_serves_mcp() {
     let [wheel] = wheels.as_slice() else {
         panic!("scripts/dist made no single wheel with maturin: {wheels:?}");
     };
-    let version = format!("memoria {}", env!("CARGO_PKG_VERSION"));
 
     // A fresh virtual environment, the wheel installed from its file alone.
     let tmp = tempfile::tempdir().unwrap();
@@ -185,7 +190,7 @@ fn the_wheel_installs_offline_and_serves_mcp() {
         ],
     );
     let memoria = venv.join("bin/memoria");
-    assert_eq!(stdout_of(&memoria, &["--version"]).trim(), version);
+    assert_eq!(stdout_of(&memoria, &["--version"]).trim(), VERSION);
     // The same binary as the tarball's and the npm package's.
     let packed = dist.join("npm/linux-x64-gnu/bin/memoria");
     if packed.is_file() {
@@ -202,21 +207,18 @@ fn the_wheel_installs_offline_and_serves_mcp() {
         Path::new("cp"),
         &["-R", &example.to_string_lossy(), &ws.to_string_lossy()],
     );
-    let spec = json!({
-        "command": memoria,
-        "args": ["--state-dir", tmp.path().join("state"), "--workspace", ws,
-                 "--provider", "none", "mcp"],
-        "env": {"MEMORIA_LOG": "warn"},
-        "calls": [{"name": "memory_search", "arguments": {"query": "postgres cutover downtime"}}],
-    });
-    let spec_file = tmp.path().join("spec.json");
-    std::fs::write(&spec_file, spec.to_string()).unwrap();
-    let client = root().join("tests/mcp_client.py");
-    let session: Value = serde_json::from_str(&stdout_of(
-        &sdk,
-        &[&client.to_string_lossy(), &spec_file.to_string_lossy()],
-    ))
-    .unwrap();
+    let args = vec![
+        "--state-dir".to_string(),
+        tmp.path().join("state").display().to_string(),
+        "--workspace".into(),
+        ws.display().to_string(),
+        "--provider".into(),
+        "none".into(),
+        "mcp".into(),
+    ];
+    let calls =
+        json!([{"name": "memory_search", "arguments": {"query": "postgres cutover downtime"}}]);
+    let session = mcp_session(&sdk.to_string_lossy(), tmp.path(), &memoria, &args, calls);
     assert_eq!(session["serverName"], "memoria", "{session}");
     let call = &session["calls"][0]["result"];
     assert_eq!(call["isError"], false, "{session}");
@@ -248,7 +250,7 @@ fn the_wheel_installs_offline_and_serves_mcp() {
                     "--version",
                 ],
             );
-            assert_eq!(uvx.trim(), version);
+            assert_eq!(uvx.trim(), VERSION);
         }
         None => eprintln!("uvx not tried: uv not installed (MEMORIA_TEST_UV unset)"),
     }
@@ -298,8 +300,5 @@ fn the_packaged_crate_installs_offline() {
     let run = run_bounded(install, CRATE_LIMIT);
     assert!(run.ok(), "cargo install: {}", run.summary());
     let version = stdout_of(&tmp.path().join("bin/memoria"), &["--version"]);
-    assert_eq!(
-        version.trim(),
-        format!("memoria {}", env!("CARGO_PKG_VERSION"))
-    );
+    assert_eq!(version.trim(), VERSION);
 }
