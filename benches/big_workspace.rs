@@ -81,6 +81,7 @@ fn open(root: &Path, workspace: &Path, embedder: Arc<dyn Embedder>) -> Memory {
         state_dir: Some(root.join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("bench", &env);
     settings.workspace = workspace.to_path_buf();

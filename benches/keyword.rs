@@ -24,6 +24,7 @@ fn settings(workspace: &Path, store: &Path) -> Settings {
         state_dir: Some(store.to_path_buf()),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("bench", &env);
     settings.workspace = workspace.to_path_buf();

@@ -62,6 +62,7 @@ fn change_to_searchable(root: &Path) {
         state_dir: Some(root.join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("live", &env);
     settings.workspace = root.join("ws");

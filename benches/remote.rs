@@ -53,6 +53,7 @@ fn main() {
             state_dir: Some(tmp.join(format!("state-{batch}"))),
             config_path: None,
             ranking: None,
+            store_uri: None,
         };
         let mut settings = Settings::builtin("bench", &env);
         settings.workspace = ws.clone();

@@ -104,6 +104,7 @@ fn open(root: &std::path::Path, embedder: Arc<dyn Embedder>, sync_on_search: boo
         state_dir: Some(root.join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("bench", &env);
     settings.workspace = root.join("workspace");

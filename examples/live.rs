@@ -27,6 +27,7 @@ fn open(
         state_dir: Some(state.to_path_buf()),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin(id, &env);
     settings.workspace = workspace;

@@ -100,6 +100,15 @@ impl MemoryBuilder {
         self
     }
 
+    /// Fleet mode: the agent's index in LanceDB under `uri` (`s3://bucket/prefix` or a
+    /// directory), at `<uri>/<agent>`; wins over the config's
+    /// `plugins.entries.memoria.config.store.uri`. Needs the `fleet` feature: without it,
+    /// [`open`](Self::open) says so.
+    pub fn store_uri(mut self, uri: impl Into<String>) -> Self {
+        self.env.store_uri = Some(uri.into());
+        self
+    }
+
     /// The embedding provider (`none` for keyword-only search).
     pub fn provider(mut self, provider: ProviderKind) -> Self {
         self.provider = Some(provider);

@@ -116,6 +116,14 @@ pub enum Error {
         /// Why the sync failed.
         reason: String,
     },
+    /// A store other than the local directory (fleet mode's LanceDB) failed.
+    #[error("{location}: {message}")]
+    Store {
+        /// Where the store keeps the agent (a URI).
+        location: String,
+        /// What failed.
+        message: String,
+    },
 }
 
 impl Error {

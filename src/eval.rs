@@ -171,6 +171,20 @@ fn index_dir_name(settings: &Settings) -> &'static str {
     }
 }
 
+/// Points the settings' store at `scratch`: its agent directory there and, in fleet mode,
+/// a prefix of the store's URI named after it, so each evaluated workspace has an index
+/// of its own.
+fn scratch_store(settings: &mut Settings, scratch: &Path) {
+    let name = index_dir_name(settings);
+    settings.store.dir = Some(scratch.join(name));
+    if let crate::config::StoreBackend::LanceDb { uri, .. } = &mut settings.store.backend {
+        let workspace = scratch
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        *uri = format!("{}/{workspace}-{name}", uri.trim_end_matches('/'));
+    }
+}
+
 /// Rank (1-based) of the first hit covering an evidence line.
 pub(crate) fn evidence_rank(hits: &[Hit], evidence: &[Evidence]) -> Option<usize> {
     hits.iter()
@@ -249,7 +263,7 @@ pub fn eval_memory_workspace(
     let queries: Vec<EvidenceQuery> = read_jsonl(&dir.join("queries.jsonl"))?;
     let mut settings = settings.clone();
     settings.workspace = dir.join("workspace");
-    settings.store.dir = Some(scratch.join(index_dir_name(&settings)));
+    scratch_store(&mut settings, scratch);
     let memory = open(settings)?;
     memory.sync(false, &|_| {})?;
     let k = memory.settings().query.max_results;
@@ -434,7 +448,7 @@ pub fn eval_beir(
     }
     let mut settings = settings.clone();
     settings.workspace = scratch.join("workspace");
-    settings.store.dir = Some(scratch.join(index_dir_name(&settings)));
+    scratch_store(&mut settings, scratch);
     settings.extra_paths.clear();
     let memory = open(settings)?;
     memory.sync(false, &|_| {})?;

@@ -29,13 +29,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::chunk::ChunkParams;
-use crate::config::{self, Ranking, Settings};
+use crate::config::{self, Ranking, Settings, StoreBackend};
 use crate::embed::{EmbedderChoice, ResolvedEmbedder};
 use crate::error::{Error, Result};
 use crate::index::{AgentDir, LocalStore, VectorParams};
 use crate::live::{self, Link, LiveEvent, LiveSync};
 use crate::qmd;
-use crate::store::{self, Identity, Manifest, Reader, Store, StoreKind, Writer};
+use crate::store::{self, Identity, Manifest, Reader, Store, Writer};
 use crate::sync::{self, EmbedPlan, SyncProgress, SyncReport};
 use crate::workspace::collection::Collection;
 use crate::workspace::{self, Discovery};
@@ -72,18 +72,36 @@ fn keyword_only_over(current: &Identity, built: &Identity) -> bool {
         && current.chunking == built.chunking
 }
 
-/// The store of `kind` for the agent directory `dir` under `settings`: the one place a
+/// The store the settings' backend names, for the agent directory `dir`: the one place a
 /// store is chosen.
-fn open_store(kind: StoreKind, dir: &AgentDir, settings: &Settings) -> Box<dyn Store> {
-    match kind {
-        StoreKind::Local => {
+pub(crate) fn open_store(dir: &AgentDir, settings: &Settings) -> Result<Box<dyn Store>> {
+    match &settings.store.backend {
+        StoreBackend::Local => {
             // `store.vector.enabled = false` means an exact in-process scan, never a graph.
             let mut vector_params = VectorParams::default();
             if !settings.store.vector_enabled {
                 vector_params.exact_threshold = usize::MAX;
             }
-            Box::new(LocalStore::new(dir.clone(), vector_params))
+            Ok(Box::new(LocalStore::new(dir.clone(), vector_params)))
         }
+        #[cfg(feature = "fleet")]
+        StoreBackend::LanceDb { uri, options } => {
+            let location = crate::lance::Location {
+                uri: uri.clone(),
+                options: options.clone(),
+            };
+            Ok(Box::new(crate::lance::LanceStore::new(
+                &location,
+                &settings.agent_id,
+            )))
+        }
+        #[cfg(not(feature = "fleet"))]
+        StoreBackend::LanceDb { uri, .. } => Err(Error::Store {
+            location: uri.clone(),
+            message: "fleet mode (store backend \"lancedb\") needs a memoria built with the \
+                      `fleet` feature (cargo install memoria-engine --features fleet)"
+                .into(),
+        }),
     }
 }
 
@@ -120,23 +138,21 @@ impl Agent {
     }
 
     pub(crate) fn open(settings: Settings, choice: EmbedderChoice) -> Result<Agent> {
-        Agent::open_on(settings, choice, |dir, settings| {
-            open_store(StoreKind::Local, dir, settings)
-        })
+        Agent::open_on(settings, choice, open_store)
     }
 
     /// [`Agent::open`] over the store `store` makes (the pipeline's tests run both stores).
     pub(crate) fn open_on(
         settings: Settings,
         choice: EmbedderChoice,
-        store: impl FnOnce(&AgentDir, &Settings) -> Box<dyn Store>,
+        store: impl FnOnce(&AgentDir, &Settings) -> Result<Box<dyn Store>>,
     ) -> Result<Agent> {
         if !settings.enabled {
             return Err(Error::Disabled);
         }
         config::validate_agent_id(&settings.agent_id)?;
         let dir = AgentDir::open(&settings.store_dir())?;
-        let store = store(&dir, &settings);
+        let store = store(&dir, &settings)?;
         let collections = qmd::configured_collections(&settings);
         let qmd = (settings.backend == config::Backend::Qmd)
             .then(|| Arc::new(qmd::Sidecar::new(&settings, &collections)));

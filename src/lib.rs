@@ -65,7 +65,10 @@ pub mod flush;
 mod freshness;
 pub mod gemma;
 mod index;
+#[cfg(feature = "fleet")]
+mod lance;
 mod live;
+mod migrate;
 mod passage;
 mod payload;
 pub mod project;
@@ -94,6 +97,7 @@ pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderChoice, Embedding};
 pub use error::{Error, Result};
 pub use fallback::Fallback;
 pub use live::{LiveEvent, LiveStatus, LiveSync, WatcherState};
+pub use migrate::MigrateReport;
 pub use payload::{GetPayload, SearchPayload, SearchResult};
 pub use qmd::QmdStatus;
 pub use search::{
@@ -342,5 +346,12 @@ impl Memory {
     /// The agent directory's state.
     pub fn status(&self) -> Result<Status> {
         status::status(&self.agent)
+    }
+
+    /// Copies the committed index to the store `to` names (a local agent directory into
+    /// fleet mode's LanceDB, or back), as it is: nothing re-chunked or re-embedded. The
+    /// memory keeps using its own store; open it with the other to use the copy.
+    pub fn migrate_store(&self, to: &config::StoreBackend) -> Result<MigrateReport> {
+        migrate::migrate(&self.agent, to)
     }
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::append;
 use crate::clock;
-use crate::config::{Fusion, Ranking, Settings};
+use crate::config::{Fusion, Ranking, Settings, StoreBackend};
 use crate::error::{Error, Result};
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
@@ -31,6 +31,9 @@ pub struct Status {
     pub agent_id: String,
     /// The agent directory.
     pub agent_dir: String,
+    /// Where the index is kept: `local` (in the agent directory) or, in fleet mode,
+    /// `lancedb <uri>/<agentId>`.
+    pub store: String,
     /// The workspace indexed.
     pub workspace: String,
     /// `extraPaths`, as configured.
@@ -290,7 +293,7 @@ fn duration_words(seconds: u64) -> String {
 
 /// The agent directory's state, as `status` reports it.
 pub(crate) fn status(agent: &Agent) -> Result<Status> {
-    let manifest = agent.dir().manifest()?;
+    let manifest = agent.store().manifest()?;
     let discovery = agent.discover();
     let dirty = agent.is_dirty(manifest.as_ref(), &discovery);
     let served = configured(agent.resolved(), manifest.as_ref());
@@ -370,6 +373,14 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
     Ok(Status {
         agent_id: agent.settings().agent_id.clone(),
         agent_dir: agent.dir().root().display().to_string(),
+        store: match &agent.settings().store.backend {
+            StoreBackend::Local => "local".into(),
+            StoreBackend::LanceDb { uri, .. } => format!(
+                "lancedb {}/{}",
+                uri.trim_end_matches('/'),
+                agent.settings().agent_id
+            ),
+        },
         workspace: agent.settings().workspace.display().to_string(),
         extra_paths: agent.settings().extra_paths.clone(),
         generation: manifest.as_ref().map(|m| m.generation),

@@ -160,6 +160,7 @@ fn config_parsing_and_resolution_never_panic() {
         state_dir: None,
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     fuzz("config text", json5ish(), |text| {
         if let Ok(value) = config::parse_config_text(&text, Path::new("fuzz.json5")) {

@@ -48,6 +48,7 @@ fn settings(root: &Path) -> Settings {
         state_dir: Some(root.join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = workspace(root);
@@ -1054,6 +1055,7 @@ fn the_candidate_log_replays_every_search_exactly() {
         state_dir: Some(tmp.path().join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut base = Settings::builtin("main", &env);
     base.provider = ProviderKind::Local;

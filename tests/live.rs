@@ -22,6 +22,7 @@ fn settings(root: &Path) -> Settings {
         state_dir: Some(root.join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = root.join("ws");

@@ -45,6 +45,7 @@ impl Fixture {
             state_dir: Some(root.join("state")),
             config_path: None,
             ranking: None,
+            store_uri: None,
         };
         let mut settings = Settings::builtin("main", &env);
         settings.workspace = root.join("ws");

@@ -21,6 +21,7 @@ fn measure(model: &Arc<dyn Embedder>, mode: EvalMode, scratch: &Path) -> Metrics
         state_dir: Some(scratch.join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.provider = ProviderKind::Local;

@@ -34,6 +34,7 @@ fn settings(root: &Path, url: &str, key: Option<&str>) -> Settings {
         state_dir: Some(root.join("state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut s = Settings::builtin("main", &env);
     s.workspace = root.join("ws");

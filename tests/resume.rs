@@ -277,6 +277,7 @@ fn a_live_sync_answers_the_first_search_once_the_keyword_side_is_committed() {
         state_dir: Some(root.join("live-state")),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = root.join("ws");

@@ -55,6 +55,24 @@ function safeParse(value) {
   if (v.ranking !== undefined && !CONFIG_JSON_SCHEMA.properties.ranking.enum.includes(/** @type {string} */ (v.ranking))) {
     issues.push({ path: ["ranking"], message: `expected one of ${CONFIG_JSON_SCHEMA.properties.ranking.enum.join(", ")}` });
   }
+  if (v.store !== undefined) {
+    const store = /** @type {Record<string, unknown>} */ (v.store);
+    const props = CONFIG_JSON_SCHEMA.properties.store.properties;
+    if (!store || typeof store !== "object" || Array.isArray(store)) issues.push({ path: ["store"], message: "expected an object" });
+    else {
+      for (const key of Object.keys(store)) if (!(key in props)) issues.push({ path: ["store", key], message: "unknown key" });
+      if (store.backend !== undefined && !props.backend.enum.includes(/** @type {string} */ (store.backend))) {
+        issues.push({ path: ["store", "backend"], message: `expected one of ${props.backend.enum.join(", ")}` });
+      }
+      if (store.uri !== undefined && (typeof store.uri !== "string" || !store.uri.trim())) {
+        issues.push({ path: ["store", "uri"], message: "expected a non-empty string" });
+      }
+      const options = store.storageOptions;
+      if (options !== undefined && (!options || typeof options !== "object" || Array.isArray(options) || Object.values(options).some((s) => typeof s !== "string"))) {
+        issues.push({ path: ["store", "storageOptions"], message: "expected an object of strings" });
+      }
+    }
+  }
   return issues.length ? { success: false, error: { issues } } : { success: true, data: value };
 }
 

@@ -87,6 +87,16 @@ pub struct Cli {
         value_parser = plain::<Ranking>()
     )]
     pub ranking: Option<Ranking>,
+    /// Fleet mode: keep agents' indexes in LanceDB under this URI (s3://bucket/prefix or a
+    /// directory), each at <URI>/<agentId>; wins over plugins.entries.memoria.config.store.uri.
+    /// Needs a memoria built with the `fleet` feature.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "URI"
+    )]
+    pub store_uri: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -182,6 +192,11 @@ pub enum Command {
     /// Check the config, workspace, embedder and model files, index, lock and live sync,
     /// and say what to do about each problem (exit 1 when a check fails).
     Doctor,
+    /// Where the index is kept: copy it to another store (fleet mode's LanceDB, or back).
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
+    },
     /// Where the local embedding model comes from, or download it.
     Model {
         #[command(subcommand)]
@@ -354,6 +369,19 @@ pub enum ModelAction {
         /// Default: what `local.modelPath` names when it is an `hf:` URI, else
         /// google/embeddinggemma-300m.
         repo: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum StoreAction {
+    /// Copy the agent's committed index, as it is (nothing re-chunked or re-embedded), from
+    /// the store in force to another: a LanceDB URI (s3://bucket/prefix or a directory;
+    /// the config's store.storageOptions apply), or `local`, the agent directory. Then
+    /// point the config (or --store-uri) at it.
+    Migrate {
+        /// The target: a URI, or `local`.
+        #[arg(long, value_name = "URI|local")]
+        to: String,
     },
 }
 

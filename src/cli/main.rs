@@ -78,6 +78,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Append(args) => notes::append(settings()?, args),
         Command::Context(args) => notes::context(settings()?, args),
         Command::FlushPlan(args) => notes::flush_plan(settings()?, args),
+        Command::Store { action } => index::store(&open_memory_to_look(cli, settings()?)?, action),
         Command::Model { action } => model::model(cli, &settings()?, action),
         Command::Embed(args) => model::embed(cli, &settings()?, args),
         Command::Eval(args) => eval::eval(cli, &settings()?, args),

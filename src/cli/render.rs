@@ -31,6 +31,7 @@ pub fn status(status: &Status) -> String {
     };
     line("agent", &status.agent_id);
     line("agent dir", &status.agent_dir);
+    line("store", &status.store);
     line("workspace", &status.workspace);
     if !status.extra_paths.is_empty() {
         line("extra paths", &status.extra_paths.join(", "));

@@ -94,6 +94,7 @@ pub fn env_for(cli: &Cli) -> Result<Env> {
         env.config_path = Some(absolute(file)?);
     }
     env.ranking = cli.ranking;
+    env.store_uri = cli.store_uri.clone();
     Ok(env)
 }
 

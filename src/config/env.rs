@@ -18,6 +18,9 @@ pub struct Env {
     pub config_path: Option<PathBuf>,
     /// `--ranking`: wins over `plugins.entries.memoria.config.ranking`.
     pub ranking: Option<Ranking>,
+    /// `--store-uri`: fleet mode's LanceDB URI; wins over
+    /// `plugins.entries.memoria.config.store.uri` (its storage options still apply).
+    pub store_uri: Option<String>,
 }
 
 impl Env {
@@ -34,6 +37,7 @@ impl Env {
             state_dir: var("OPENCLAW_STATE_DIR"),
             config_path: var("OPENCLAW_CONFIG_PATH"),
             ranking: None,
+            store_uri: None,
         }
     }
 

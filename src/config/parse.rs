@@ -146,6 +146,8 @@ pub(super) struct Parsed {
     /// `plugins.entries.memoria.config.temporalDecay` (`enabled`, `halfLifeDays`).
     pub(super) memoria_decay_enabled: Option<bool>,
     pub(super) memoria_decay_half_life_days: Option<i64>,
+    /// `plugins.entries.memoria.config.store`: where the index is kept.
+    pub(super) memoria_store: Option<StoreBackend>,
     /// `plugins.entries.memoria.config.passages`: the local model embeds long chunks'
     /// passages (memoria's own; default true).
     pub(super) memoria_passages: Option<bool>,
@@ -290,6 +292,9 @@ fn parse_plugins(root: &Node, parsed: &mut Parsed) -> Result<(), ConfigError> {
                 ("openclaw", Ranking::OpenClaw),
             ],
         )?;
+        if let Some(store) = config.section("store", &["backend", "uri", "storageOptions"])? {
+            parsed.memoria_store = Some(parse_store(&store)?);
+        }
         if let Some(decay) = config.section("temporalDecay", &["enabled", "halfLifeDays"])? {
             parsed.memoria_decay_enabled = decay.get_bool("enabled")?;
             parsed.memoria_decay_half_life_days = decay.get_int("halfLifeDays")?;
@@ -297,6 +302,41 @@ fn parse_plugins(root: &Node, parsed: &mut Parsed) -> Result<(), ConfigError> {
     }
 
     Ok(())
+}
+
+/// `plugins.entries.memoria.config.store`: `backend` (`local` or `lancedb`; `lancedb` when
+/// `uri` is given, `local` when nothing is), `uri` (required with `lancedb`),
+/// `storageOptions` (strings).
+fn parse_store(store: &Node) -> Result<StoreBackend, ConfigError> {
+    let lancedb = store.get_choice("backend", &[("local", false), ("lancedb", true)])?;
+    let uri = store.get_nonblank("uri")?;
+    let options: Vec<(String, String)> = store
+        .get_string_map("storageOptions")?
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    if lancedb == Some(false) {
+        let stray = match (&uri, options.is_empty()) {
+            (Some(_), _) => Some("uri"),
+            (None, false) => Some("storageOptions"),
+            (None, true) => None,
+        };
+        return match stray {
+            Some(key) => Err(ConfigError::Invalid {
+                path: store.key_path(key),
+                message: "applies to the lancedb backend only (backend is \"local\")".into(),
+            }),
+            None => Ok(StoreBackend::Local),
+        };
+    }
+    match uri {
+        Some(uri) => Ok(StoreBackend::LanceDb { uri, options }),
+        None if lancedb.is_none() && options.is_empty() => Ok(StoreBackend::Local),
+        None => Err(ConfigError::Invalid {
+            path: store.key_path("uri"),
+            message: "the lancedb backend needs a URI (s3://bucket/prefix or a directory)".into(),
+        }),
+    }
 }
 
 /// `agents.*`: the default workspace and `memorySearch`, compaction, and this agent's entry

@@ -102,6 +102,33 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
         );
     }
 
+    let backend = match &env.store_uri {
+        Some(uri) => StoreBackend::LanceDb {
+            uri: uri.clone(),
+            options: match &p.memoria_store {
+                Some(StoreBackend::LanceDb { options, .. }) => options.clone(),
+                _ => Vec::new(),
+            },
+        },
+        None => p.memoria_store.clone().unwrap_or_default(),
+    };
+    if matches!(backend, StoreBackend::LanceDb { .. }) {
+        if pick(p, |l| &l.cache_max_entries).is_some() {
+            warnings.push(
+                "cache.maxEntries: fleet mode's embedding cache is one table shared by all \
+                 agents, kept whole: no per-agent cap applies"
+                    .into(),
+            );
+        }
+        if pick(p, |l| &l.store_path).is_some() {
+            warnings.push(
+                "store.path: fleet mode keeps the index under plugins.entries.memoria.config.\
+                 store.uri (or --store-uri); store.path holds only this node's live-sync state"
+                    .into(),
+            );
+        }
+    }
+
     let (workspace, workspace_origin) = match &p.workspace {
         Some((ws, origin)) => (expand_home(ws, env), origin.clone()),
         None => (
@@ -131,6 +158,7 @@ pub(super) fn finalize(p: &Parsed, agent_id: &str, env: &Env) -> Settings {
                 .as_deref()
                 .map(|raw| store_dir(raw, agent_id, env)),
             vector_enabled: pick(p, |l| &l.vector_enabled).unwrap_or(true),
+            backend,
         },
         chunking: ChunkingSettings {
             tokens: to_usize(tokens),

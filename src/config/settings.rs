@@ -413,6 +413,26 @@ pub struct StoreSettings {
     pub dir: Option<PathBuf>,
     /// `store.vector.enabled` (true); false means exact in-process scan.
     pub vector_enabled: bool,
+    /// Where the index is kept: this directory (the default) or fleet mode's LanceDB
+    /// (`plugins.entries.memoria.config.store`, `--store-uri`).
+    pub backend: StoreBackend,
+}
+
+/// Where an agent's index is kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StoreBackend {
+    /// One directory per agent on this machine ([`StoreSettings::dir`]).
+    #[default]
+    Local,
+    /// Fleet mode: LanceDB tables under a URI, each agent at `<uri>/<agentId>` (needs a
+    /// memoria built with the `fleet` feature).
+    LanceDb {
+        /// `store.uri`: `s3://bucket/prefix`, or a directory.
+        uri: String,
+        /// `store.storageOptions`: LanceDB's object-store options (`aws_endpoint`,
+        /// `aws_region`, `allow_http`, …), by name.
+        options: Vec<(String, String)>,
+    },
 }
 
 /// `memorySearch.chunking`.

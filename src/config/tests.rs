@@ -10,6 +10,7 @@ fn env() -> Env {
         state_dir: None,
         config_path: None,
         ranking: None,
+        store_uri: None,
     }
 }
 
@@ -644,6 +645,7 @@ fn env_paths() {
         state_dir: Some(PathBuf::from("~/st")),
         config_path: Some(PathBuf::from("~/cfg.json5")),
         ranking: None,
+        store_uri: None,
     };
     assert_eq!(state_dir(&e2), PathBuf::from("/h/st"));
     assert_eq!(config_file(&e2), (PathBuf::from("/h/cfg.json5"), true));
@@ -766,6 +768,7 @@ fn load_config_file_cases() {
         state_dir: Some(state.clone()),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     // Missing default file → empty object.
     assert_eq!(load_config_file(&e).unwrap(), json!({}));
@@ -1650,4 +1653,84 @@ fn secret_providers_parse_and_refs_read_where_they_point() {
         .read(&providers, &var)
         .unwrap_err();
     assert!(err.contains("is not an absolute path"), "{err}");
+}
+
+/// `plugins.entries.memoria.config.store`: the local directory by default, LanceDB under a
+/// URI (fleet mode), `--store-uri` over the config's URI (its options kept); every
+/// inconsistent combination named by its key; the keys fleet mode does not act on named in
+/// the warnings.
+#[test]
+fn the_store_key_and_the_store_uri_option() {
+    let store = |inner: &str| {
+        format!("{{plugins: {{entries: {{memoria: {{config: {{store: {inner}}}}}}}}}}}")
+    };
+    let lance = |uri: &str, options: &[(&str, &str)]| StoreBackend::LanceDb {
+        uri: uri.into(),
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    let cases: [(&str, StoreBackend); 4] = [
+        ("{}", StoreBackend::Local),
+        ("{backend: 'local'}", StoreBackend::Local),
+        ("{uri: 's3://b/p'}", lance("s3://b/p", &[])),
+        (
+            "{backend: 'lancedb', uri: '/srv/m', storageOptions: {aws_region: 'eu-west-1'}}",
+            lance("/srv/m", &[("aws_region", "eu-west-1")]),
+        ),
+    ];
+    for (inner, want) in cases {
+        let settings = resolve_str(&store(inner), "main").unwrap();
+        assert_eq!(settings.store.backend, want, "{inner}");
+    }
+    assert_eq!(
+        resolve_str("{}", "main").unwrap().store.backend,
+        StoreBackend::Local
+    );
+    for (inner, key) in [
+        ("{backend: 'lancedb'}", "store.uri"),
+        ("{backend: 'local', uri: 's3://b'}", "store.uri"),
+        (
+            "{backend: 'local', storageOptions: {a: 'b'}}",
+            "store.storageOptions",
+        ),
+        ("{backend: 'sqlite', uri: 's3://b'}", "store.backend"),
+        (
+            "{uri: 's3://b', storageOptions: {allow_http: true}}",
+            "store.storageOptions.allow_http",
+        ),
+    ] {
+        let message = err(&store(inner), "main");
+        assert!(
+            message.contains(&format!("plugins.entries.memoria.config.{key}")),
+            "{inner}: {message}"
+        );
+    }
+    // --store-uri wins over the config's URI; the config's options stay.
+    let text = store("{uri: 's3://b/p', storageOptions: {aws_region: 'x'}}");
+    let cli = Env {
+        store_uri: Some("s3://other".into()),
+        ..env()
+    };
+    assert_eq!(
+        resolve(&parse5(&text), "main", &cli).unwrap().store.backend,
+        lance("s3://other", &[("aws_region", "x")])
+    );
+    // An unknown key is named, as everywhere in the config.
+    let warnings = resolve_str(&store("{url: 's3://b'}"), "main")
+        .unwrap()
+        .warnings
+        .join("\n");
+    assert!(
+        warnings.contains("plugins.entries.memoria.config.store.url"),
+        "{warnings}"
+    );
+    // What fleet mode does not act on is named.
+    let text =
+        "{agents: {defaults: {memorySearch: {cache: {maxEntries: 10}, store: {path: '/x'}}}},
+                 plugins: {entries: {memoria: {config: {store: {uri: 's3://b'}}}}}}";
+    let warnings = resolve_str(text, "main").unwrap().warnings.join("\n");
+    assert!(warnings.contains("cache.maxEntries"), "{warnings}");
+    assert!(warnings.contains("store.path"), "{warnings}");
 }

@@ -9,7 +9,7 @@ use super::catalog::Catalog;
 use super::text::TextIndex;
 use super::vector::VectorIndex;
 use crate::error::{Error, Result};
-use crate::store::{ChunkKey, ChunkRecord, KeywordHit, Manifest, Reader};
+use crate::store::{ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader};
 
 /// What a search reads: one generation's text index and vector index.
 pub(super) struct GenerationView {
@@ -129,6 +129,14 @@ impl Reader for GenerationView {
 
     fn first_chunks(&self, named: &dyn Fn(&str) -> bool) -> Result<Vec<ChunkKey>> {
         self.text()?.first_chunks(named)
+    }
+
+    fn files(&self) -> Result<Vec<(String, FileRecord)>> {
+        Catalog::open_read_only(&self.catalog_path)?.files()
+    }
+
+    fn vectors(&self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        Catalog::open_read_only(&self.catalog_path)?.vectors_by_ids(ids)
     }
 }
 

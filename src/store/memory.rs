@@ -249,6 +249,17 @@ impl Reader for MemoryReader {
             })
             .collect())
     }
+
+    fn files(&self) -> Result<Vec<(String, FileRecord)>> {
+        Ok(self.generation.files.clone().into_iter().collect())
+    }
+
+    fn vectors(&self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        Ok(ids
+            .iter()
+            .map(|id| self.generation.vectors.get(*id).cloned())
+            .collect())
+    }
 }
 
 /// A sync's writer: a draft of the generation, published by `commit`.

@@ -23,11 +23,11 @@
 //!   generation, reopened when a writer commits) and the writer.
 //!
 //! `sync/` and `search/` know only these traits and the records of `records.rs`
-//! (`tests/architecture.rs` keeps them from importing the index's crates). The local store
-//! (`crate::index`: redb + tantivy + hnsw_rs, one directory per agent) is the product's one
-//! implementation, chosen in `freshness` from [`StoreKind`]; `memory.rs` keeps everything in
-//! maps, for the pipeline's unit tests. Another store is a module implementing these traits
-//! and a value of [`StoreKind`].
+//! (`tests/architecture.rs` keeps them from importing the index's crates). Two stores
+//! implement them, chosen once per agent in `freshness` from the settings' store backend:
+//! the local store (`crate::index`: redb + tantivy + hnsw_rs, one directory per agent) and
+//! fleet mode's (`crate::lance`, feature `fleet`: LanceDB tables on object storage);
+//! `memory.rs` keeps everything in maps, for the pipeline's unit tests.
 
 mod manifest;
 #[cfg(test)]
@@ -47,13 +47,6 @@ pub use manifest::{
 pub use records::{
     cache_key, unembedded, Batch, ChunkKey, ChunkRecord, FileRecord, KeywordHit, Unembedded, Upsert,
 };
-
-/// Which store keeps an agent's index. Chosen once, when an agent opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKind {
-    /// One directory per agent on this machine (`crate::index`).
-    Local,
-}
 
 /// The handle a process keeps per agent.
 pub(crate) trait Store: Send + Sync {
@@ -101,6 +94,11 @@ pub(crate) trait Reader: Send + Sync {
     /// The first chunk (lowest start line) of every file whose path `named` accepts, by
     /// path.
     fn first_chunks(&self, named: &dyn Fn(&str) -> bool) -> Result<Vec<ChunkKey>>;
+    /// Every file of the generation, by path (what a copy to another store reads).
+    fn files(&self) -> Result<Vec<(String, FileRecord)>>;
+    /// The vectors the generation holds for `ids`, chunks' own and passages' (`None`
+    /// where it has none).
+    fn vectors(&self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>>;
 }
 
 /// The generation a sync writes, as [`Writer::begin`] opened it.

@@ -1,6 +1,6 @@
-//! The engine over both stores: the same workspace synced and searched through the local
-//! store (an agent directory) and through the in-memory one. Each scenario runs against
-//! both, so the sync and search pipelines are shown to need nothing but the store traits;
+//! The engine over every store: the same workspace synced and searched through the local
+//! store (an agent directory), the in-memory one and, with the `fleet` feature, LanceDB's
+//! on a directory. Each scenario runs against each, so the sync and search pipelines are shown to need nothing but the store traits;
 //! where the two stores' keyword scores differ (tantivy quantises document lengths, the map
 //! store does not), the scenarios ask for what a user sees: which note comes first, the
 //! mode, the fallback, the warning.
@@ -111,6 +111,7 @@ fn agent(
         state_dir: Some(state.to_path_buf()),
         config_path: None,
         ranking: None,
+        store_uri: None,
     };
     let mut settings = Settings::builtin("main", &env);
     settings.workspace = workspace.to_path_buf();
@@ -132,7 +133,7 @@ fn agent(
             }
         }
     };
-    Agent::open_on(settings, choice, |_, settings| store(settings)).unwrap()
+    Agent::open_on(settings, choice, |_, settings| Ok(store(settings))).unwrap()
 }
 
 /// Makes a store for an agent's settings.
@@ -140,7 +141,8 @@ type OpenStore = dyn Fn(&Settings) -> Box<dyn Store>;
 
 /// The scenario `check` for each store: `(store's name, agent, the embedder's counter)`.
 fn on_both_stores(semantics: Semantics, hybrid: bool, check: impl Fn(&str, &Agent, &Words)) {
-    let stores: [(&str, Box<OpenStore>); 2] = [
+    #[allow(unused_mut)]
+    let mut stores: Vec<(&str, Box<OpenStore>)> = vec![
         (
             "local",
             Box::new(|settings: &Settings| {
@@ -153,6 +155,18 @@ fn on_both_stores(semantics: Semantics, hybrid: bool, check: impl Fn(&str, &Agen
             Box::new(|_: &Settings| Box::new(MemoryStore::default()) as Box<dyn Store>),
         ),
     ];
+    // Fleet mode's LanceDB store, on a directory (tests/fleet.rs runs it on S3).
+    #[cfg(feature = "fleet")]
+    stores.push((
+        "lancedb",
+        Box::new(|settings: &Settings| {
+            let location = crate::lance::Location {
+                uri: settings.state_dir.join("lancedb").display().to_string(),
+                options: Vec::new(),
+            };
+            Box::new(crate::lance::LanceStore::new(&location, &settings.agent_id)) as Box<dyn Store>
+        }),
+    ));
     for (name, store) in stores {
         let workspace = tempfile::tempdir().unwrap();
         write_workspace(workspace.path());
@@ -297,5 +311,49 @@ fn a_second_writer_is_refused_by_both_stores() {
         );
         drop(held);
         agent.sync(false, &|_| {}).unwrap();
+    });
+}
+
+/// `memoria store migrate`: each store's committed index, copied into another store, answers
+/// as its source did, with nothing re-chunked or re-embedded (passages' vectors included).
+#[test]
+fn a_copy_into_another_store_answers_alike() {
+    let queries = [
+        "when does the cat need her rabies vaccination",
+        "guesthouse in Lisbon",
+        "rain barrel and seeds",
+    ];
+    on_both_stores(Semantics::Documented, true, |store, agent, _| {
+        agent.sync(false, &|_| {}).unwrap();
+        let before: Vec<String> = queries
+            .iter()
+            .map(|q| first_path(&search(agent, q)).to_string())
+            .collect();
+        let copy: Box<dyn Store> = Box::new(MemoryStore::default());
+        let report = crate::migrate::copy(agent.store(), copy.as_ref()).unwrap();
+        assert_eq!((report.files, report.chunks), (4, 4), "{store}: {report:?}");
+        assert!(
+            report.vectors > report.chunks,
+            "{store}: passages too: {report:?}"
+        );
+        let words = Arc::new(Words {
+            documents: AtomicUsize::new(0),
+        });
+        let choice = EmbedderChoice::Given {
+            embedder: words.clone(),
+            provider: "test".into(),
+            model: "words".into(),
+        };
+        let copied = Agent::open_on(agent.settings().clone(), choice, |_, _| Ok(copy)).unwrap();
+        let after: Vec<String> = queries
+            .iter()
+            .map(|q| first_path(&search(&copied, q)).to_string())
+            .collect();
+        assert_eq!(before, after, "{store}");
+        assert_eq!(
+            words.documents.load(Ordering::SeqCst),
+            0,
+            "{store}: re-embedded"
+        );
     });
 }

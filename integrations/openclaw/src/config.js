@@ -34,6 +34,16 @@ export const CONFIG_JSON_SCHEMA = {
       additionalProperties: false,
       properties: { enabled: { type: "boolean" }, halfLifeDays: { type: "integer", minimum: 1 } },
     },
+    // Fleet mode: where memoria keeps the index (docs/fleet.md).
+    store: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        backend: { type: "string", enum: ["local", "lancedb"] },
+        uri: { type: "string", minLength: 1 },
+        storageOptions: { type: "object", additionalProperties: { type: "string" } },
+      },
+    },
   },
 };
 

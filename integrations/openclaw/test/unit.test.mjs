@@ -176,6 +176,9 @@ test("the default export has the definePluginEntry shape", () => {
   assert.equal(entry.configSchema.safeParse({ ranking: "openclaw" }).success, true);
   assert.equal(entry.configSchema.safeParse({ ranking: "memoria" }).success, true);
   assert.equal(entry.configSchema.safeParse({ ranking: "lucene" }).success, false);
+  assert.equal(entry.configSchema.safeParse({ store: { backend: "lancedb", uri: "s3://b/p", storageOptions: { aws_region: "x" } } }).success, true);
+  assert.equal(entry.configSchema.safeParse({ store: { backend: "sqlite" } }).success, false);
+  assert.equal(entry.configSchema.safeParse({ store: { url: "s3://b" } }).success, false);
 });
 
 test("the manifest declares the same config schema as the code", async () => {

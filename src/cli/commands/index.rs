@@ -8,10 +8,10 @@ use std::fmt::Write;
 
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
-use memoria::config::ProviderKind;
+use memoria::config::{ProviderKind, StoreBackend};
 use memoria::{Memory, SyncProgress};
 
-use crate::args::Status;
+use crate::args::{Status, StoreAction};
 use crate::render::{self, count};
 
 /// `memoria index`. A local model named explicitly (`--model`, `$MEMORIA_MODEL_DIR`,
@@ -103,7 +103,11 @@ pub fn index(memory: Memory, force: bool, model_named: bool) -> Result<ExitCode>
         } else {
             ""
         },
-        memory.agent_root().display()
+        match &settings.store.backend {
+            StoreBackend::Local => memory.agent_root().display().to_string(),
+            StoreBackend::LanceDb { uri, .. } =>
+                format!("{}/{}", uri.trim_end_matches('/'), settings.agent_id),
+        }
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -116,6 +120,39 @@ pub fn status(memory: Memory, args: &Status) -> Result<ExitCode> {
     } else {
         print!("{}", render::status(&status));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memoria store migrate --to URI|local`: the committed index copied to another store.
+pub fn store(memory: &Memory, action: &StoreAction) -> Result<ExitCode> {
+    let StoreAction::Migrate { to } = action;
+    let target = match to.as_str() {
+        "local" => StoreBackend::Local,
+        uri => StoreBackend::LanceDb {
+            uri: uri.to_string(),
+            // From a fleet store, its options; from a local one, the AWS_* variables.
+            options: match &memory.settings().store.backend {
+                StoreBackend::LanceDb { options, .. } => options.clone(),
+                StoreBackend::Local => Vec::new(),
+            },
+        },
+    };
+    let report = memory
+        .migrate_store(&target)
+        .with_context(|| format!("copying the index to {to}"))?;
+    println!(
+        "copied {} files, {} chunks and {} vectors from {} to {} (generation {})",
+        report.files, report.chunks, report.vectors, report.from, report.to, report.generation
+    );
+    let next = match target {
+        StoreBackend::Local => {
+            "drop plugins.entries.memoria.config.store (or --store-uri)".to_string()
+        }
+        StoreBackend::LanceDb { .. } => {
+            format!("pass --store-uri {to}, or set plugins.entries.memoria.config.store.uri")
+        }
+    };
+    eprintln!("to search the copy, {next}");
     Ok(ExitCode::SUCCESS)
 }
 

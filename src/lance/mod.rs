@@ -1,0 +1,52 @@
+//! Fleet mode's store: an agent's index in LanceDB tables, on a local directory or on
+//! object storage (S3 and compatible servers), so that any memoria node with the URI can
+//! search or sync any agent (feature `fleet`).
+//!
+//! # Layout
+//!
+//! Under the store's URI, each agent is a LanceDB database of its own, `<uri>/<agentId>`
+//! (an agent id never starts with `.`), and `<uri>/.shared` holds what agents share:
+//!
+//! ```text
+//! <uri>/<agentId>/manifest     one row: the manifest (JSON) and the versions of the
+//!                              generation's four tables it names (0: absent)
+//!                 lease        one row: the writer's lease (holder, expiry)
+//!                 jobs         one row: the batch embedding jobs' record
+//!                 files_<g>    path, record (JSON)               generation g
+//!                 chunks_<g>   id, path, source, lines, hash, title, annotations, text,
+//!                              terms (full-text index over memoria's analyzed terms)
+//!                 vectors_<g>  id, vector (a chunk's own)
+//!                 passages_<g> id, chunk, vector (a long chunk's passages)
+//! <uri>/.shared/embedding_cache  key (embedder × text), vector
+//! ```
+//!
+//! # Commits
+//!
+//! Every LanceDB write is a new version of one table; what readers see is what the
+//! manifest row names: a generation and one version of each of its tables. A reader opens
+//! the tables at those versions, so it sees one committed generation however many writes
+//! follow. A sync writes its batches into the current generation's tables (a rebuild into
+//! new tables, `<g+1>`) and commits by writing the manifest row; the next writer's `begin`
+//! restores each table to the version the manifest names, which rolls back what a killed
+//! sync wrote after its last commit, and drops the tables of other generations. One
+//! writer at a time, across nodes: [`lease`]'s lease, taken through LanceDB's commit
+//! protocol; a second node finds the agent busy, as a second process finds a local agent
+//! directory (its searches answer from the last commit, its live sync retries).
+//!
+//! # The two sides of a search
+//!
+//! Keyword: LanceDB's BM25 (k1 1.2, b 0.75, tantivy's IDF) over the `terms` column, which
+//! holds each chunk's text as memoria's analyzer reads it, split on whitespace by the
+//! index: the terms are memoria's, the scoring LanceDB's. Vectors: an exact cosine scan of
+//! the chunks' own vectors (LanceDB's flat search), the nearest widened and rescored by
+//! their best passage, as the local store does.
+
+mod lease;
+mod reader;
+mod rows;
+mod runtime;
+mod store;
+mod tables;
+mod writer;
+
+pub(crate) use store::{LanceStore, Location};

@@ -1,0 +1,436 @@
+//! A committed generation in LanceDB, for searches: its tables opened at the versions the
+//! manifest names.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use lance_index::scalar::FullTextSearchQuery;
+use lancedb::query::{QueryBase, Select};
+use lancedb::{Connection, DistanceType, Table};
+
+use super::rows::{self, is_in, quoted, CHUNK_COLUMNS};
+use super::tables::{block, collect, open_at, runtime_error, table_name, Committed, TABLES};
+use crate::analyzer::{query_terms, terms, AnalyzerMode};
+use crate::error::{Error, Result};
+use crate::passage;
+use crate::store::{ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader};
+
+/// How many ids one `IN (…)` filter names.
+pub(super) const IDS_PER_QUERY: usize = 512;
+
+/// How many more chunks than asked the vector side takes by their own vectors, to rescore
+/// by their passages (the local store widens as much).
+const PASSAGE_WIDEN: usize = 4;
+
+/// One committed generation.
+pub(super) struct LanceReader {
+    location: String,
+    manifest: Manifest,
+    files: Table,
+    chunks: Table,
+    vectors: Option<Table>,
+    passages: Option<Table>,
+    /// Chunks in the generation (BM25's document count).
+    documents: usize,
+    /// Whether `chunks` has its full-text index.
+    indexed: bool,
+    /// Document frequencies looked up so far, by term.
+    frequencies: Mutex<HashMap<String, usize>>,
+}
+
+impl LanceReader {
+    pub(super) fn open(location: &str, db: Connection, committed: Committed) -> Result<Self> {
+        let generation = committed.manifest.generation;
+        let versions = committed.versions;
+        let (files, chunks, vectors, passages, documents, indexed) = block(location, async move {
+            let mut tables = Vec::new();
+            for (kind, version) in TABLES.iter().zip(versions) {
+                tables.push(open_at(&db, &table_name(kind, generation), version).await?);
+            }
+            let [files, chunks, vectors, passages]: [Option<Table>; 4] = tables
+                .try_into()
+                .map_err(|_| runtime_error("four tables".into()))?;
+            let (Some(files), Some(chunks)) = (files, chunks) else {
+                return Err(runtime_error(format!(
+                    "the manifest names no files_{generation} or chunks_{generation} table"
+                )));
+            };
+            let documents = chunks.count_rows(None).await?;
+            let indexed = !chunks.list_indices().await?.is_empty();
+            Ok((files, chunks, vectors, passages, documents, indexed))
+        })?;
+        Ok(LanceReader {
+            location: location.to_string(),
+            manifest: committed.manifest,
+            files,
+            chunks,
+            vectors,
+            passages,
+            documents,
+            indexed,
+            frequencies: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn column_error(&self, message: String) -> Error {
+        Error::Store {
+            location: self.location.clone(),
+            message,
+        }
+    }
+
+    /// The chunks whose `terms` hold each of `terms`, counted.
+    fn frequencies(&self, wanted: &[String]) -> Result<Vec<usize>> {
+        let mut known = self.frequencies.lock().unwrap_or_else(|e| e.into_inner());
+        for term in wanted {
+            if known.contains_key(term) || !self.indexed {
+                continue;
+            }
+            let (chunks, documents, t) = (self.chunks.clone(), self.documents, term.clone());
+            let count = block(&self.location, async move {
+                let search = FullTextSearchQuery::new(t)
+                    .with_column("terms".into())
+                    .map_err(lancedb::Error::from)?;
+                let batches = collect(
+                    chunks
+                        .query()
+                        .full_text_search(search)
+                        .select(Select::columns(&["id", "_score"]))
+                        .limit(documents.max(1)),
+                )
+                .await?;
+                Ok(batches.iter().map(|b| b.num_rows()).sum::<usize>())
+            })?;
+            known.insert(term.clone(), count);
+        }
+        Ok(wanted
+            .iter()
+            .map(|t| known.get(t).copied().unwrap_or(0))
+            .collect())
+    }
+
+    /// Rows of `chunks` whose id is among `ids`, by id.
+    fn chunk_rows(&self, ids: &[String]) -> Result<HashMap<String, ChunkRecord>> {
+        let mut found = HashMap::new();
+        for group in ids.chunks(IDS_PER_QUERY) {
+            let filter = is_in("id", &group.iter().map(String::as_str).collect::<Vec<_>>());
+            let chunks = self.chunks.clone();
+            let batches = block(&self.location, async move {
+                collect(
+                    chunks
+                        .query()
+                        .only_if(filter)
+                        .select(Select::columns(&CHUNK_COLUMNS)),
+                )
+                .await
+            })?;
+            for batch in &batches {
+                found.extend(rows::chunk_records(batch).map_err(|m| self.column_error(m))?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The passages of `chunks`, best cosine to `query` (unit length) per chunk.
+    fn best_passages(&self, chunks: &[&str], query: &[f32]) -> Result<HashMap<String, f32>> {
+        let mut best: HashMap<String, f32> = HashMap::new();
+        let Some(passages) = &self.passages else {
+            return Ok(best);
+        };
+        for group in chunks.chunks(IDS_PER_QUERY) {
+            let (table, filter) = (passages.clone(), is_in("chunk", group));
+            let batches = block(&self.location, async move {
+                collect(
+                    table
+                        .query()
+                        .only_if(filter)
+                        .select(Select::columns(&["chunk", "vector"])),
+                )
+                .await
+            })?;
+            for batch in &batches {
+                let owners = rows::text(batch, "chunk").map_err(|m| self.column_error(m))?;
+                let vectors = rows::vectors(batch, "vector").map_err(|m| self.column_error(m))?;
+                for (owner, vector) in owners.into_iter().zip(vectors) {
+                    let score = unit_cosine(query, &vector);
+                    let entry = best.entry(owner).or_insert(f32::MIN);
+                    *entry = entry.max(score);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    fn try_nearest(&self, query: &[f32], k: usize) -> Result<Vec<(String, f32)>> {
+        let Some(vectors) = self.vectors.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut q = query.to_vec();
+        if k == 0 || q.iter().any(|x| !x.is_finite()) || !crate::simd::l2_normalize(&mut q) {
+            return Ok(Vec::new());
+        }
+        let fetch = match self.passages.is_some() {
+            true => k.saturating_mul(PASSAGE_WIDEN),
+            false => k,
+        };
+        let probe = q.clone();
+        let batches = block(&self.location, async move {
+            collect(
+                vectors
+                    .query()
+                    .nearest_to(probe.as_slice())?
+                    .distance_type(DistanceType::Cosine)
+                    .select(Select::columns(&["id"]))
+                    .limit(fetch),
+            )
+            .await
+        })?;
+        let mut hits = Vec::new();
+        for batch in &batches {
+            let ids = rows::text(batch, "id").map_err(|m| self.column_error(m))?;
+            let distances = rows::floats(batch, "_distance").map_err(|m| self.column_error(m))?;
+            hits.extend(ids.into_iter().zip(distances.into_iter().map(|d| 1.0 - d)));
+        }
+        let ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
+        let best = self.best_passages(&ids, &q)?;
+        let mut out: Vec<(String, f32)> = hits
+            .into_iter()
+            .map(|(id, own)| {
+                let score = best.get(&id).copied().unwrap_or(own);
+                (id, score)
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        out.truncate(k);
+        Ok(out)
+    }
+}
+
+/// The vectors `own` (chunks') and `passages` hold for `ids`, in order.
+pub(super) fn vectors_by_ids(
+    location: &str,
+    [own, passages]: [Option<Table>; 2],
+    ids: &[&str],
+) -> Result<Vec<Option<Vec<f32>>>> {
+    let fail = |message: String| Error::Store {
+        location: location.to_string(),
+        message,
+    };
+    let mut found: HashMap<String, Vec<f32>> = HashMap::new();
+    let (passage_ids, own_ids): (Vec<&str>, Vec<&str>) =
+        ids.iter().partition(|id| passage::is_passage(id));
+    for (table, wanted) in [(own, own_ids), (passages, passage_ids)] {
+        let Some(table) = table else { continue };
+        for group in wanted.chunks(IDS_PER_QUERY) {
+            let (table, filter) = (table.clone(), is_in("id", group));
+            let batches = block(location, async move {
+                collect(
+                    table
+                        .query()
+                        .only_if(filter)
+                        .select(Select::columns(&["id", "vector"])),
+                )
+                .await
+            })?;
+            for batch in &batches {
+                let ids = rows::text(batch, "id").map_err(fail)?;
+                let vectors = rows::vectors(batch, "vector").map_err(fail)?;
+                found.extend(ids.into_iter().zip(vectors));
+            }
+        }
+    }
+    Ok(ids.iter().map(|id| found.remove(*id)).collect())
+}
+
+/// The cosine of a unit-length `query` and `vector`.
+fn unit_cosine(query: &[f32], vector: &[f32]) -> f32 {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    match norm > 0.0 && vector.len() == query.len() {
+        true => crate::simd::dot(query, vector) / norm,
+        false => 0.0,
+    }
+}
+
+/// BM25's IDF, as tantivy and LanceDB compute it.
+fn idf(documents: usize, frequency: usize) -> f64 {
+    let (n, f) = (documents as f64, frequency as f64);
+    (1.0 + (n - f + 0.5) / (f + 0.5)).ln()
+}
+
+impl Reader for LanceReader {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    fn keyword_ready(&self) -> Result<()> {
+        match self.indexed || self.documents == 0 {
+            true => Ok(()),
+            false => Err(self.column_error(format!(
+                "chunks_{} has no full-text index (a sync builds it)",
+                self.manifest.generation
+            ))),
+        }
+    }
+
+    fn keyword(
+        &self,
+        query: &str,
+        limit: usize,
+        source: Option<&str>,
+        content_only: bool,
+    ) -> Result<Vec<KeywordHit>> {
+        let wanted = query_terms(query, content_only);
+        if wanted.is_empty() || limit == 0 || self.documents == 0 {
+            return Ok(Vec::new());
+        }
+        self.keyword_ready()?;
+        let (chunks, filter) = (
+            self.chunks.clone(),
+            source.map(|s| format!("source = {}", quoted(s))),
+        );
+        let text = wanted.join(" ");
+        let batches = block(&self.location, async move {
+            let search = FullTextSearchQuery::new(text)
+                .with_column("terms".into())
+                .map_err(lancedb::Error::from)?;
+            let mut query = chunks
+                .query()
+                .full_text_search(search)
+                .select(Select::columns(&["id", "path", "start_line", "_score"]))
+                .limit(limit);
+            if let Some(filter) = filter {
+                query = query.only_if(filter);
+            }
+            collect(query).await
+        })?;
+        let mut hits = Vec::new();
+        for batch in &batches {
+            let ids = rows::text(batch, "id").map_err(|m| self.column_error(m))?;
+            let paths = rows::text(batch, "path").map_err(|m| self.column_error(m))?;
+            let lines = rows::unsigned(batch, "start_line").map_err(|m| self.column_error(m))?;
+            let scores = rows::floats(batch, "_score").map_err(|m| self.column_error(m))?;
+            for (((id, path), line), bm25) in ids.into_iter().zip(paths).zip(lines).zip(scores) {
+                hits.push(KeywordHit {
+                    key: ChunkKey {
+                        id,
+                        path,
+                        start_line: line as usize,
+                    },
+                    bm25,
+                });
+            }
+        }
+        hits.sort_by(KeywordHit::order);
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    fn query_share(&self, query: &str, text: &str) -> Result<f64> {
+        let held = terms(text, AnalyzerMode::Index);
+        let wanted = query_terms(query, true);
+        let frequencies = self.frequencies(&wanted)?;
+        let (mut total, mut found) = (0.0, 0.0);
+        for (term, frequency) in wanted.iter().zip(frequencies) {
+            let idf = idf(self.documents, frequency);
+            total += idf;
+            if held.contains(term) {
+                found += idf;
+            }
+        }
+        Ok(if total > 0.0 { found / total } else { 1.0 })
+    }
+
+    fn has_vectors(&self) -> bool {
+        self.vectors.is_some()
+    }
+
+    fn nearest(&self, query: &[f32], k: usize) -> Option<Vec<(String, f32)>> {
+        self.vectors.as_ref()?;
+        match self.try_nearest(query, k) {
+            Ok(hits) => Some(hits),
+            Err(err) => {
+                tracing::warn!("{err}; the vector side is left out of this search");
+                None
+            }
+        }
+    }
+
+    fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
+        Ok(self
+            .chunks(ids)?
+            .into_iter()
+            .map(|(id, c)| c.key(id))
+            .collect())
+    }
+
+    fn chunks(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
+        let mut found = self.chunk_rows(ids)?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| Some((id.clone(), found.remove(id)?)))
+            .collect())
+    }
+
+    fn first_chunks(&self, named: &dyn Fn(&str) -> bool) -> Result<Vec<ChunkKey>> {
+        let chunks = self.chunks.clone();
+        let batches = block(&self.location, async move {
+            collect(
+                chunks
+                    .query()
+                    .select(Select::columns(&["id", "path", "start_line"])),
+            )
+            .await
+        })?;
+        let mut first: BTreeMap<String, (usize, String)> = BTreeMap::new();
+        for batch in &batches {
+            let ids = rows::text(batch, "id").map_err(|m| self.column_error(m))?;
+            let paths = rows::text(batch, "path").map_err(|m| self.column_error(m))?;
+            let lines = rows::unsigned(batch, "start_line").map_err(|m| self.column_error(m))?;
+            for ((id, path), line) in ids.into_iter().zip(paths).zip(lines) {
+                if !named(&path) {
+                    continue;
+                }
+                let candidate = (line as usize, id);
+                match first.get(&path) {
+                    Some(kept) if *kept <= candidate => {}
+                    _ => {
+                        first.insert(path, candidate);
+                    }
+                }
+            }
+        }
+        Ok(first
+            .into_iter()
+            .map(|(path, (start_line, id))| ChunkKey {
+                id,
+                path,
+                start_line,
+            })
+            .collect())
+    }
+
+    fn files(&self) -> Result<Vec<(String, FileRecord)>> {
+        let files = self.files.clone();
+        let batches = block(&self.location, async move { collect(files.query()).await })?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            let paths = rows::text(batch, "path").map_err(|m| self.column_error(m))?;
+            let records = rows::text(batch, "record").map_err(|m| self.column_error(m))?;
+            for (path, record) in paths.into_iter().zip(records) {
+                let record: FileRecord = serde_json::from_str(&record)
+                    .map_err(|err| self.column_error(format!("{path}: {err}")))?;
+                out.push((path, record));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    fn vectors(&self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        vectors_by_ids(
+            &self.location,
+            [self.vectors.clone(), self.passages.clone()],
+            ids,
+        )
+    }
+}

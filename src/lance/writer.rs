@@ -1,0 +1,722 @@
+//! One sync's writes into LanceDB, under the agent's lease: the generation's tables
+//! brought back to what the manifest names, batches of file changes, vectors, the shared
+//! embedding cache, the full-text index, and the manifest row that commits.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use lancedb::index::scalar::FtsIndexBuilder;
+use lancedb::index::Index;
+use lancedb::query::{QueryBase, Select};
+use lancedb::table::{AddDataMode, CompactionOptions, Duration, OptimizeAction, OptimizeOptions};
+use lancedb::{Connection, Table};
+
+use super::lease::Lease;
+use super::reader::{vectors_by_ids, IDS_PER_QUERY};
+use super::rows::{self, is_in};
+use super::tables::{block, collect, open_at, read_committed, table_name, Committed, TABLES};
+use crate::error::{Error, Result};
+use crate::passage;
+use crate::store::{
+    unembedded, Batch, Begun, ChunkRecord, FileRecord, Manifest, Unembedded, Writer,
+};
+
+/// The shared cache's table.
+const CACHE: &str = "embedding_cache";
+
+/// The generation a writer has open.
+struct Open {
+    generation: u64,
+    rebuilt: bool,
+    files_table: Table,
+    chunks_table: Table,
+    vectors: Option<Table>,
+    passages: Option<Table>,
+    files: BTreeMap<String, FileRecord>,
+    /// Ids of the chunks held.
+    chunks: HashSet<String>,
+    /// Ids of the vectors held: chunks' own and passages'.
+    embedded: HashSet<String>,
+}
+
+/// A sync's writer (see the module docs).
+pub(super) struct LanceWriter {
+    db: Connection,
+    /// The database agents share (the embedding cache).
+    shared: Connection,
+    lease: Lease,
+    location: String,
+    /// The manifest row when the generation was opened.
+    committed: Option<Committed>,
+    open: Option<Open>,
+    /// The committed generation's vector tables, for a rebuild's reuse (opened once).
+    replaced: Option<[Option<Table>; 2]>,
+    cache: Option<Option<Table>>,
+}
+
+impl LanceWriter {
+    pub(super) fn new(location: &str, db: Connection, shared: Connection, lease: Lease) -> Self {
+        LanceWriter {
+            location: location.to_string(),
+            db,
+            shared,
+            lease,
+            committed: None,
+            open: None,
+            replaced: None,
+            cache: None,
+        }
+    }
+
+    fn open(&self) -> Result<&Open> {
+        self.open.as_ref().ok_or_else(|| self.not_begun())
+    }
+
+    fn open_mut(&mut self) -> Result<&mut Open> {
+        let error = self.not_begun();
+        self.open.as_mut().ok_or(error)
+    }
+
+    fn not_begun(&self) -> Error {
+        Error::Store {
+            location: self.location.clone(),
+            message: "a sync wrote to the store before opening a generation".into(),
+        }
+    }
+
+    fn fail(&self, message: String) -> Error {
+        Error::Store {
+            location: self.location.clone(),
+            message,
+        }
+    }
+
+    /// The shared cache table; `None` before its first entry.
+    fn cache_table(&mut self) -> Result<Option<Table>> {
+        if let Some(table) = &self.cache {
+            return Ok(table.clone());
+        }
+        let db = self.shared.clone();
+        let table = block(&self.location, async move {
+            match db.open_table(CACHE).execute().await {
+                Ok(table) => Ok(Some(table)),
+                Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
+                Err(err) => Err(err),
+            }
+        })?;
+        self.cache = Some(table.clone());
+        Ok(table)
+    }
+}
+
+/// Drops every generation table but generation `keep`'s (and `keep`'s own when
+/// `fresh`, for a rebuild starting over).
+async fn drop_other_generations(
+    db: &Connection,
+    keep: Option<u64>,
+    fresh: Option<u64>,
+) -> lancedb::Result<()> {
+    for name in db.table_names().execute().await? {
+        let Some((kind, generation)) = name.rsplit_once('_') else {
+            continue;
+        };
+        let Ok(generation) = generation.parse::<u64>() else {
+            continue;
+        };
+        if TABLES.contains(&kind) && (Some(generation) != keep || Some(generation) == fresh) {
+            db.drop_table(&name, &[]).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Opens generation `generation`'s tables at `versions`, restoring a table a killed sync
+/// wrote past them and dropping one it created.
+async fn restore(
+    db: &Connection,
+    generation: u64,
+    versions: [u64; 4],
+) -> lancedb::Result<Vec<Option<Table>>> {
+    let names = db.table_names().execute().await?;
+    let mut tables = Vec::new();
+    for (kind, version) in TABLES.iter().zip(versions) {
+        let name = table_name(kind, generation);
+        if version == 0 {
+            if names.contains(&name) {
+                db.drop_table(&name, &[]).await?;
+            }
+            tables.push(None);
+            continue;
+        }
+        let table = db.open_table(&name).execute().await?;
+        if table.version().await? != version {
+            table.checkout(version).await?;
+            table.restore().await?;
+        }
+        // Versions an hour old are read by no search (each reads the manifest row first)
+        // and named by no manifest: their files go.
+        table
+            .optimize(OptimizeAction::Prune {
+                older_than: Some(Duration::hours(1)),
+                delete_unverified: None,
+                error_if_tagged_old_versions: None,
+            })
+            .await?;
+        tables.push(Some(table));
+    }
+    Ok(tables)
+}
+
+/// Every value of column `column` of `table`.
+async fn column(table: &Table, column: &'static str) -> lancedb::Result<Vec<RecordBatch>> {
+    collect(table.query().select(Select::columns(&[column]))).await
+}
+
+fn reader_of(batch: RecordBatch) -> Box<dyn arrow_array::RecordBatchReader + Send> {
+    let schema = batch.schema();
+    Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema))
+}
+
+/// Appends `batch` to `table`, creating it as `name` when absent.
+async fn append(
+    db: &Connection,
+    table: Option<Table>,
+    name: String,
+    batch: RecordBatch,
+) -> lancedb::Result<Table> {
+    match table {
+        Some(table) => {
+            table.add(batch).execute().await?;
+            Ok(table)
+        }
+        None => db.create_table(name, batch).execute().await,
+    }
+}
+
+impl Writer for LanceWriter {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn manifest(&self) -> Result<Option<Manifest>> {
+        let db = self.db.clone();
+        Ok(block(&self.location, async move { read_committed(&db).await })?.map(|c| c.manifest))
+    }
+
+    fn begin(&mut self, current: Option<u64>, rebuild: bool) -> Result<Begun> {
+        let db = self.db.clone();
+        let committed = block(&self.location, async move { read_committed(&db).await })?;
+        let named = committed.as_ref().map(|c| c.manifest.generation);
+        let fresh = rebuild || current.is_none();
+        // A new generation follows every one named, so it never replaces the committed one.
+        let generation = match fresh {
+            true => current.max(named).map_or(1, |n| n + 1),
+            false => current.unwrap_or(1),
+        };
+        if !fresh && named != current {
+            return Err(self.fail(format!(
+                "generation {generation} is not the committed one ({named:?})"
+            )));
+        }
+        let versions = committed.as_ref().map(|c| c.versions).unwrap_or_default();
+        let db = self.db.clone();
+        let tables = block(&self.location, async move {
+            drop_other_generations(&db, named, fresh.then_some(generation)).await?;
+            if !fresh {
+                return restore(&db, generation, versions).await;
+            }
+            let mut tables = Vec::new();
+            for (kind, schema) in [
+                ("files", rows::files_schema()),
+                ("chunks", rows::chunks_schema()),
+            ] {
+                let name = table_name(kind, generation);
+                tables.push(Some(db.create_empty_table(name, schema).execute().await?));
+            }
+            tables.extend([None, None]);
+            Ok(tables)
+        })?;
+        let [files_table, chunks_table, vectors, passages]: [Option<Table>; 4] = tables
+            .try_into()
+            .map_err(|_| self.fail("four tables".into()))?;
+        let (Some(files_table), Some(chunks_table)) = (files_table, chunks_table) else {
+            return Err(self.fail(format!(
+                "the manifest names no files_{generation} or chunks_{generation} table"
+            )));
+        };
+
+        let (f, v, p) = (files_table.clone(), vectors.clone(), passages.clone());
+        let (file_batches, id_batches) = block(&self.location, async move {
+            let files = collect(f.query()).await?;
+            let mut ids = Vec::new();
+            for table in [v, p].into_iter().flatten() {
+                ids.extend(column(&table, "id").await?);
+            }
+            Ok((files, ids))
+        })?;
+        let mut files = BTreeMap::new();
+        for batch in &file_batches {
+            let paths = rows::text(batch, "path").map_err(|m| self.fail(m))?;
+            let records = rows::text(batch, "record").map_err(|m| self.fail(m))?;
+            for (path, record) in paths.into_iter().zip(records) {
+                let record: FileRecord = serde_json::from_str(&record)
+                    .map_err(|err| self.fail(format!("files_{generation}: {path}: {err}")))?;
+                files.insert(path, record);
+            }
+        }
+        let mut embedded = HashSet::new();
+        for batch in &id_batches {
+            embedded.extend(rows::text(batch, "id").map_err(|m| self.fail(m))?);
+        }
+        let chunks = files
+            .values()
+            .flat_map(|f| f.chunk_ids.iter().cloned())
+            .collect();
+        let begun = Begun {
+            generation,
+            rebuilt: fresh,
+            files: files.clone().into_iter().collect(),
+        };
+        self.committed = committed;
+        self.open = Some(Open {
+            generation,
+            rebuilt: fresh,
+            files_table,
+            chunks_table,
+            vectors,
+            passages,
+            files,
+            chunks,
+            embedded,
+        });
+        Ok(begun)
+    }
+
+    fn apply(&mut self, batch: &Batch) -> Result<()> {
+        let open = self.open_mut()?;
+        let stale: Vec<&str> = batch
+            .removals
+            .iter()
+            .chain(batch.upserts.iter().map(|u| &u.path))
+            .map(String::as_str)
+            .filter(|p| open.files.contains_key(*p))
+            .collect();
+        let rewritten: Vec<&str> = stale
+            .iter()
+            .copied()
+            .chain(batch.touches.iter().map(|(p, _)| p.as_str()))
+            .collect();
+        let old_chunks: Vec<String> = stale
+            .iter()
+            .filter_map(|p| open.files.get(*p))
+            .flat_map(|f| f.chunk_ids.iter().cloned())
+            .collect();
+        let file_rows: Vec<(&str, &FileRecord)> = batch
+            .upserts
+            .iter()
+            .map(|u| (u.path.as_str(), &u.record))
+            .chain(batch.touches.iter().map(|(p, r)| (p.as_str(), r)))
+            .collect();
+        let chunk_rows: Vec<(&str, &ChunkRecord)> = batch
+            .upserts
+            .iter()
+            .flat_map(|u| u.chunks.iter().map(|(id, c)| (id.as_str(), c)))
+            .collect();
+
+        let deletions: Vec<String> = rewritten
+            .chunks(IDS_PER_QUERY)
+            .map(|g| is_in("path", g))
+            .collect();
+        let chunk_deletions: Vec<String> = stale
+            .chunks(IDS_PER_QUERY)
+            .map(|g| is_in("path", g))
+            .collect();
+        let old: Vec<&str> = old_chunks.iter().map(String::as_str).collect();
+        let vector_deletions: Vec<String> =
+            old.chunks(IDS_PER_QUERY).map(|g| is_in("id", g)).collect();
+        let passage_deletions: Vec<String> = old
+            .chunks(IDS_PER_QUERY)
+            .map(|g| is_in("chunk", g))
+            .collect();
+        let files_batch = (!file_rows.is_empty()).then(|| rows::files_batch(&file_rows));
+        let chunks_batch = (!chunk_rows.is_empty()).then(|| rows::chunks_batch(&chunk_rows));
+        let (files_table, chunks_table) = (open.files_table.clone(), open.chunks_table.clone());
+        let (vectors, passages) = (open.vectors.clone(), open.passages.clone());
+        block(&self.location, async move {
+            for filter in &deletions {
+                files_table.delete(filter.as_str()).await?;
+            }
+            for filter in &chunk_deletions {
+                chunks_table.delete(filter.as_str()).await?;
+            }
+            if let Some(vectors) = &vectors {
+                for filter in &vector_deletions {
+                    vectors.delete(filter.as_str()).await?;
+                }
+            }
+            if let Some(passages) = &passages {
+                for filter in &passage_deletions {
+                    passages.delete(filter.as_str()).await?;
+                }
+            }
+            if let Some(batch) = files_batch {
+                files_table.add(batch).execute().await?;
+            }
+            if let Some(batch) = chunks_batch {
+                chunks_table.add(batch).execute().await?;
+            }
+            Ok(())
+        })?;
+
+        let open = self.open_mut()?;
+        for path in &stale {
+            open.files.remove(*path);
+        }
+        for id in &old_chunks {
+            open.chunks.remove(id);
+            open.embedded
+                .retain(|v| passage::chunk_of(v) != id.as_str());
+        }
+        for upsert in &batch.upserts {
+            open.files
+                .insert(upsert.path.clone(), upsert.record.clone());
+            open.chunks
+                .extend(upsert.chunks.iter().map(|(id, _)| id.clone()));
+        }
+        for (path, record) in &batch.touches {
+            open.files.insert(path.clone(), record.clone());
+        }
+        Ok(())
+    }
+
+    fn finish_keyword(&mut self) -> Result<()> {
+        let open = self.open()?;
+        let chunks = open.chunks_table.clone();
+        let files = open.files_table.clone();
+        let any = !open.chunks.is_empty();
+        block(&self.location, async move {
+            for table in [&files, &chunks] {
+                table
+                    .optimize(OptimizeAction::Compact {
+                        options: CompactionOptions::default(),
+                        remap_options: None,
+                    })
+                    .await?;
+            }
+            if !any {
+                return Ok(());
+            }
+            if chunks.list_indices().await?.is_empty() {
+                let params = FtsIndexBuilder::default()
+                    .base_tokenizer("whitespace".into())
+                    .lower_case(false)
+                    .stem(false)
+                    .remove_stop_words(false)
+                    .ascii_folding(false)
+                    .max_token_length(None)
+                    .with_position(false);
+                chunks
+                    .create_index(&["terms"], Index::FTS(params))
+                    .execute()
+                    .await
+            } else {
+                chunks
+                    .optimize(OptimizeAction::Index(OptimizeOptions::default()))
+                    .await
+                    .map(drop)
+            }
+        })
+    }
+
+    fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>> {
+        let open = self.open()?;
+        let mut missing: Vec<&str> = open
+            .chunks
+            .iter()
+            .filter(|id| !open.embedded.contains(*id))
+            .map(String::as_str)
+            .collect();
+        missing.sort_unstable();
+        let mut out = Vec::new();
+        for group in missing.chunks(IDS_PER_QUERY) {
+            let (table, filter) = (open.chunks_table.clone(), is_in("id", group));
+            let batches = block(&self.location, async move {
+                collect(
+                    table
+                        .query()
+                        .only_if(filter)
+                        .select(Select::columns(&rows::CHUNK_COLUMNS)),
+                )
+                .await
+            })?;
+            let mut records = BTreeMap::new();
+            for batch in &batches {
+                records.extend(rows::chunk_records(batch).map_err(|m| self.fail(m))?);
+            }
+            for (id, chunk) in records {
+                let mut has = |id: &str| Ok(open.embedded.contains(id));
+                out.extend(unembedded(&id, chunk, passages, &mut has)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()> {
+        let open = self.open()?;
+        let held: Vec<&(String, Vec<f32>)> = vectors
+            .iter()
+            .filter(|(id, _)| open.chunks.contains(passage::chunk_of(id)))
+            .collect();
+        let Some(dims) = held.first().map(|(_, v)| v.len()) else {
+            return Ok(());
+        };
+        if let Some((id, v)) = held.iter().find(|(_, v)| v.len() != dims) {
+            return Err(self.fail(format!(
+                "vector {id} has {} values where the others have {dims}",
+                v.len()
+            )));
+        }
+        let own: Vec<(&str, &[f32])> = held
+            .iter()
+            .filter(|(id, _)| !passage::is_passage(id))
+            .map(|(id, v)| (id.as_str(), v.as_slice()))
+            .collect();
+        let parts: Vec<(&str, &str, &[f32])> = held
+            .iter()
+            .filter(|(id, _)| passage::is_passage(id))
+            .map(|(id, v)| (id.as_str(), passage::chunk_of(id), v.as_slice()))
+            .collect();
+        let own_batch = (!own.is_empty()).then(|| rows::vectors_batch(&own, dims));
+        let parts_batch = (!parts.is_empty()).then(|| rows::passages_batch(&parts, dims));
+        let (db, generation) = (self.db.clone(), open.generation);
+        let (vectors, passages) = (open.vectors.clone(), open.passages.clone());
+        let (vectors, passages) = block(&self.location, async move {
+            let passages = match parts_batch {
+                Some(batch) => {
+                    Some(append(&db, passages, table_name("passages", generation), batch).await?)
+                }
+                None => passages,
+            };
+            let vectors = match own_batch {
+                Some(batch) => {
+                    Some(append(&db, vectors, table_name("vectors", generation), batch).await?)
+                }
+                None => vectors,
+            };
+            Ok((vectors, passages))
+        })?;
+        let ids: Vec<String> = held.iter().map(|(id, _)| id.clone()).collect();
+        let open = self.open_mut()?;
+        open.vectors = vectors;
+        open.passages = passages;
+        open.embedded.extend(ids);
+        Ok(())
+    }
+
+    fn stored_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        let open = self.open()?;
+        let tables = [open.vectors.clone(), open.passages.clone()];
+        vectors_by_ids(&self.location, tables, ids)
+    }
+
+    fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
+        let open = self.open()?;
+        let committed = self
+            .committed
+            .clone()
+            .filter(|c| open.rebuilt && c.manifest.generation != open.generation);
+        let Some(committed) = committed else {
+            return Ok(vec![None; ids.len()]);
+        };
+        if self.replaced.is_none() {
+            let (db, generation, versions) = (
+                self.db.clone(),
+                committed.manifest.generation,
+                committed.versions,
+            );
+            let opened = block(&self.location, async move {
+                let vectors = open_at(&db, &table_name("vectors", generation), versions[2]).await?;
+                let passages =
+                    open_at(&db, &table_name("passages", generation), versions[3]).await?;
+                Ok([vectors, passages])
+            });
+            self.replaced = Some(opened.unwrap_or_else(|err| {
+                tracing::warn!("{err}; not reusing its vectors");
+                [None, None]
+            }));
+        }
+        let tables = self.replaced.clone().unwrap_or([None, None]);
+        vectors_by_ids(&self.location, tables, ids)
+    }
+
+    fn cached(&mut self, keys: &[String]) -> Result<Vec<Option<Vec<f32>>>> {
+        let Some(table) = self.cache_table()? else {
+            return Ok(vec![None; keys.len()]);
+        };
+        let mut found: HashMap<String, Vec<f32>> = HashMap::new();
+        for group in keys.chunks(IDS_PER_QUERY) {
+            let group: Vec<&str> = group.iter().map(String::as_str).collect();
+            let (table, filter) = (table.clone(), is_in("key", &group));
+            let batches = block(&self.location, async move {
+                collect(table.query().only_if(filter)).await
+            })?;
+            for batch in &batches {
+                let keys = rows::text(batch, "key").map_err(|m| self.fail(m))?;
+                let vectors = rows::vectors(batch, "vector").map_err(|m| self.fail(m))?;
+                found.extend(keys.into_iter().zip(vectors));
+            }
+        }
+        Ok(keys.iter().map(|k| found.remove(k)).collect())
+    }
+
+    fn cache(&mut self, items: &[(String, String, Vec<f32>)], _max_entries: usize) -> Result<()> {
+        let mut seen = HashSet::new();
+        let entries: Vec<(&str, &[f32])> = items
+            .iter()
+            .filter(|(key, _, _)| seen.insert(key.as_str()))
+            .map(|(key, _, v)| (key.as_str(), v.as_slice()))
+            .collect();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let batch = rows::cache_batch(&entries);
+        let table = self.cache_table()?;
+        let db = self.shared.clone();
+        let table = block(&self.location, async move {
+            match table {
+                Some(table) => {
+                    let mut merge = table.merge_insert(&["key"]);
+                    merge.when_not_matched_insert_all();
+                    merge.execute(reader_of(batch)).await?;
+                    Ok(table)
+                }
+                // Another node may create it first: then merge into theirs.
+                None => match db.create_table(CACHE, batch.clone()).execute().await {
+                    Ok(table) => Ok(table),
+                    Err(_) => {
+                        let table = db.open_table(CACHE).execute().await?;
+                        let mut merge = table.merge_insert(&["key"]);
+                        merge.when_not_matched_insert_all();
+                        merge.execute(reader_of(batch)).await?;
+                        Ok(table)
+                    }
+                },
+            }
+        })?;
+        self.cache = Some(Some(table));
+        Ok(())
+    }
+
+    fn batch_jobs(&self) -> Result<Option<Vec<u8>>> {
+        let db = self.db.clone();
+        let batches = block(&self.location, async move {
+            match db.open_table("jobs").execute().await {
+                Ok(table) => collect(table.query()).await,
+                Err(lancedb::Error::TableNotFound { .. }) => Ok(Vec::new()),
+                Err(err) => Err(err),
+            }
+        })?;
+        for batch in &batches {
+            if let Some(jobs) = rows::binary(batch, "jobs").map_err(|m| self.fail(m))?.pop() {
+                return Ok(Some(jobs));
+            }
+        }
+        Ok(None)
+    }
+
+    fn write_batch_jobs(&mut self, jobs: Option<&[u8]>) -> Result<()> {
+        let db = self.db.clone();
+        let batch = jobs.map(rows::jobs_batch);
+        block(&self.location, async move {
+            let table = match db.open_table("jobs").execute().await {
+                Ok(table) => Some(table),
+                Err(lancedb::Error::TableNotFound { .. }) => None,
+                Err(err) => return Err(err),
+            };
+            match (table, batch) {
+                (Some(table), Some(batch)) => {
+                    table
+                        .add(batch)
+                        .mode(AddDataMode::Overwrite)
+                        .execute()
+                        .await?;
+                }
+                (Some(table), None) => {
+                    table.delete("true").await?;
+                }
+                (None, Some(batch)) => {
+                    db.create_table("jobs", batch).execute().await?;
+                }
+                (None, None) => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn index_vectors(&mut self, dims: usize) -> Result<u64> {
+        let open = self.open()?;
+        if let Some(table) = open.vectors.clone() {
+            let schema = block(&self.location, async move { table.schema().await })?;
+            let width = schema
+                .field_with_name("vector")
+                .ok()
+                .and_then(|f| match f.data_type() {
+                    arrow_schema::DataType::FixedSizeList(_, n) => Some(*n as usize),
+                    _ => None,
+                });
+            if width != Some(dims) {
+                return Ok(0);
+            }
+        }
+        Ok(open
+            .chunks
+            .iter()
+            .filter(|id| open.embedded.contains(*id))
+            .count() as u64)
+    }
+
+    fn files(&self) -> Result<Vec<(String, FileRecord)>> {
+        Ok(self.open()?.files.clone().into_iter().collect())
+    }
+
+    fn chunk_count(&self) -> Result<u64> {
+        Ok(self.open()?.chunks.len() as u64)
+    }
+
+    fn commit(&mut self, manifest: &Manifest) -> Result<()> {
+        self.lease.check()?;
+        let open = self.open()?;
+        let json = serde_json::to_string(manifest)
+            .map_err(|err| self.fail(format!("the manifest: {err}")))?;
+        let tables = [
+            Some(open.files_table.clone()),
+            Some(open.chunks_table.clone()),
+            open.vectors.clone(),
+            open.passages.clone(),
+        ];
+        let db = self.db.clone();
+        block(&self.location, async move {
+            let mut versions = [0u64; 4];
+            for (slot, table) in versions.iter_mut().zip(tables) {
+                if let Some(table) = table {
+                    *slot = table.version().await?;
+                }
+            }
+            let row = rows::manifest_batch(&json, versions);
+            match db.open_table("manifest").execute().await {
+                Ok(table) => {
+                    table
+                        .add(row)
+                        .mode(AddDataMode::Overwrite)
+                        .execute()
+                        .await?;
+                }
+                Err(lancedb::Error::TableNotFound { .. }) => {
+                    db.create_table("manifest", row).execute().await?;
+                }
+                Err(err) => return Err(err),
+            }
+            Ok(())
+        })
+    }
+}
