@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::append;
 use crate::clock;
-use crate::config::{Fusion, Ranking, Settings, StoreBackend};
+use crate::config::{Fusion, Ranking, Settings};
 use crate::error::{Error, Result};
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
@@ -373,13 +373,14 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
     Ok(Status {
         agent_id: agent.settings().agent_id.clone(),
         agent_dir: agent.dir().root().display().to_string(),
-        store: match &agent.settings().store.backend {
-            StoreBackend::Local => "local".into(),
-            StoreBackend::LanceDb { uri, .. } => format!(
-                "lancedb {}/{}",
-                uri.trim_end_matches('/'),
-                agent.settings().agent_id
-            ),
+        store: match agent
+            .settings()
+            .store
+            .backend
+            .agent_uri(&agent.settings().agent_id)
+        {
+            None => "local".into(),
+            Some(uri) => format!("lancedb {uri}"),
         },
         workspace: agent.settings().workspace.display().to_string(),
         extra_paths: agent.settings().extra_paths.clone(),

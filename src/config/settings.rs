@@ -435,6 +435,18 @@ pub enum StoreBackend {
     },
 }
 
+impl StoreBackend {
+    /// Where agent `agent` lives in fleet mode, `<uri>/<agent>`; `None` for the local store.
+    pub fn agent_uri(&self, agent: &str) -> Option<String> {
+        match self {
+            StoreBackend::Local => None,
+            StoreBackend::LanceDb { uri, .. } => {
+                Some(format!("{}/{agent}", uri.trim_end_matches('/')))
+            }
+        }
+    }
+}
+
 /// `memorySearch.chunking`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkingSettings {

@@ -103,11 +103,11 @@ pub fn index(memory: Memory, force: bool, model_named: bool) -> Result<ExitCode>
         } else {
             ""
         },
-        match &settings.store.backend {
-            StoreBackend::Local => memory.agent_root().display().to_string(),
-            StoreBackend::LanceDb { uri, .. } =>
-                format!("{}/{}", uri.trim_end_matches('/'), settings.agent_id),
-        }
+        settings
+            .store
+            .backend
+            .agent_uri(&settings.agent_id)
+            .unwrap_or_else(|| memory.agent_root().display().to_string())
     );
     Ok(ExitCode::SUCCESS)
 }
