@@ -105,7 +105,7 @@ pub use search::{
     Served, WikiPage,
 };
 pub use status::{EmbeddingStatus, Status};
-pub use store::Identity;
+pub use store::{Identity, StoreCache};
 pub use sync::{SyncProgress, SyncReport};
 pub use transcript_search::{SessionHit, SessionsSearchPayload};
 
@@ -251,7 +251,14 @@ impl Memory {
 
     /// The `memory_get` tool (SPEC §6): whole file, or `lines` lines from line `from`.
     pub fn memory_get(&self, path: &str, from: Option<i64>, lines: Option<i64>) -> GetPayload {
-        payload::memory_get(self.settings(), self.agent.collections(), path, from, lines)
+        payload::memory_get(
+            self.settings(),
+            self.agent.collections(),
+            path,
+            from,
+            lines,
+            &|indexed| recall::stored_file(&self.agent, indexed),
+        )
     }
 
     /// `memory_get` with its `corpus`: `wiki` reads a memory-wiki page (by vault path, file
@@ -272,6 +279,7 @@ impl Memory {
             path,
             from,
             lines,
+            &|indexed| recall::stored_file(&self.agent, indexed),
         )
     }
 

@@ -6,6 +6,7 @@ use crate::config::{Citations, Settings};
 use crate::fallback::Fallback;
 use crate::search::api::cut_utf16;
 use crate::search::{Corpus, SearchResponse};
+use crate::store::ChunkRecord;
 use crate::wiki;
 use crate::workspace::{self, collection::Collection};
 
@@ -248,7 +249,7 @@ pub fn citation(path: &str, start: usize, end: usize) -> String {
 }
 
 /// The `memory_get` payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GetPayload {
     /// The path asked for.
     pub path: String,
@@ -264,6 +265,14 @@ pub struct GetPayload {
     /// the page's fields.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub wiki: Option<WikiRead>,
+    /// `index` when the text is the index's copy of the file rather than the file (its
+    /// workspace is not on this machine: a fleet node); absent when read from the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<&'static str>,
+    /// What a reader of the index's copy should know: which workspace is absent, the
+    /// generation read, lines the index does not hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// What `memory_get` says of a memory-wiki page, as memory-wiki's supplement does.
@@ -309,10 +318,9 @@ impl GetPayload {
     pub fn denied(path: &str, error: impl Into<String>) -> GetPayload {
         GetPayload {
             path: path.to_string(),
-            text: String::new(),
             disabled: Some(true),
             error: Some(error.into()),
-            wiki: None,
+            ..GetPayload::default()
         }
     }
 }
@@ -333,15 +341,33 @@ pub fn slice_lines(text: &str, from: Option<i64>, lines: Option<i64>) -> String 
         .join("\n")
 }
 
+/// The index's copy of one file, for `memory_get` where its workspace is absent: the
+/// generation read, and the chunks of the file (any order).
+pub(crate) struct StoredFile {
+    /// The committed generation the chunks come from.
+    pub generation: u64,
+    /// The file's chunks.
+    pub chunks: Vec<ChunkRecord>,
+}
+
+/// Looks up the index's copy of a file by its indexed path (`None`: not indexed).
+pub(crate) type StoredLookup<'a> = &'a dyn Fn(&str) -> Result<Option<StoredFile>, String>;
+
 /// The `memory_get` tool (SPEC §6): whole file, or `lines` lines from line `from`, of a
 /// path the `memory_get` policy allows (the workspace's memory files, `extra_paths`, QMD
 /// `collections`); a refused path is the SPEC's error payload with the reason.
+///
+/// Where the file's directory is not on this machine (a fleet node that serves an agent
+/// from the store alone, a workspace or extra path moved away) and the index holds the
+/// file, the text is the index's copy ([`lines_from_chunks`]), found by `stored` and
+/// marked `from: "index"`.
 pub(crate) fn memory_get(
     settings: &Settings,
     collections: &[Collection],
     path: &str,
     from: Option<i64>,
     lines: Option<i64>,
+    stored: StoredLookup,
 ) -> GetPayload {
     let resolved = workspace::resolve_get_path(
         &settings.workspace,
@@ -349,18 +375,120 @@ pub(crate) fn memory_get(
         collections,
         path,
     );
-    match resolved.and_then(|target| workspace::read_allowed(&target, path)) {
+    let target = match resolved {
+        Ok(target) => target,
+        Err(denied) => return GetPayload::denied(path, denied.0),
+    };
+    if let Some(absent) = target.file.parent().filter(|dir| !dir.is_dir()) {
+        let indexed = workspace::relative_path(&settings.workspace, &target.file);
+        let absent = format!("{} is not on this machine", absent.display());
+        match stored(&indexed) {
+            Ok(Some(file)) => return index_copy(file, path, &absent, from, lines),
+            Ok(None) if !settings.workspace.is_dir() => {
+                return GetPayload {
+                    path: path.to_string(),
+                    note: Some(format!("{absent}, and the index holds no file {indexed}")),
+                    ..GetPayload::default()
+                }
+            }
+            // A missing file of a present workspace reads as empty, as in OpenClaw.
+            Ok(None) => {}
+            Err(why) => {
+                return GetPayload {
+                    path: path.to_string(),
+                    error: Some(format!("{absent}, and the index could not be read: {why}")),
+                    ..GetPayload::default()
+                }
+            }
+        }
+    }
+    match workspace::read_allowed(&target, path) {
         Ok(bytes) => GetPayload {
             path: path.to_string(),
             text: bytes.map_or_else(String::new, |bytes| {
                 slice_lines(&workspace::decode_text(bytes).0, from, lines)
             }),
-            disabled: None,
-            error: None,
-            wiki: None,
+            ..GetPayload::default()
         },
         Err(denied) => GetPayload::denied(path, denied.0),
     }
+}
+
+/// `memory_get` of `path` from the index's copy of it, `absent` saying what is missing.
+fn index_copy(
+    file: StoredFile,
+    path: &str,
+    absent: &str,
+    from: Option<i64>,
+    lines: Option<i64>,
+) -> GetPayload {
+    let held = lines_from_chunks(&file.chunks);
+    let whole: Vec<&str> = held.iter().map(|l| l.unwrap_or_default()).collect();
+    let text = slice_lines(&whole.join("\n"), from, lines);
+    let start = from.unwrap_or(1).max(1) as usize;
+    let end = match lines {
+        Some(n) => (start + n.max(1) as usize - 1).min(held.len()),
+        None => held.len(),
+    };
+    let missing =
+        line_ranges((start..=end).filter(|&line| held.get(line - 1).is_some_and(Option::is_none)));
+    let mut note = format!(
+        "{absent}: the text is the index's copy, as of its generation {}",
+        file.generation
+    );
+    if !missing.is_empty() {
+        note.push_str(&format!(
+            "; lines {missing} are not held whole by the index (blank here)"
+        ));
+    }
+    GetPayload {
+        path: path.to_string(),
+        text,
+        from: Some("index"),
+        note: Some(note),
+        ..GetPayload::default()
+    }
+}
+
+/// A file's lines as its chunks hold them, by line number (index 0 is line 1), up to its
+/// last chunk's last line. A chunk gives its lines when its text has one line per line of
+/// its range; a line cut into several segments (longer than a chunk) is held by no chunk
+/// whole and stays `None`, as do lines no chunk covers.
+pub(crate) fn lines_from_chunks(chunks: &[ChunkRecord]) -> Vec<Option<&str>> {
+    let last = chunks.iter().map(|c| c.end_line).max().unwrap_or(0);
+    let mut held = vec![None; last];
+    for chunk in chunks {
+        let parts: Vec<&str> = chunk.text.split('\n').collect();
+        if chunk.start_line == 0 || parts.len() != chunk.end_line + 1 - chunk.start_line {
+            continue;
+        }
+        for (offset, line) in parts.into_iter().enumerate() {
+            held[chunk.start_line - 1 + offset].get_or_insert(line);
+        }
+    }
+    held
+}
+
+/// `3-5, 9` for lines 3, 4, 5 and 9 (ascending).
+fn line_ranges(lines: impl Iterator<Item = usize>) -> String {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for line in lines {
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == line => *end = line,
+            _ => ranges.push((line, line)),
+        }
+    }
+    ranges
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `memory_get` with its `corpus` (see `Memory::memory_get_in`).
@@ -371,8 +499,9 @@ pub(crate) fn memory_get_in(
     path: &str,
     from: Option<i64>,
     lines: Option<i64>,
+    stored: StoredLookup,
 ) -> GetPayload {
-    let memory = || memory_get(settings, collections, path, from, lines);
+    let memory = || memory_get(settings, collections, path, from, lines, stored);
     match corpus {
         Corpus::Wiki => wiki_get(settings, path, from, lines),
         Corpus::Memory | Corpus::Sessions => memory(),
@@ -404,6 +533,8 @@ pub(crate) fn wiki_get(
         text: String::new(),
         disabled: None,
         error: Some(why),
+        from: None,
+        note: None,
         wiki: Some(WikiRead {
             status: "not_found",
             corpus: None,
@@ -446,6 +577,8 @@ pub(crate) fn wiki_get(
             .join("\n"),
         disabled: None,
         error: None,
+        from: None,
+        note: None,
         wiki: Some(WikiRead {
             status: "ok",
             corpus: Some("wiki"),
@@ -489,6 +622,44 @@ mod tests {
                 "from {from:?} lines {lines:?}"
             );
         }
+    }
+
+    fn chunk(start_line: usize, end_line: usize, text: &str) -> ChunkRecord {
+        ChunkRecord {
+            path: "memory/a.md".into(),
+            source: "memory".into(),
+            start_line,
+            end_line,
+            hash: String::new(),
+            text: text.into(),
+            title: String::new(),
+            annotations: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_files_lines_from_its_chunks() {
+        // (chunks as (start, end, text), lines held: `_` for none)
+        type Case<'a> = (&'a [(usize, usize, &'a str)], &'a [&'a str]);
+        let cases: &[Case] = &[
+            (&[], &[]),
+            (&[(1, 3, "a\nb\nc")], &["a", "b", "c"]),
+            // Overlapping chunks agree; order does not matter.
+            (&[(3, 4, "c\nd"), (1, 3, "a\nb\nc")], &["a", "b", "c", "d"]),
+            // Entry chunks leave a gap (line 3); a line cut into segments is held by none.
+            (&[(1, 2, "a\nb"), (4, 4, "d")], &["a", "b", "_", "d"]),
+            (&[(1, 1, "a"), (2, 2, "lo\nng")], &["a", "_"]),
+        ];
+        for (chunks, want) in cases {
+            let chunks: Vec<ChunkRecord> = chunks.iter().map(|&(s, e, t)| chunk(s, e, t)).collect();
+            let held: Vec<&str> = lines_from_chunks(&chunks)
+                .into_iter()
+                .map(|l| l.unwrap_or("_"))
+                .collect();
+            assert_eq!(&held, want);
+        }
+        assert_eq!(line_ranges([1, 2, 3, 5, 7, 8].into_iter()), "1-3, 5, 7-8");
+        assert_eq!(line_ranges(std::iter::empty()), "");
     }
 
     #[test]

@@ -8,10 +8,10 @@
 //! not update.
 
 use crate::config::{ChatType, ProviderKind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fallback::Fallback;
 use crate::freshness::Agent;
-use crate::payload::{self, SearchPayload};
+use crate::payload::{self, SearchPayload, StoredFile};
 use crate::qmd;
 use crate::search::pipeline::{configured, Searcher, NO_VECTOR_INDEX};
 use crate::search::rank;
@@ -253,4 +253,28 @@ fn fails_closed(
         "the {} embedding provider cannot serve: {reason}",
         settings.provider.as_str()
     ))
+}
+
+/// The index's copy of the file indexed as `path` (its chunks in the current generation),
+/// for `memory_get` where the file's workspace is not on this machine; `None` when the
+/// index holds no such file (or there is no index yet).
+pub(crate) fn stored_file(
+    agent: &Agent,
+    path: &str,
+) -> std::result::Result<Option<StoredFile>, String> {
+    let read = || -> Result<Option<StoredFile>> {
+        let reader = agent.reader()?;
+        let Some((_, record)) = reader.files()?.into_iter().find(|(p, _)| p == path) else {
+            return Ok(None);
+        };
+        let chunks = reader.chunks(&record.chunk_ids)?;
+        Ok(Some(StoredFile {
+            generation: reader.manifest().generation,
+            chunks: chunks.into_iter().map(|(_, chunk)| chunk).collect(),
+        }))
+    };
+    match read() {
+        Err(Error::NoIndex { .. }) => Ok(None),
+        read => read.map_err(|err| err.to_string()),
+    }
 }

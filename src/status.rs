@@ -15,7 +15,7 @@ use crate::live::{self, LiveStatus};
 use crate::qmd::QmdStatus;
 use crate::search::hybrid;
 use crate::search::pipeline::configured;
-use crate::store::{EmbeddingStats, Identity, SyncStats};
+use crate::store::{EmbeddingStats, Identity, StoreCache, SyncStats};
 use crate::sync;
 use crate::workspace::{Discovery, SourceKind};
 
@@ -34,6 +34,10 @@ pub struct Status {
     /// Where the index is kept: `local` (in the agent directory) or, in fleet mode,
     /// `lancedb <uri>/<agentId>`.
     pub store: String,
+    /// In fleet mode, what this process caches of the store and whether the last search
+    /// opened the agent's tables cold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_cache: Option<StoreCache>,
     /// The workspace indexed.
     pub workspace: String,
     /// `extraPaths`, as configured.
@@ -382,6 +386,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
             None => "local".into(),
             Some(uri) => format!("lancedb {uri}"),
         },
+        store_cache: agent.store().cache(),
         workspace: agent.settings().workspace.display().to_string(),
         extra_paths: agent.settings().extra_paths.clone(),
         generation: manifest.as_ref().map(|m| m.generation),

@@ -894,6 +894,37 @@ fn a_missing_workspace_is_an_error_and_a_vanished_root_keeps_its_index() {
         .as_str()
         .unwrap()
         .contains("does not exist"));
+    // memory_get reads the index's copy of a file whose workspace is not here, and says so.
+    let out = with_config(&typo, &["get", "MEMORY.md", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        payload["text"], "Sam is allergic to penicillin.\n",
+        "{payload}"
+    );
+    assert_eq!(payload["from"], "index", "{payload}");
+    let note = payload["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains(&format!("{} is not on this machine", typo.display()))
+            && note.contains("the index's copy, as of its generation 1"),
+        "{payload}"
+    );
+    let out = with_config(&typo, &["get", "memory/never.md", "--json"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(payload["text"], "", "{payload}");
+    assert!(
+        payload["note"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("and the index holds no file memory/never.md")),
+        "{payload}"
+    );
+    // Where the workspace is, a file's own text is read, with no note.
+    let payload = json(state.path(), &ws, &["get", "MEMORY.md", "--json"]);
+    assert_eq!(
+        payload,
+        serde_json::json!({"path": "MEMORY.md", "text": "Sam is allergic to penicillin.\n"})
+    );
     let out = with_config(&typo, &["status"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.contains("does not exist (from --workspace)"), "{text}");
@@ -923,6 +954,20 @@ fn a_missing_workspace_is_an_error_and_a_vanished_root_keeps_its_index() {
     let out = with_config(&ws, &["search", "ferry to Hydra", "--json"]);
     let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(paths(&payload), ["../notes/trip.md"], "{payload}");
+    let out = with_config(&ws, &["get", "../notes/trip.md"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "The ferry to Hydra leaves at 7.\n"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the text is the index's copy"));
+    let out = with_config(&ws, &["get", "../notes/trip.md", "--json"]);
+    let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        payload["text"], "The ferry to Hydra leaves at 7.\n",
+        "{payload}"
+    );
+    assert_eq!(payload["from"], "index", "{payload}");
     let out = with_config(&ws, &["status", "--json"]);
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["files"], 2);

@@ -7,99 +7,15 @@
 #![cfg_attr(not(feature = "fleet"), allow(dead_code, unused_imports))]
 
 use std::fs;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// A moto S3 server on loopback, stopped when dropped.
-struct S3 {
-    child: Child,
-    port: u16,
-    endpoint: String,
-}
-
-impl S3 {
-    /// How many objects the bucket holds under `prefix`.
-    fn objects(&self, prefix: &str) -> usize {
-        let path = format!("/fleet?list-type=2&prefix={prefix}");
-        request(self.port, "GET", &path).map_or(0, |(_, body)| body.matches("<Key>").count())
-    }
-}
-
-impl Drop for S3 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One HTTP/1.1 request without a body; the status code and the body.
-fn request(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    let status = answer.split_whitespace().nth(1)?.parse().ok()?;
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    Some((status, body.to_string()))
-}
-
-fn http(port: u16, method: &str, path: &str) -> Option<u16> {
-    request(port, method, path).map(|(status, _)| status)
-}
-
-/// The S3 server with bucket `fleet`, or `None` (with a note) when there is none.
-fn s3() -> Option<S3> {
-    let Some(moto) = std::env::var_os("MEMORIA_TEST_MOTO") else {
-        eprintln!(
-            "skipped: MEMORIA_TEST_MOTO (a moto_server launcher) is not set; .ci/run sets it"
-        );
-        return None;
-    };
-    let port = free_port();
-    let child = Command::new(&moto)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|err| panic!("{}: {err}", Path::new(&moto).display()));
-    let server = S3 {
-        child,
-        port,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
-    let started = Instant::now();
-    while http(port, "GET", "/").is_none() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "moto_server did not answer on port {port} within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert_eq!(
-        http(port, "PUT", "/fleet"),
-        Some(200),
-        "creating the bucket"
-    );
-    Some(server)
-}
+#[path = "support/moto.rs"]
+mod moto;
+use moto::S3;
 
 /// A node: its own state directory, and a config naming the store under `prefix`.
 struct Node {
@@ -114,13 +30,7 @@ fn node(root: &Path, name: &str, s3: &S3, prefix: &str) -> Node {
     let store = serde_json::json!({
         "backend": "lancedb",
         "uri": format!("s3://fleet/{prefix}"),
-        "storageOptions": {
-            "aws_endpoint": s3.endpoint,
-            "aws_region": "us-east-1",
-            "aws_access_key_id": "testing",
-            "aws_secret_access_key": "testing",
-            "allow_http": "true",
-        },
+        "storageOptions": s3.storage_options(),
     });
     // Searches answer from what is committed: a node syncs only when told to (`index`).
     let text = serde_json::json!({
@@ -225,7 +135,7 @@ fn fleet_mode_needs_the_fleet_feature() {
 #[cfg(feature = "fleet")]
 #[test]
 fn a_cold_node_answers_for_an_agent_it_never_saw() {
-    let Some(s3) = s3() else { return };
+    let Some(s3) = S3::start() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace");
     let (a, b) = (
@@ -284,6 +194,22 @@ fn a_cold_node_answers_for_an_agent_it_never_saw() {
             "{query}: lancedb {from_b}\nlocal {from_local}"
         );
     }
+    // A node without the workspace reads a note's lines from the store, and says so.
+    let elsewhere = tmp.path().join("not-here");
+    let args = ["get", "memory/2026-11-14.md", "--json"];
+    let read = json(
+        memoria(Some(&b), &local, &elsewhere, &args)
+            .output()
+            .unwrap(),
+        "get on b without the workspace",
+    );
+    let file = fs::read_to_string(workspace.join("memory/2026-11-14.md")).unwrap();
+    assert_eq!(read["from"], "index", "{read}");
+    assert_eq!(
+        read["text"].as_str().map(str::trim_end),
+        Some(file.trim_end()),
+        "{read}"
+    );
     // No local index was written by the fleet nodes.
     assert!(!b.state.join("memory/main/manifest.json").exists());
 }
@@ -293,7 +219,7 @@ fn a_cold_node_answers_for_an_agent_it_never_saw() {
 #[cfg(feature = "fleet")]
 #[test]
 fn concurrent_syncs_lose_nothing() {
-    let Some(s3) = s3() else { return };
+    let Some(s3) = S3::start() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let workspace = tmp.path().join("workspace");
     let files = 120;
@@ -403,7 +329,7 @@ fn concurrent_syncs_lose_nothing() {
 #[cfg(feature = "fleet")]
 #[test]
 fn a_node_killed_mid_sync_leaves_the_last_commit_searchable() {
-    let Some(s3) = s3() else { return };
+    let Some(s3) = S3::start() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let workspace = tmp.path().join("workspace");
     let files = 1500;

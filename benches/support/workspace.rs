@@ -25,10 +25,15 @@ pub fn vocabulary(size: usize) -> Vec<String> {
 
 /// Writes daily-log-like Markdown files totalling about `megabytes` MB.
 pub fn generate_workspace(dir: &Path, megabytes: usize, vocab: &[String]) -> u64 {
+    generate_bytes(dir, (megabytes as u64) << 20, vocab, 42)
+}
+
+/// Writes daily-log-like Markdown files totalling about `target` bytes, their words drawn
+/// from `seed`: workspaces of different seeds share the vocabulary, not their lines.
+pub fn generate_bytes(dir: &Path, target: u64, vocab: &[String], seed: u64) -> u64 {
     let memory = dir.join("memory");
     fs::create_dir_all(&memory).unwrap();
-    let mut rng = Rng(42);
-    let target = (megabytes as u64) << 20;
+    let mut rng = Rng(seed);
     let mut written = 0u64;
     let mut day = 0usize;
     while written < target {

@@ -32,6 +32,24 @@ pub fn status(status: &Status) -> String {
     line("agent", &status.agent_id);
     line("agent dir", &status.agent_dir);
     line("store", &status.store);
+    if let Some(cache) = &status.store_cache {
+        let last = match (cache.last_search, cache.last_open_ms) {
+            (Some("cold"), Some(ms)) => {
+                format!("; the last search opened the agent cold ({ms} ms)")
+            }
+            (Some(how), _) => format!("; the last search found the agent {how}"),
+            (None, _) => String::new(),
+        };
+        line(
+            "store cache",
+            &format!(
+                "{:.1} of {:.0} MiB; {} cold open(s) of this agent{last}",
+                cache.used_bytes as f64 / (1 << 20) as f64,
+                cache.limit_bytes as f64 / (1 << 20) as f64,
+                cache.cold_opens
+            ),
+        );
+    }
     line("workspace", &status.workspace);
     if !status.extra_paths.is_empty() {
         line("extra paths", &status.extra_paths.join(", "));

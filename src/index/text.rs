@@ -26,7 +26,7 @@ use tantivy::{
 };
 
 use super::tolerant_dir::TolerantDirectory;
-use crate::analyzer::{analyzer, query_terms, terms, AnalyzerMode, ANALYZER_NAME};
+use crate::analyzer::{analyzer, query_terms, AnalyzerMode, ANALYZER_NAME};
 use crate::error::{Error, Result};
 use crate::store::{ChunkKey, ChunkRecord, KeywordHit};
 
@@ -283,29 +283,20 @@ impl TextIndex {
         Ok(hits)
     }
 
-    /// How much of `query` the chunk text `text` holds: the share of the query's terms
-    /// (function words left out, as [`search`](Self::search) does), each weighed by its
-    /// BM25 IDF in this index, that are among the text's terms. 1 for a query without
-    /// terms.
-    pub fn query_share(&self, query: &str, text: &str) -> Result<f64> {
-        let query_terms = query_terms(query, true);
+    /// How many chunks the index holds, and how many of them hold each of `terms`.
+    pub fn frequencies(&self, terms: &[String]) -> Result<(usize, Vec<usize>)> {
         let searcher = self.reader.searcher();
-        let docs = searcher.num_docs() as f64;
-        let held: std::collections::HashSet<String> =
-            terms(text, AnalyzerMode::Index).into_iter().collect();
-        let (mut total, mut found) = (0.0, 0.0);
-        for t in &query_terms {
-            let term = Term::from_field_text(self.fields.text, t);
-            let n = searcher
-                .doc_freq(&term)
-                .map_err(|e| Error::text(&self.dir, e))? as f64;
-            let idf = (1.0 + (docs - n + 0.5) / (n + 0.5)).ln();
-            total += idf;
-            if held.contains(t) {
-                found += idf;
-            }
-        }
-        Ok(if total > 0.0 { found / total } else { 1.0 })
+        let counts = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.fields.text, t);
+                let n = searcher
+                    .doc_freq(&term)
+                    .map_err(|e| Error::text(&self.dir, e))?;
+                Ok(n as usize)
+            })
+            .collect::<Result<_>>()?;
+        Ok((searcher.num_docs() as usize, counts))
     }
 
     /// The first chunk (lowest start line) of every indexed file whose path `named`

@@ -95,8 +95,8 @@ impl Reader for GenerationView {
         self.text()?.search(query, limit, source, content_only)
     }
 
-    fn query_share(&self, query: &str, text: &str) -> Result<f64> {
-        self.text()?.query_share(query, text)
+    fn frequencies(&self, terms: &[String]) -> Result<(usize, Vec<usize>)> {
+        self.text()?.frequencies(terms)
     }
 
     fn has_vectors(&self) -> bool {

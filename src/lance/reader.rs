@@ -10,7 +10,7 @@ use lancedb::{Connection, DistanceType, Table};
 
 use super::rows::{self, is_in, quoted, CHUNK_COLUMNS};
 use super::tables::{block, collect, open_at, runtime_error, table_name, Committed, TABLES};
-use crate::analyzer::{query_terms, terms, AnalyzerMode};
+use crate::analyzer::query_terms;
 use crate::error::{Error, Result};
 use crate::passage;
 use crate::store::{ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader};
@@ -35,7 +35,7 @@ pub(super) struct LanceReader {
     /// Whether `chunks` has its full-text index.
     indexed: bool,
     /// Document frequencies looked up so far, by term.
-    frequencies: Mutex<HashMap<String, usize>>,
+    counted: Mutex<HashMap<String, usize>>,
 }
 
 impl LanceReader {
@@ -68,7 +68,7 @@ impl LanceReader {
             passages,
             documents,
             indexed,
-            frequencies: Mutex::new(HashMap::new()),
+            counted: Mutex::new(HashMap::new()),
         })
     }
 
@@ -80,8 +80,8 @@ impl LanceReader {
     }
 
     /// The chunks whose `terms` hold each of `terms`, counted.
-    fn frequencies(&self, wanted: &[String]) -> Result<Vec<usize>> {
-        let mut known = self.frequencies.lock().unwrap_or_else(|e| e.into_inner());
+    fn term_counts(&self, wanted: &[String]) -> Result<Vec<usize>> {
+        let mut known = self.counted.lock().unwrap_or_else(|e| e.into_inner());
         for term in wanted {
             if known.contains_key(term) || !self.indexed {
                 continue;
@@ -251,12 +251,6 @@ fn unit_cosine(query: &[f32], vector: &[f32]) -> f32 {
     }
 }
 
-/// BM25's IDF, as tantivy and LanceDB compute it.
-fn idf(documents: usize, frequency: usize) -> f64 {
-    let (n, f) = (documents as f64, frequency as f64);
-    (1.0 + (n - f + 0.5) / (f + 0.5)).ln()
-}
-
 impl Reader for LanceReader {
     fn manifest(&self) -> &Manifest {
         &self.manifest
@@ -325,19 +319,8 @@ impl Reader for LanceReader {
         Ok(hits)
     }
 
-    fn query_share(&self, query: &str, text: &str) -> Result<f64> {
-        let held = terms(text, AnalyzerMode::Index);
-        let wanted = query_terms(query, true);
-        let frequencies = self.frequencies(&wanted)?;
-        let (mut total, mut found) = (0.0, 0.0);
-        for (term, frequency) in wanted.iter().zip(frequencies) {
-            let idf = idf(self.documents, frequency);
-            total += idf;
-            if held.contains(term) {
-                found += idf;
-            }
-        }
-        Ok(if total > 0.0 { found / total } else { 1.0 })
+    fn frequencies(&self, terms: &[String]) -> Result<(usize, Vec<usize>)> {
+        Ok((self.documents, self.term_counts(terms)?))
     }
 
     fn has_vectors(&self) -> bool {

@@ -1,8 +1,15 @@
 //! The handle a process keeps per agent in fleet mode: where the agent lives, its
 //! connections, and the reader of its committed generation.
+//!
+//! Every agent a process opens shares one LanceDB session: one bounded cache (index pages
+//! and table metadata, `MEMORIA_FLEET_CACHE_MB`, 1024 by default, three quarters for
+//! indexes) and one registry of object-store clients, so a node serving many agents holds
+//! one budget rather than LanceDB's default per connection (7 GiB each).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
 
+use lance::session::Session;
 use lancedb::Connection;
 
 use super::lease::Lease;
@@ -10,7 +17,33 @@ use super::reader::LanceReader;
 use super::tables::{block, read_committed, Committed};
 use super::writer::LanceWriter;
 use crate::error::{Error, Result};
-use crate::store::{Manifest, Reader, Store, Writer};
+use crate::store::{Manifest, Reader, Store, StoreCache, Writer};
+
+/// The variable that sets the process's cache budget, in MB.
+const CACHE_MB_ENV: &str = "MEMORIA_FLEET_CACHE_MB";
+
+/// The process's session and its budget in bytes.
+fn session() -> &'static (Arc<Session>, u64) {
+    static SESSION: OnceLock<(Arc<Session>, u64)> = OnceLock::new();
+    SESSION.get_or_init(|| {
+        let megabytes = std::env::var(CACHE_MB_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(1024);
+        let bytes = megabytes.saturating_mul(1 << 20);
+        let index = (bytes / 4 * 3) as usize;
+        let session = Session::new(index, bytes as usize - index, Default::default());
+        (Arc::new(session), bytes)
+    })
+}
+
+/// How searches have met an agent's tables in this process.
+#[derive(Default)]
+struct Opens {
+    cold: u64,
+    last_cold: Option<bool>,
+    last_open_ms: Option<u64>,
+}
 
 /// Where a fleet keeps its agents: a URI (`s3://bucket/prefix`, a local directory) and
 /// the object store's options (`aws_endpoint`, `aws_region`, `allow_http`, …; credentials
@@ -34,6 +67,7 @@ pub(crate) struct LanceStore {
     shared_db: Mutex<Option<Connection>>,
     /// The reader of the committed generation, while the manifest names it.
     reader: Mutex<Option<(Committed, Arc<LanceReader>)>>,
+    opens: Mutex<Opens>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -52,6 +86,7 @@ impl LanceStore {
             db: Mutex::new(None),
             shared_db: Mutex::new(None),
             reader: Mutex::new(None),
+            opens: Mutex::default(),
         }
     }
 
@@ -62,7 +97,7 @@ impl LanceStore {
         }
         let (uri, options) = (uri.to_string(), self.options.clone());
         let db = block(&self.location, async move {
-            let mut builder = lancedb::connect(&uri);
+            let mut builder = lancedb::connect(&uri).session(session().0.clone());
             for (key, value) in options {
                 builder = builder.storage_option(key, value);
             }
@@ -102,14 +137,20 @@ impl Store for LanceStore {
         let mut kept = lock(&self.reader);
         if let Some((c, reader)) = kept.as_ref() {
             if *c == committed {
+                lock(&self.opens).last_cold = Some(false);
                 return Ok(reader.clone());
             }
         }
+        let started = Instant::now();
         let reader = Arc::new(LanceReader::open(
             &self.location,
             self.db()?,
             committed.clone(),
         )?);
+        let mut opens = lock(&self.opens);
+        opens.cold += 1;
+        opens.last_cold = Some(true);
+        opens.last_open_ms = Some(started.elapsed().as_millis() as u64);
         *kept = Some((committed, reader.clone()));
         Ok(reader)
     }
@@ -130,5 +171,19 @@ impl Store for LanceStore {
             shared,
             lease,
         )))
+    }
+
+    fn cache(&self) -> Option<StoreCache> {
+        let (session, limit) = session();
+        let opens = lock(&self.opens);
+        Some(StoreCache {
+            limit_bytes: *limit,
+            used_bytes: session.size_bytes(),
+            cold_opens: opens.cold,
+            last_search: opens
+                .last_cold
+                .map(|cold| if cold { "cold" } else { "warm" }),
+            last_open_ms: opens.last_open_ms,
+        })
     }
 }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::analyzer::{query_terms, terms, AnalyzerMode};
 use crate::error::{Error, Result};
 use crate::passage;
+use crate::store::records::idf;
 use crate::store::{
     unembedded, Batch, Begun, ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader,
     Store, Unembedded, Writer,
@@ -102,15 +103,12 @@ impl MemoryReader {
         }
     }
 
-    /// BM25's IDF of `term`, as tantivy computes it.
-    fn idf(&self, term: &str) -> f64 {
-        let docs = self.terms.len() as f64;
-        let n = self
-            .terms
+    /// How many chunks hold `term`.
+    fn frequency(&self, term: &str) -> usize {
+        self.terms
             .values()
             .filter(|t| t.iter().any(|x| x == term))
-            .count() as f64;
-        (1.0 + (docs - n + 0.5) / (n + 0.5)).ln()
+            .count()
     }
 }
 
@@ -142,7 +140,10 @@ impl Reader for MemoryReader {
         content_only: bool,
     ) -> Result<Vec<KeywordHit>> {
         let wanted = query_terms(query, content_only);
-        let idf: Vec<f64> = wanted.iter().map(|t| self.idf(t)).collect();
+        let idf: Vec<f64> = wanted
+            .iter()
+            .map(|t| idf(self.terms.len(), self.frequency(t)))
+            .collect();
         let mut hits: Vec<KeywordHit> = Vec::new();
         for (id, chunk) in &self.generation.chunks {
             if source.is_some_and(|s| s != chunk.source) {
@@ -170,17 +171,9 @@ impl Reader for MemoryReader {
         Ok(hits)
     }
 
-    fn query_share(&self, query: &str, text: &str) -> Result<f64> {
-        let held = terms(text, AnalyzerMode::Index);
-        let (mut total, mut found) = (0.0, 0.0);
-        for t in query_terms(query, true) {
-            let idf = self.idf(&t);
-            total += idf;
-            if held.contains(&t) {
-                found += idf;
-            }
-        }
-        Ok(if total > 0.0 { found / total } else { 1.0 })
+    fn frequencies(&self, terms: &[String]) -> Result<(usize, Vec<usize>)> {
+        let counts = terms.iter().map(|t| self.frequency(t)).collect();
+        Ok((self.terms.len(), counts))
     }
 
     fn has_vectors(&self) -> bool {

@@ -48,6 +48,27 @@ pub use records::{
     cache_key, unembedded, Batch, ChunkKey, ChunkRecord, FileRecord, KeywordHit, Unembedded, Upsert,
 };
 
+/// What a process holds in memory for an agent kept in a remote store (fleet mode), as
+/// `status` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreCache {
+    /// The cache's budget, shared by every agent the process opens
+    /// (`MEMORIA_FLEET_CACHE_MB`).
+    pub limit_bytes: u64,
+    /// What the cache holds now, all agents together.
+    pub used_bytes: u64,
+    /// How many times this process opened the agent's committed tables from the store.
+    pub cold_opens: u64,
+    /// How the last search met the agent's tables: `cold` (opened from the store for it)
+    /// or `warm` (already open); absent before the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_search: Option<&'static str>,
+    /// How long the last cold open took, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_open_ms: Option<u64>,
+}
+
 /// The handle a process keeps per agent.
 pub(crate) trait Store: Send + Sync {
     /// The committed manifest; `None` before the first sync.
@@ -60,6 +81,11 @@ pub(crate) trait Store: Send + Sync {
     /// The store's one writer; [`Error::IndexBusy`](crate::Error::IndexBusy) while another
     /// holds it (in this process or another). Dropping it releases the lock.
     fn writer(&self) -> Result<Box<dyn Writer + '_>>;
+    /// What the process caches of a remote store, and whether the last search opened the
+    /// agent cold; `None` for a store on this machine (the operating system caches it).
+    fn cache(&self) -> Option<StoreCache> {
+        None
+    }
 }
 
 /// One committed generation, for searches.
@@ -79,9 +105,22 @@ pub(crate) trait Reader: Send + Sync {
         source: Option<&str>,
         content_only: bool,
     ) -> Result<Vec<KeywordHit>>;
+    /// How many chunks the generation holds, and how many of them hold each of `terms`
+    /// (analyzed terms, as [`crate::analyzer`] makes them).
+    fn frequencies(&self, terms: &[String]) -> Result<(usize, Vec<usize>)>;
     /// How much of `query` the text `text` holds: the share of the query's content terms,
-    /// each weighed by its IDF in this generation, that are among the text's terms.
-    fn query_share(&self, query: &str, text: &str) -> Result<f64>;
+    /// each weighed by its IDF in this generation, that are among the text's terms; 1 for
+    /// a query without content terms.
+    fn query_share(&self, query: &str, text: &str) -> Result<f64> {
+        let wanted = crate::analyzer::query_terms(query, true);
+        let (documents, frequencies) = self.frequencies(&wanted)?;
+        Ok(records::query_share(
+            &wanted,
+            documents,
+            &frequencies,
+            &crate::analyzer::terms(text, crate::analyzer::AnalyzerMode::Index),
+        ))
+    }
     /// Whether the generation has vectors to search.
     fn has_vectors(&self) -> bool;
     /// The `k` chunks nearest to `query` by cosine (a chunk with passages scoring the best

@@ -181,3 +181,62 @@ pub fn unembedded(
 pub fn cache_key(embedder_key: &str, input_hash: &str) -> String {
     crate::digest::sha256_hex(format!("{embedder_key}\n{input_hash}").as_bytes())
 }
+
+/// BM25's IDF of a term that `frequency` of `documents` chunks hold, as tantivy and
+/// LanceDB compute it.
+pub fn idf(documents: usize, frequency: usize) -> f64 {
+    let (n, f) = (documents as f64, frequency as f64);
+    (1.0 + (n - f + 0.5) / (f + 0.5)).ln()
+}
+
+/// The share of `wanted` (with their `frequencies` among `documents` chunks), each term
+/// weighed by its IDF, that `held` holds; 1 when `wanted` is empty.
+pub(crate) fn query_share(
+    wanted: &[String],
+    documents: usize,
+    frequencies: &[usize],
+    held: &[String],
+) -> f64 {
+    let (mut total, mut found) = (0.0, 0.0);
+    for (term, &frequency) in wanted.iter().zip(frequencies) {
+        let idf = idf(documents, frequency);
+        total += idf;
+        if held.contains(term) {
+            found += idf;
+        }
+    }
+    if total > 0.0 {
+        found / total
+    } else {
+        1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(terms: &[&str]) -> Vec<String> {
+        terms.iter().map(|t| t.to_string()).collect()
+    }
+
+    #[test]
+    fn query_share_weighs_terms_by_idf() {
+        // (wanted, frequencies among 10 chunks, held, share)
+        let rare = idf(10, 1);
+        let common = idf(10, 9);
+        type Row<'a> = (&'a [&'a str], &'a [usize], &'a [&'a str], f64);
+        let table: &[Row] = &[
+            (&[], &[], &["gym"], 1.0),
+            (&["gym"], &[1], &["gym"], 1.0),
+            (&["gym"], &[1], &["pool"], 0.0),
+            (&["gym", "the"], &[1, 9], &["gym"], rare / (rare + common)),
+            (&["gym", "the"], &[1, 9], &["the"], common / (rare + common)),
+        ];
+        for &(wanted, frequencies, held, share) in table {
+            let got = query_share(&strings(wanted), 10, frequencies, &strings(held));
+            assert!((got - share).abs() < 1e-12, "{wanted:?} in {held:?}: {got}");
+        }
+        assert!(rare > common && common > 0.0);
+    }
+}

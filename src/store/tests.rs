@@ -357,3 +357,21 @@ fn a_copy_into_another_store_answers_alike() {
         );
     });
 }
+
+#[test]
+fn a_remote_store_says_whether_a_search_opened_it_cold() {
+    on_both_stores(Semantics::Documented, false, |store, agent, _| {
+        agent.sync(false, &|_| {}).unwrap();
+        search(agent, "Lisbon guesthouse");
+        let Some(first) = agent.store().cache() else {
+            assert_ne!(store, "lancedb", "fleet mode reports its cache");
+            return;
+        };
+        assert_eq!((first.cold_opens, first.last_search), (1, Some("cold")));
+        assert!(first.last_open_ms.is_some() && first.limit_bytes == 1024 << 20);
+        search(agent, "Dune");
+        let second = agent.store().cache().unwrap();
+        assert_eq!((second.cold_opens, second.last_search), (1, Some("warm")));
+        assert!(second.used_bytes > 0, "{second:?}");
+    });
+}

@@ -27,5 +27,5 @@ pub(crate) use discover::{
     discover, Discovery, MemoryFile, SourceKind, ROOT_FILES_DOCUMENTED, ROOT_FILES_OPENCLAW,
 };
 pub(crate) use get::{read_allowed, resolve_get_path};
-pub(crate) use paths::{absolute, absolute_in};
+pub(crate) use paths::{absolute, absolute_in, relative_path};
 pub use text::decode_text;

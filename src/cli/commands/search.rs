@@ -125,9 +125,12 @@ pub fn get(memory: &Memory, args: &Get) -> Result<ExitCode> {
     let path = request.path.as_str();
     let payload = memory.memory_get_in(request.corpus, path, request.from, request.lines);
     // The tool reads a missing file as empty (OpenClaw's behaviour); the command says
-    // so and exits 4, so a script can tell "empty" from "not there".
-    let missing =
-        payload.error.is_none() && payload.wiki.is_none() && !memory_file_exists(memory, path);
+    // so and exits 4, so a script can tell "empty" from "not there". The index's copy of
+    // a file whose directory is not here is there.
+    let missing = payload.error.is_none()
+        && payload.wiki.is_none()
+        && payload.from.is_none()
+        && !memory_file_exists(memory, path);
     if args.json {
         println!("{}", serde_json::to_string(&payload)?);
     } else if let Some(error) = &payload.error {
@@ -137,6 +140,9 @@ pub fn get(memory: &Memory, args: &Get) -> Result<ExitCode> {
         print!("{}", payload.text);
         if !payload.text.is_empty() && !payload.text.ends_with('\n') {
             println!();
+        }
+        if let Some(note) = &payload.note {
+            eprintln!("{note}");
         }
     }
     if missing {

@@ -1,0 +1,358 @@
+//! Fleet mode at scale (issue 48): many agents of about a thousand chunks each, and one
+//! agent of very many, synced from generated daily logs into LanceDB on an S3 server and,
+//! for comparison, into local agent directories: ingest rate, cold and warm hybrid search
+//! p50/p99, bytes stored per chunk, and the process's memory.
+//!
+//! MEMORIA_TEST_MOTO=~/.cache/memoria/fleet-venv/bin/moto_server \
+//!     cargo bench --features fleet --bench fleet
+//!
+//! Options: `MEMORIA_BENCH_AGENTS` (1000) agents of `MEMORIA_BENCH_AGENT_CHUNKS` (1000)
+//! chunks; one agent of `MEMORIA_BENCH_BIG_CHUNKS` (1000000; 0 leaves it out);
+//! `MEMORIA_BENCH_DIMS` (768, EmbeddingGemma's) for the stand-in embedder (feature-hashed
+//! words, passages embedded as EmbeddingGemma's are: real vectors' bytes, not their cost
+//! to compute); `MEMORIA_BENCH_SEARCHES` (200)
+//! searches per measurement; `MEMORIA_BENCH_STORES` (`local,lancedb`);
+//! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet). Every agent's notes differ (a seed of
+//! its own), so the shared embedding cache saves nothing here.
+//!
+//! "Cold" is a search by a node that has not opened the agent yet (a new `Memory`: new
+//! LanceDB connection, nothing cached in the process; the operating system's page cache
+//! and moto's memory stay warm); "warm" repeats searches on an open one. moto is a
+//! single-threaded Python server holding objects in memory: real object storage has more
+//! latency per request and far more throughput.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memoria::config::{Env, ProviderKind, Settings, StoreBackend};
+use memoria::{EmbedderChoice, Memory, SearchOptions};
+
+#[path = "../tests/support/hash_embedder.rs"]
+mod hash_embedder;
+#[path = "../tests/support/moto.rs"]
+mod moto;
+#[path = "support/rng.rs"]
+mod rng;
+#[path = "support/workspace.rs"]
+#[allow(dead_code)]
+mod workspace;
+
+use hash_embedder::HashEmbedder;
+use moto::S3;
+use rng::Rng;
+
+/// Notes bytes per chunk of `workspace.rs`'s logs under the default chunking (measured by
+/// the first agent's sync and printed; only sizes the generated workspaces).
+const BYTES_PER_CHUNK: u64 = 1_300;
+
+struct Options {
+    agents: usize,
+    agent_chunks: u64,
+    big_chunks: u64,
+    dims: usize,
+    searches: usize,
+    stores: Vec<String>,
+    root: PathBuf,
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Where a store kind keeps its agents.
+enum Backend<'a> {
+    Local(PathBuf),
+    Lance { s3: &'a S3, prefix: String },
+}
+
+impl Backend<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Backend::Local(_) => "local",
+            Backend::Lance { .. } => "lancedb on S3",
+        }
+    }
+
+    /// Bytes stored for all agents.
+    fn bytes(&self) -> u64 {
+        match self {
+            Backend::Local(dir) => dir_bytes(dir),
+            Backend::Lance { s3, prefix } => s3
+                .objects(&format!("{prefix}/"))
+                .iter()
+                .map(|(_, size)| size)
+                .sum(),
+        }
+    }
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// A node's handle on `agent`, whose notes are `workspace`.
+fn open(
+    backend: &Backend,
+    state: &Path,
+    agent: &str,
+    workspace: &Path,
+    embedder: &Arc<HashEmbedder>,
+) -> Memory {
+    let env = Env {
+        home: Some(state.to_path_buf()),
+        state_dir: Some(state.to_path_buf()),
+        config_path: None,
+        ranking: None,
+        store_uri: None,
+    };
+    let mut settings = Settings::builtin(agent, &env);
+    settings.workspace = workspace.to_path_buf();
+    settings.provider = ProviderKind::Local;
+    settings.sync.on_search = false;
+    match backend {
+        Backend::Local(dir) => settings.store.dir = Some(dir.join(agent)),
+        Backend::Lance { s3, prefix } => {
+            let options = s3
+                .storage_options()
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect();
+            settings.store.backend = StoreBackend::LanceDb {
+                uri: format!("s3://fleet/{prefix}"),
+                options,
+            };
+        }
+    }
+    Memory::open_with(
+        settings,
+        EmbedderChoice::Given {
+            embedder: embedder.clone(),
+            provider: "local".into(),
+            model: "hash".into(),
+        },
+    )
+    .expect("open memory")
+}
+
+/// The notes of agent `i`: about `chunks` chunks of daily logs (generated once, kept).
+fn notes(options: &Options, vocab: &[String], i: usize, chunks: u64) -> PathBuf {
+    let dir = options.root.join(format!("notes/{chunks}/agent-{i:05}"));
+    if !dir.join("memory").is_dir() {
+        let partial = dir.with_extension("partial");
+        let _ = std::fs::remove_dir_all(&partial);
+        workspace::generate_bytes(&partial, chunks * BYTES_PER_CHUNK, vocab, 1_000 + i as u64);
+        std::fs::rename(&partial, &dir).expect("notes directory");
+    }
+    dir
+}
+
+/// The process's resident memory now and at its peak, in MB (`/proc/self/status`).
+fn rss() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let at = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[at].as_secs_f64() * 1e3
+}
+
+fn latencies(name: &str, mut times: Vec<Duration>) -> String {
+    times.sort();
+    format!(
+        "{name} p50 {:.1} ms, p99 {:.1} ms ({} searches)",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99),
+        times.len()
+    )
+}
+
+/// Syncs `agents` (name, notes) into `backend`, then measures cold and warm searches.
+fn measure(
+    options: &Options,
+    backend: &Backend,
+    agents: &[(String, PathBuf)],
+    queries: &[String],
+    embedder: &Arc<HashEmbedder>,
+) {
+    let state = options
+        .root
+        .join(format!("state/{}", backend.name().replace(' ', "-")));
+    let _ = std::fs::remove_dir_all(&state);
+    let started = Instant::now();
+    let mut chunks = 0;
+    for (agent, notes) in agents {
+        let memory = open(backend, &state, agent, notes, embedder);
+        let report = memory.sync(false, &|_| {}).expect("sync");
+        chunks += report.chunks as u64;
+    }
+    let took = started.elapsed().as_secs_f64();
+    let bytes = backend.bytes();
+    println!(
+        "  {}: ingested {chunks} chunks of {} agents in {took:.1} s ({:.0} chunks/s); \
+         {:.0} bytes stored per chunk ({:.1} MB)",
+        backend.name(),
+        agents.len(),
+        chunks as f64 / took.max(1e-9),
+        bytes as f64 / chunks.max(1) as f64,
+        bytes as f64 / 1e6
+    );
+
+    // Cold: a node opening an agent it has not opened, for its first search.
+    let mut rng = Rng(99);
+    let search = SearchOptions::default();
+    let mut cold = Vec::new();
+    for n in 0..options.searches.min(agents.len().max(1) * 4) {
+        let (agent, notes) = &agents[(rng.next() % agents.len() as u64) as usize];
+        let node = state.join(format!("cold-{n}"));
+        let asked = Instant::now();
+        let memory = open(backend, &node, agent, notes, embedder);
+        let answer = memory.search(&queries[n % queries.len()], &search);
+        cold.push(asked.elapsed());
+        answer.expect("cold search");
+    }
+    // Warm: one node's open handles, searched again and again.
+    let open_agents: Vec<Memory> = agents
+        .iter()
+        .take(16)
+        .map(|(agent, notes)| open(backend, &state, agent, notes, embedder))
+        .collect();
+    for (memory, query) in open_agents.iter().zip(queries) {
+        memory.search(query, &search).expect("first search");
+    }
+    let mut warm = Vec::new();
+    for n in 0..options.searches {
+        let memory = &open_agents[n % open_agents.len()];
+        let asked = Instant::now();
+        let answer = memory.search(&queries[n % queries.len()], &search);
+        warm.push(asked.elapsed());
+        let answer = answer.expect("warm search");
+        assert!(
+            !answer.hits.is_empty() || n > 0,
+            "the first warm search found nothing"
+        );
+    }
+    let (now, peak) = rss();
+    println!(
+        "  {}: {}; {}; resident {now:.0} MB (peak {peak:.0} MB, the process so far)",
+        backend.name(),
+        latencies("cold", cold),
+        latencies("warm", warm)
+    );
+}
+
+fn main() {
+    let options = Options {
+        agents: env_number("MEMORIA_BENCH_AGENTS", 1000) as usize,
+        agent_chunks: env_number("MEMORIA_BENCH_AGENT_CHUNKS", 1000),
+        big_chunks: env_number("MEMORIA_BENCH_BIG_CHUNKS", 1_000_000),
+        dims: env_number("MEMORIA_BENCH_DIMS", 768) as usize,
+        searches: env_number("MEMORIA_BENCH_SEARCHES", 200) as usize,
+        stores: std::env::var("MEMORIA_BENCH_STORES")
+            .unwrap_or_else(|_| "local,lancedb".into())
+            .split(',')
+            .map(str::to_string)
+            .collect(),
+        root: std::env::var_os("MEMORIA_BENCH_DIR").map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/memoria-bench/fleet"),
+            PathBuf::from,
+        ),
+    };
+    let s3 = if options.stores.iter().any(|s| s == "lancedb") {
+        match S3::start() {
+            Some(s3) => Some(s3),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let vocab = workspace::vocabulary(20_000);
+    let queries = workspace::queries(&vocab, 100);
+    // Passages embedded as the local model's are: a chunk stores its vectors and theirs.
+    let embedder = Arc::new(HashEmbedder {
+        passages: true,
+        ..Arc::into_inner(HashEmbedder::new(options.dims)).expect("a new embedder")
+    });
+    let mut backends = Vec::new();
+    for store in &options.stores {
+        match (store.as_str(), &s3) {
+            ("local", _) => backends.push(Backend::Local(options.root.join("local"))),
+            ("lancedb", Some(s3)) => backends.push(Backend::Lance {
+                s3,
+                prefix: String::new(),
+            }),
+            (other, _) => panic!("MEMORIA_BENCH_STORES: unknown store {other:?}"),
+        }
+    }
+    println!(
+        "stand-in embedder: {} dims; {} searches per measurement; cpu: {}",
+        options.dims,
+        options.searches,
+        cpu_model()
+    );
+
+    let scenarios = [
+        ("many", options.agents, options.agent_chunks),
+        (
+            "big",
+            usize::from(options.big_chunks > 0),
+            options.big_chunks,
+        ),
+    ];
+    for (name, count, chunks) in scenarios {
+        if count == 0 {
+            continue;
+        }
+        println!("{count} agent(s) of about {chunks} chunks:");
+        let agents: Vec<(String, PathBuf)> = (0..count)
+            .map(|i| (format!("{name}-{i:05}"), notes(&options, &vocab, i, chunks)))
+            .collect();
+        for backend in &mut backends {
+            match backend {
+                Backend::Local(dir) => *dir = options.root.join(format!("local-{name}")),
+                Backend::Lance { prefix, .. } => *prefix = name.to_string(),
+            }
+            measure(&options, backend, &agents, &queries, &embedder);
+        }
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

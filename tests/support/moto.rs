@@ -1,0 +1,137 @@
+//! An S3 server on loopback for the fleet tests and bench (shared with `#[path]`): moto's
+//! (`moto[server]` from PyPI), started from `MEMORIA_TEST_MOTO` (its `moto_server`
+//! launcher; `.ci/run` installs it), with one bucket, `fleet`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A moto S3 server on loopback with bucket `fleet`, stopped when dropped.
+pub struct S3 {
+    child: Child,
+    port: u16,
+    /// `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+}
+
+impl S3 {
+    /// The server, or `None` (with a note) when `MEMORIA_TEST_MOTO` is not set.
+    pub fn start() -> Option<S3> {
+        let Some(moto) = std::env::var_os("MEMORIA_TEST_MOTO") else {
+            eprintln!(
+                "skipped: MEMORIA_TEST_MOTO (a moto_server launcher) is not set; .ci/run sets it"
+            );
+            return None;
+        };
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let child = Command::new(&moto)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| panic!("{}: {err}", Path::new(&moto).display()));
+        let server = S3 {
+            child,
+            port,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        let started = Instant::now();
+        while server.request("GET", "/").is_none() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "moto_server did not answer on port {port} within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let created = server.request("PUT", "/fleet").map(|(status, _)| status);
+        assert_eq!(created, Some(200), "creating the bucket");
+        Some(server)
+    }
+
+    /// LanceDB's storage options for this server.
+    pub fn storage_options(&self) -> serde_json::Value {
+        serde_json::json!({
+            "aws_endpoint": self.endpoint,
+            "aws_region": "us-east-1",
+            "aws_access_key_id": "testing",
+            "aws_secret_access_key": "testing",
+            "allow_http": "true",
+        })
+    }
+
+    /// The objects of the bucket under `prefix`: key and size, every page of the listing.
+    pub fn objects(&self, prefix: &str) -> Vec<(String, u64)> {
+        let mut found = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut path = format!("/fleet?list-type=2&prefix={}", encode(prefix));
+            if let Some(token) = &token {
+                path.push_str(&format!("&continuation-token={}", encode(token)));
+            }
+            let Some((200, body)) = self.request("GET", &path) else {
+                return found;
+            };
+            for entry in body.split("<Contents>").skip(1) {
+                let key = between(entry, "<Key>", "</Key>").unwrap_or_default();
+                let size = between(entry, "<Size>", "</Size>").and_then(|s| s.parse().ok());
+                found.push((key.to_string(), size.unwrap_or(0)));
+            }
+            token = between(&body, "<NextContinuationToken>", "</NextContinuationToken>")
+                .filter(|_| body.contains("<IsTruncated>true</IsTruncated>"))
+                .map(str::to_string);
+            if token.is_none() {
+                return found;
+            }
+        }
+    }
+
+    /// One HTTP/1.1 request without a body: the status code and the body.
+    fn request(&self, method: &str, path: &str) -> Option<(u16, String)> {
+        let port = self.port;
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .ok()?;
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).ok()?;
+        let status = answer.split_whitespace().nth(1)?.parse().ok()?;
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        Some((status, body.to_string()))
+    }
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text between the first `open` and the `close` after it.
+fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = text.find(open)? + open.len();
+    let len = text[start..].find(close)?;
+    Some(&text[start..start + len])
+}
+
+/// `text` percent-encoded for a query string.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
