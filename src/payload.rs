@@ -452,21 +452,31 @@ fn index_copy(
 
 /// A file's lines as its chunks hold them, by line number (index 0 is line 1), up to its
 /// last chunk's last line. A chunk gives its lines when its text has one line per line of
-/// its range; a line cut into several segments (longer than a chunk) is held by no chunk
-/// whole and stays `None`, as do lines no chunk covers.
+/// its range. A line longer than a chunk is cut into segments, and the chunks holding them
+/// each claim the line with a different text: such a line stays `None`, as do lines no
+/// chunk covers.
 pub(crate) fn lines_from_chunks(chunks: &[ChunkRecord]) -> Vec<Option<&str>> {
     let last = chunks.iter().map(|c| c.end_line).max().unwrap_or(0);
-    let mut held = vec![None; last];
+    let mut held: Vec<Option<&str>> = vec![None; last];
+    let mut cut = vec![false; last];
     for chunk in chunks {
         let parts: Vec<&str> = chunk.text.split('\n').collect();
-        if chunk.start_line == 0 || parts.len() != chunk.end_line + 1 - chunk.start_line {
+        let span = chunk.end_line.checked_sub(chunk.start_line).map(|d| d + 1);
+        if chunk.start_line == 0 || span != Some(parts.len()) {
             continue;
         }
         for (offset, line) in parts.into_iter().enumerate() {
-            held[chunk.start_line - 1 + offset].get_or_insert(line);
+            let at = chunk.start_line - 1 + offset;
+            match held[at] {
+                Some(known) if known != line => cut[at] = true,
+                _ => held[at] = Some(line),
+            }
         }
     }
-    held
+    held.into_iter()
+        .zip(cut)
+        .map(|(line, cut)| line.filter(|_| !cut))
+        .collect()
 }
 
 /// `3-5, 9` for lines 3, 4, 5 and 9 (ascending).
@@ -649,6 +659,13 @@ mod tests {
             // Entry chunks leave a gap (line 3); a line cut into segments is held by none.
             (&[(1, 2, "a\nb"), (4, 4, "d")], &["a", "b", "_", "d"]),
             (&[(1, 1, "a"), (2, 2, "lo\nng")], &["a", "_"]),
+            // Segments of a long line in chunks of their own claim it with different texts.
+            (
+                &[(1, 1, "a"), (2, 2, "lo"), (2, 3, "ng\nc")],
+                &["a", "_", "c"],
+            ),
+            // A range that is not one (end before start) gives nothing.
+            (&[(3, 2, "x")], &["_", "_"]),
         ];
         for (chunks, want) in cases {
             let chunks: Vec<ChunkRecord> = chunks.iter().map(|&(s, e, t)| chunk(s, e, t)).collect();
