@@ -32,11 +32,10 @@ const TERM: Duration = Duration::from_secs(30);
 const ATTEMPTS: usize = 5;
 
 fn term() -> Duration {
-    std::env::var("MEMORIA_FLEET_LEASE_SECONDS")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .map_or(TERM, Duration::from_secs)
+    Duration::from_secs(super::env_number(
+        "MEMORIA_FLEET_LEASE_SECONDS",
+        TERM.as_secs(),
+    ))
 }
 
 fn now_ms() -> i64 {

@@ -50,3 +50,18 @@ mod tables;
 mod writer;
 
 pub(crate) use store::{LanceStore, Location};
+
+/// The positive whole number the environment variable `name` sets, else `default`; a value
+/// that is not one is named in a warning, not ignored in silence.
+fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(value) => match value.trim().parse::<u64>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                tracing::warn!("{name}={value:?} is not a positive whole number; using {default}");
+                default
+            }
+        },
+    }
+}

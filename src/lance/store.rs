@@ -26,10 +26,7 @@ const CACHE_MB_ENV: &str = "MEMORIA_FLEET_CACHE_MB";
 fn session() -> &'static (Arc<Session>, u64) {
     static SESSION: OnceLock<(Arc<Session>, u64)> = OnceLock::new();
     SESSION.get_or_init(|| {
-        let megabytes = std::env::var(CACHE_MB_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(1024);
+        let megabytes = super::env_number(CACHE_MB_ENV, 1024);
         let bytes = megabytes.saturating_mul(1 << 20);
         let index = (bytes / 4 * 3) as usize;
         let session = Session::new(index, bytes as usize - index, Default::default());
