@@ -251,14 +251,7 @@ impl Memory {
 
     /// The `memory_get` tool (SPEC §6): whole file, or `lines` lines from line `from`.
     pub fn memory_get(&self, path: &str, from: Option<i64>, lines: Option<i64>) -> GetPayload {
-        payload::memory_get(
-            self.settings(),
-            self.agent.collections(),
-            path,
-            from,
-            lines,
-            &|indexed| recall::stored_file(&self.agent, indexed),
-        )
+        self.memory_get_in(Corpus::Memory, path, from, lines)
     }
 
     /// `memory_get` with its `corpus`: `wiki` reads a memory-wiki page (by vault path, file

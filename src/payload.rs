@@ -361,7 +361,7 @@ pub(crate) type StoredLookup<'a> = &'a dyn Fn(&str) -> Result<Option<StoredFile>
 /// from the store alone, a workspace or extra path moved away) and the index holds the
 /// file, the text is the index's copy ([`lines_from_chunks`]), found by `stored` and
 /// marked `from: "index"`.
-pub(crate) fn memory_get(
+fn memory_get(
     settings: &Settings,
     collections: &[Collection],
     path: &str,

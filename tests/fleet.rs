@@ -93,6 +93,25 @@ fn hits(payload: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The payload of up to 50 hits for `word` on `node`, none left out by a minimum score.
+fn fifty(node: &Node, local: &Path, workspace: &Path, word: &str) -> Value {
+    let args = [
+        "search",
+        word,
+        "--json",
+        "--max-results",
+        "50",
+        "--min-score",
+        "0",
+    ];
+    json(
+        memoria(Some(node), local, workspace, &args)
+            .output()
+            .unwrap(),
+        word,
+    )
+}
+
 /// A workspace of `files` daily logs, each naming its own token `note<i>` and `word`.
 fn notes(dir: &Path, files: usize, word: &str) {
     fs::create_dir_all(dir.join("memory")).unwrap();
@@ -298,25 +317,7 @@ fn concurrent_syncs_lose_nothing() {
             "{payload}"
         );
     }
-    let payload = json(
-        memoria(
-            Some(&nodes[2]),
-            &local,
-            &workspace,
-            &[
-                "search",
-                "kayak",
-                "--json",
-                "--max-results",
-                "50",
-                "--min-score",
-                "0",
-            ],
-        )
-        .output()
-        .unwrap(),
-        "kayak",
-    );
+    let payload = fifty(&nodes[2], &local, &workspace, "kayak");
     let mut found = hits(&payload);
     let all = found.len();
     found.sort();
@@ -367,44 +368,8 @@ fn a_node_killed_mid_sync_leaves_the_last_commit_searchable() {
     child.wait().unwrap();
 
     // b answers from the last commit: the old word only, and no error.
-    let old = hits(&json(
-        memoria(
-            Some(&b),
-            &local,
-            &workspace,
-            &[
-                "search",
-                "heron",
-                "--json",
-                "--max-results",
-                "50",
-                "--min-score",
-                "0",
-            ],
-        )
-        .output()
-        .unwrap(),
-        "heron",
-    ));
-    let new = hits(&json(
-        memoria(
-            Some(&b),
-            &local,
-            &workspace,
-            &[
-                "search",
-                "osprey",
-                "--json",
-                "--max-results",
-                "50",
-                "--min-score",
-                "0",
-            ],
-        )
-        .output()
-        .unwrap(),
-        "osprey",
-    ));
+    let old = hits(&fifty(&b, &local, &workspace, "heron"));
+    let new = hits(&fifty(&b, &local, &workspace, "osprey"));
     assert_eq!((old.len(), new.len()), (50, 0), "heron hits, osprey hits");
 
     // Once the lease has expired (5 s here), b's sync completes the change.
@@ -421,25 +386,7 @@ fn a_node_killed_mid_sync_leaves_the_last_commit_searchable() {
             _ => panic!("index on b: {}", String::from_utf8_lossy(&out.stderr)),
         }
     }
-    let new = hits(&json(
-        memoria(
-            Some(&b),
-            &local,
-            &workspace,
-            &[
-                "search",
-                "osprey",
-                "--json",
-                "--max-results",
-                "50",
-                "--min-score",
-                "0",
-            ],
-        )
-        .output()
-        .unwrap(),
-        "osprey",
-    ));
+    let new = hits(&fifty(&b, &local, &workspace, "osprey"));
     assert_eq!(new.len(), 50);
     let status = json(
         memoria(Some(&b), &local, &workspace, &["status", "--json"])

@@ -338,14 +338,6 @@ impl Reader for LanceReader {
         }
     }
 
-    fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
-        Ok(self
-            .chunks(ids)?
-            .into_iter()
-            .map(|(id, c)| c.key(id))
-            .collect())
-    }
-
     fn chunks(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
         let mut found = self.chunk_rows(ids)?;
         Ok(ids

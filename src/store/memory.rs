@@ -207,14 +207,6 @@ impl Reader for MemoryReader {
         Some(out)
     }
 
-    fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
-        Ok(self
-            .chunks(ids)?
-            .into_iter()
-            .map(|(id, c)| c.key(id))
-            .collect())
-    }
-
     fn chunks(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>> {
         Ok(ids
             .iter()

@@ -126,8 +126,15 @@ pub(crate) trait Reader: Send + Sync {
     /// The `k` chunks nearest to `query` by cosine (a chunk with passages scoring the best
     /// of theirs), best first; `None` when the generation has no vectors.
     fn nearest(&self, query: &[f32], k: usize) -> Option<Vec<(String, f32)>>;
-    /// Ranking keys of these chunks (unknown ids are skipped).
-    fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>>;
+    /// Ranking keys of these chunks (unknown ids are skipped); by default from their
+    /// records (a store with a cheaper way to them overrides it).
+    fn keys(&self, ids: &[String]) -> Result<Vec<ChunkKey>> {
+        Ok(self
+            .chunks(ids)?
+            .into_iter()
+            .map(|(id, c)| c.key(id))
+            .collect())
+    }
     /// Records of these chunks, in order (unknown ids are skipped).
     fn chunks(&self, ids: &[String]) -> Result<Vec<(String, ChunkRecord)>>;
     /// The first chunk (lowest start line) of every file whose path `named` accepts, by
