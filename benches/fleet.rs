@@ -15,9 +15,10 @@
 //! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet). Every agent's notes differ (a seed of
 //! its own), so the shared embedding cache saves nothing here.
 //!
-//! "Cold" is a search by a node that has not opened the agent yet (a new `Memory`: new
-//! LanceDB connection, nothing cached in the process; the operating system's page cache
-//! and moto's memory stay warm); "warm" repeats searches on an open one. moto is a
+//! "Cold" is a search by a new node: the bench runs itself as a new process for each
+//! (nothing cached in the process; the operating system's page cache and moto's memory
+//! stay warm), timed from opening the agent to its answer; "warm" repeats searches on an
+//! open one. moto is a
 //! single-threaded Python server holding objects in memory: real object storage has more
 //! latency per request and far more throughput.
 
@@ -31,6 +32,7 @@ use memoria::{EmbedderChoice, Memory, SearchOptions};
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
 #[path = "../tests/support/moto.rs"]
+#[allow(dead_code)]
 mod moto;
 #[path = "support/rng.rs"]
 mod rng;
@@ -67,6 +69,74 @@ fn env_number(name: &str, default: u64) -> u64 {
 enum Backend<'a> {
     Local(PathBuf),
     Lance { s3: &'a S3, prefix: String },
+}
+
+/// What a cold node is told to search, as JSON in `MEMORIA_BENCH_COLD`: the bench runs
+/// itself once per cold search, so that nothing is cached in the process.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ColdSearch {
+    /// The local store's directory, or the S3 endpoint and prefix.
+    local: Option<PathBuf>,
+    endpoint: Option<String>,
+    prefix: String,
+    state: PathBuf,
+    agent: String,
+    notes: PathBuf,
+    query: String,
+    dims: usize,
+}
+
+/// Runs one cold search (in the child process) and prints its time.
+fn cold_child(job: &str) {
+    let job: ColdSearch = serde_json::from_str(job).expect("MEMORIA_BENCH_COLD");
+    let embedder = stand_in(job.dims);
+    let asked = Instant::now();
+    let settings = match &job.local {
+        Some(dir) => settings(Place::Local(dir), &job.state, &job.agent, &job.notes),
+        None => settings(
+            Place::Lance {
+                endpoint: job.endpoint.as_deref().unwrap_or_default(),
+                prefix: &job.prefix,
+            },
+            &job.state,
+            &job.agent,
+            &job.notes,
+        ),
+    };
+    let memory = open_settings(settings, &embedder);
+    memory
+        .search(&job.query, &SearchOptions::default())
+        .expect("cold search");
+    println!("cold-ms {}", asked.elapsed().as_secs_f64() * 1e3);
+}
+
+/// One cold search by a new process; its time in the child, from opening to the answer.
+fn cold_search(job: &ColdSearch) -> Duration {
+    let out = std::process::Command::new(std::env::current_exe().expect("the bench binary"))
+        .env(
+            "MEMORIA_BENCH_COLD",
+            serde_json::to_string(job).expect("json"),
+        )
+        .output()
+        .expect("a cold node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ms: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("cold-ms "))
+        .and_then(|ms| ms.trim().parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "the cold node failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    Duration::from_secs_f64(ms / 1e3)
+}
+
+/// A store's place, as `settings` takes it.
+enum Place<'a> {
+    Local(&'a Path),
+    Lance { endpoint: &'a str, prefix: &'a str },
 }
 
 impl Backend<'_> {
@@ -113,6 +183,18 @@ fn open(
     workspace: &Path,
     embedder: &Arc<HashEmbedder>,
 ) -> Memory {
+    let store = match backend {
+        Backend::Local(dir) => Place::Local(dir),
+        Backend::Lance { s3, prefix } => Place::Lance {
+            endpoint: &s3.endpoint,
+            prefix,
+        },
+    };
+    open_settings(settings(store, state, agent, workspace), embedder)
+}
+
+/// The settings of a node's handle on `agent`.
+fn settings(store: Place, state: &Path, agent: &str, workspace: &Path) -> Settings {
     let env = Env {
         home: Some(state.to_path_buf()),
         state_dir: Some(state.to_path_buf()),
@@ -124,11 +206,10 @@ fn open(
     settings.workspace = workspace.to_path_buf();
     settings.provider = ProviderKind::Local;
     settings.sync.on_search = false;
-    match backend {
-        Backend::Local(dir) => settings.store.dir = Some(dir.join(agent)),
-        Backend::Lance { s3, prefix } => {
-            let options = s3
-                .storage_options()
+    match store {
+        Place::Local(dir) => settings.store.dir = Some(dir.join(agent)),
+        Place::Lance { endpoint, prefix } => {
+            let options = S3::options_for(endpoint)
                 .as_object()
                 .into_iter()
                 .flatten()
@@ -140,6 +221,10 @@ fn open(
             };
         }
     }
+    settings
+}
+
+fn open_settings(settings: Settings, embedder: &Arc<HashEmbedder>) -> Memory {
     Memory::open_with(
         settings,
         EmbedderChoice::Given {
@@ -149,6 +234,15 @@ fn open(
         },
     )
     .expect("open memory")
+}
+
+/// The stand-in embedder: passages embedded as the local model's are, so a chunk stores
+/// its vectors and theirs.
+fn stand_in(dims: usize) -> Arc<HashEmbedder> {
+    Arc::new(HashEmbedder {
+        passages: true,
+        ..Arc::into_inner(HashEmbedder::new(dims)).expect("a new embedder")
+    })
 }
 
 /// The notes of agent `i`: about `chunks` chunks of daily logs (generated once, kept).
@@ -195,14 +289,42 @@ fn latencies(name: &str, mut times: Vec<Duration>) -> String {
     )
 }
 
-/// Syncs `agents` (name, notes) into `backend`, then measures cold and warm searches.
+/// The hits of one warm search, as `path:startLine`.
+type Answer = Vec<String>;
+
+/// How alike two stores' answers to the same searches are: the share of searches with the
+/// same first hit, and the mean overlap of their hits.
+fn agreement(a: &[Answer], b: &[Answer]) -> String {
+    let n = a.len().min(b.len()).max(1) as f64;
+    let same_first = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x.first() == y.first())
+        .count() as f64;
+    let overlap: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let shared = x.iter().filter(|h| y.contains(h)).count();
+            shared as f64 / x.len().max(y.len()).max(1) as f64
+        })
+        .sum();
+    format!(
+        "same first hit {:.1} %, hits shared {:.1} %",
+        100.0 * same_first / n,
+        100.0 * overlap / n
+    )
+}
+
+/// Syncs `agents` (name, notes) into `backend`, then measures cold and warm searches;
+/// returns the warm searches' answers.
 fn measure(
     options: &Options,
     backend: &Backend,
     agents: &[(String, PathBuf)],
     queries: &[String],
     embedder: &Arc<HashEmbedder>,
-) {
+) -> Vec<Answer> {
     let state = options
         .root
         .join(format!("state/{}", backend.name().replace(' ', "-")));
@@ -226,18 +348,26 @@ fn measure(
         bytes as f64 / 1e6
     );
 
-    // Cold: a node opening an agent it has not opened, for its first search.
+    // Cold: a new process opening an agent, for its first search.
     let mut rng = Rng(99);
     let search = SearchOptions::default();
     let mut cold = Vec::new();
     for n in 0..options.searches.min(agents.len().max(1) * 4) {
         let (agent, notes) = &agents[(rng.next() % agents.len() as u64) as usize];
-        let node = state.join(format!("cold-{n}"));
-        let asked = Instant::now();
-        let memory = open(backend, &node, agent, notes, embedder);
-        let answer = memory.search(&queries[n % queries.len()], &search);
-        cold.push(asked.elapsed());
-        answer.expect("cold search");
+        let (local, endpoint, prefix) = match backend {
+            Backend::Local(dir) => (Some(dir.clone()), None, String::new()),
+            Backend::Lance { s3, prefix } => (None, Some(s3.endpoint.clone()), prefix.clone()),
+        };
+        cold.push(cold_search(&ColdSearch {
+            local,
+            endpoint,
+            prefix,
+            state: state.join(format!("cold-{n}")),
+            agent: agent.clone(),
+            notes: notes.clone(),
+            query: queries[n % queries.len()].clone(),
+            dims: options.dims,
+        }));
     }
     // Warm: one node's open handles, searched again and again.
     let open_agents: Vec<Memory> = agents
@@ -249,6 +379,7 @@ fn measure(
         memory.search(query, &search).expect("first search");
     }
     let mut warm = Vec::new();
+    let mut answers = Vec::new();
     for n in 0..options.searches {
         let memory = &open_agents[n % open_agents.len()];
         let asked = Instant::now();
@@ -259,6 +390,13 @@ fn measure(
             !answer.hits.is_empty() || n > 0,
             "the first warm search found nothing"
         );
+        answers.push(
+            answer
+                .hits
+                .iter()
+                .map(|h| format!("{}:{}", h.path, h.start_line))
+                .collect(),
+        );
     }
     let (now, peak) = rss();
     println!(
@@ -267,9 +405,13 @@ fn measure(
         latencies("cold", cold),
         latencies("warm", warm)
     );
+    answers
 }
 
 fn main() {
+    if let Ok(job) = std::env::var("MEMORIA_BENCH_COLD") {
+        return cold_child(&job);
+    }
     let options = Options {
         agents: env_number("MEMORIA_BENCH_AGENTS", 1000) as usize,
         agent_chunks: env_number("MEMORIA_BENCH_AGENT_CHUNKS", 1000),
@@ -296,11 +438,7 @@ fn main() {
     };
     let vocab = workspace::vocabulary(20_000);
     let queries = workspace::queries(&vocab, 100);
-    // Passages embedded as the local model's are: a chunk stores its vectors and theirs.
-    let embedder = Arc::new(HashEmbedder {
-        passages: true,
-        ..Arc::into_inner(HashEmbedder::new(options.dims)).expect("a new embedder")
-    });
+    let embedder = stand_in(options.dims);
     let mut backends = Vec::new();
     for store in &options.stores {
         match (store.as_str(), &s3) {
@@ -335,12 +473,19 @@ fn main() {
         let agents: Vec<(String, PathBuf)> = (0..count)
             .map(|i| (format!("{name}-{i:05}"), notes(&options, &vocab, i, chunks)))
             .collect();
+        let mut answers = Vec::new();
         for backend in &mut backends {
             match backend {
                 Backend::Local(dir) => *dir = options.root.join(format!("local-{name}")),
                 Backend::Lance { prefix, .. } => *prefix = name.to_string(),
             }
-            measure(&options, backend, &agents, &queries, &embedder);
+            answers.push(measure(&options, backend, &agents, &queries, &embedder));
+        }
+        if let [local, lance] = answers.as_slice() {
+            println!(
+                "  local vs lancedb, warm searches: {}",
+                agreement(local, lance)
+            );
         }
     }
 }

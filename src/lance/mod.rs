@@ -37,10 +37,23 @@
 //!
 //! Keyword: LanceDB's BM25 (k1 1.2, b 0.75, tantivy's IDF) over the `terms` column, which
 //! holds each chunk's text as memoria's analyzer reads it, split on whitespace by the
-//! index: the terms are memoria's, the scoring LanceDB's. Vectors: an exact cosine scan of
-//! the chunks' own vectors (LanceDB's flat search), the nearest widened and rescored by
-//! their best passage, as the local store does.
+//! index: the terms are memoria's, the scoring LanceDB's. Vectors: the chunks' own vectors
+//! by cosine, the nearest widened and rescored by their best passage, as the local store
+//! does. A generation under 50,000 chunks is scanned whole (exact), in memory once read
+//! ([`held`]); from there its vectors get an IVF-PQ index (candidates re-ranked on their
+//! full vectors) and the columns searches look rows up by (`chunks.id`, `passages.chunk`)
+//! B-tree indexes, so a search of a large agent reads a small part of it
+//! (`MEMORIA_FLEET_INDEX_ROWS` moves the threshold).
+//!
+//! # Writes
+//!
+//! Every write is a table version and several object-store requests, so a sync writes in
+//! few large pieces: its file batches as they come, its vectors and cache entries held in
+//! memory until a commit (or 4,096 of them), indexes brought up to date once per commit.
 
+mod cache;
+mod held;
+mod indexes;
 mod lease;
 mod reader;
 mod rows;

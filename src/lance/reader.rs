@@ -2,12 +2,13 @@
 //! manifest names.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use lance_index::scalar::FullTextSearchQuery;
 use lancedb::query::{QueryBase, Select};
 use lancedb::{Connection, DistanceType, Table};
 
+use super::held::{self, unit_cosine, Held};
 use super::rows::{self, is_in, quoted, CHUNK_COLUMNS};
 use super::tables::{block, collect, open_at, runtime_error, table_name, Committed, TABLES};
 use crate::analyzer::query_terms;
@@ -21,6 +22,13 @@ pub(super) const IDS_PER_QUERY: usize = 512;
 /// How many more chunks than asked the vector side takes by their own vectors, to rescore
 /// by their passages (the local store widens as much).
 const PASSAGE_WIDEN: usize = 4;
+
+/// The vector index's partitions a search reads at least (a large generation's chunk
+/// vectors are indexed, see the writer), and how many times the asked number of
+/// candidates it re-ranks on their full vectors: recall over speed, measured by
+/// `benches/fleet.rs` against an exact scan. A table without the index ignores both.
+const NPROBES: usize = 32;
+const REFINE_FACTOR: u32 = 8;
 
 /// One committed generation.
 pub(super) struct LanceReader {
@@ -36,10 +44,22 @@ pub(super) struct LanceReader {
     indexed: bool,
     /// Document frequencies looked up so far, by term.
     counted: Mutex<HashMap<String, usize>>,
+    /// When its vectors are few enough to hold in memory (module `held`): under which key,
+    /// within what budget.
+    hold: Option<(String, u64)>,
 }
 
 impl LanceReader {
-    pub(super) fn open(location: &str, db: Connection, committed: Committed) -> Result<Self> {
+    /// Opens `committed`; its vectors are held in memory (within `hold_budget` bytes for
+    /// every agent together) when it has fewer than `index_rows` chunks (larger ones have
+    /// a vector index).
+    pub(super) fn open(
+        location: &str,
+        db: Connection,
+        committed: Committed,
+        index_rows: u64,
+        hold_budget: u64,
+    ) -> Result<Self> {
         let generation = committed.manifest.generation;
         let versions = committed.versions;
         let (files, chunks, vectors, passages, documents, indexed) = block(location, async move {
@@ -56,7 +76,11 @@ impl LanceReader {
                 )));
             };
             let documents = chunks.count_rows(None).await?;
-            let indexed = !chunks.list_indices().await?.is_empty();
+            let indexed = chunks
+                .list_indices()
+                .await?
+                .iter()
+                .any(|i| i.columns.iter().any(|c| c == "terms"));
             Ok((files, chunks, vectors, passages, documents, indexed))
         })?;
         Ok(LanceReader {
@@ -69,7 +93,47 @@ impl LanceReader {
             documents,
             indexed,
             counted: Mutex::new(HashMap::new()),
+            hold: ((documents as u64) < index_rows).then(|| {
+                let key = format!("{location}#{generation}:{}:{}", versions[2], versions[3]);
+                (key, hold_budget)
+            }),
         })
+    }
+
+    /// The generation's vectors in memory, read whole on first use, when it is small
+    /// enough to hold (module `held`).
+    fn held(&self) -> Result<Option<Arc<Held>>> {
+        let Some((key, budget)) = &self.hold else {
+            return Ok(None);
+        };
+        if let Some(held) = held::get(key) {
+            return Ok(Some(held));
+        }
+        let (own, passages) = (self.vectors.clone(), self.passages.clone());
+        let (own, passages) = block(&self.location, async move {
+            let mut read = Vec::new();
+            for (table, owner) in [(own, "id"), (passages, "chunk")] {
+                read.push(match table {
+                    Some(table) => {
+                        collect(table.query().select(Select::columns(&[owner, "vector"]))).await?
+                    }
+                    None => Vec::new(),
+                });
+            }
+            Ok((read.remove(0), read.remove(0)))
+        })?;
+        let pairs = |batches: &[arrow_array::RecordBatch], owner: &str| {
+            let mut out = Vec::new();
+            for batch in batches {
+                let owners = rows::text(batch, owner).map_err(|m| self.column_error(m))?;
+                let vectors = rows::vectors(batch, "vector").map_err(|m| self.column_error(m))?;
+                out.extend(owners.into_iter().zip(vectors));
+            }
+            Ok::<_, Error>(out)
+        };
+        let held = Arc::new(Held::new(pairs(&own, "id")?, pairs(&passages, "chunk")?));
+        held::keep(key, held.clone(), *budget);
+        Ok(Some(held))
     }
 
     fn column_error(&self, message: String) -> Error {
@@ -173,6 +237,9 @@ impl LanceReader {
             true => k.saturating_mul(PASSAGE_WIDEN),
             false => k,
         };
+        if let Some(held) = self.held()? {
+            return Ok(held.nearest(&q, k, fetch));
+        }
         let probe = q.clone();
         let batches = block(&self.location, async move {
             collect(
@@ -180,6 +247,8 @@ impl LanceReader {
                     .query()
                     .nearest_to(probe.as_slice())?
                     .distance_type(DistanceType::Cosine)
+                    .minimum_nprobes(NPROBES)?
+                    .refine_factor(REFINE_FACTOR)
                     .select(Select::columns(&["id"]))
                     .limit(fetch),
             )
@@ -240,15 +309,6 @@ pub(super) fn vectors_by_ids(
         }
     }
     Ok(ids.iter().map(|id| found.remove(*id)).collect())
-}
-
-/// The cosine of a unit-length `query` and `vector`.
-fn unit_cosine(query: &[f32], vector: &[f32]) -> f32 {
-    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    match norm > 0.0 && vector.len() == query.len() {
-        true => crate::simd::dot(query, vector) / norm,
-        false => 0.0,
-    }
 }
 
 impl Reader for LanceReader {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, ListBuilder};
 use arrow_array::{
     Array, ArrayRef, BinaryArray, FixedSizeListArray, Float32Array, Int64Array, ListArray,
-    RecordBatch, StringArray, UInt64Array,
+    RecordBatch, RecordBatchIterator, StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
@@ -373,6 +373,12 @@ pub(super) fn quoted(value: &str) -> String {
 pub(super) fn is_in(column: &str, values: &[&str]) -> String {
     let list: Vec<String> = values.iter().map(|v| quoted(v)).collect();
     format!("{column} IN ({})", list.join(", "))
+}
+
+/// `batch` as the reader LanceDB's writes take.
+pub(super) fn reader_of(batch: RecordBatch) -> Box<dyn arrow_array::RecordBatchReader + Send> {
+    let schema = batch.schema();
+    Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema))
 }
 
 #[cfg(test)]

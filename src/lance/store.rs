@@ -1,10 +1,11 @@
 //! The handle a process keeps per agent in fleet mode: where the agent lives, its
 //! connections, and the reader of its committed generation.
 //!
-//! Every agent a process opens shares one LanceDB session: one bounded cache (index pages
-//! and table metadata, `MEMORIA_FLEET_CACHE_MB`, 1024 by default, three quarters for
-//! indexes) and one registry of object-store clients, so a node serving many agents holds
-//! one budget rather than LanceDB's default per connection (7 GiB each).
+//! Every agent a process opens shares one LanceDB session and one budget,
+//! `MEMORIA_FLEET_CACHE_MB` (1024 by default): half for index pages, a quarter for table
+//! metadata, a quarter for small generations' vectors held in memory (module `held`); and
+//! one registry of object-store clients. A node serving many agents holds one budget
+//! rather than LanceDB's default per connection (7 GiB each).
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
@@ -22,16 +23,23 @@ use crate::store::{Manifest, Reader, Store, StoreCache, Writer};
 /// The variable that sets the process's cache budget, in MB.
 const CACHE_MB_ENV: &str = "MEMORIA_FLEET_CACHE_MB";
 
-/// The process's session and its budget in bytes.
+/// The process's session and its whole budget in bytes: half for LanceDB's index cache,
+/// a quarter for its metadata cache, a quarter for the vectors held ([`held_budget`]).
 fn session() -> &'static (Arc<Session>, u64) {
     static SESSION: OnceLock<(Arc<Session>, u64)> = OnceLock::new();
     SESSION.get_or_init(|| {
         let megabytes = super::env_number(CACHE_MB_ENV, 1024);
         let bytes = megabytes.saturating_mul(1 << 20);
-        let index = (bytes / 4 * 3) as usize;
-        let session = Session::new(index, bytes as usize - index, Default::default());
+        let (index, metadata) = ((bytes / 2) as usize, (bytes / 4) as usize);
+        let session = Session::new(index, metadata, Default::default());
         (Arc::new(session), bytes)
     })
+}
+
+/// What the process may hold of small generations' vectors (module `held`): a quarter
+/// of `MEMORIA_FLEET_CACHE_MB`.
+fn held_budget() -> u64 {
+    session().1 / 4
 }
 
 /// How searches have met an agent's tables in this process.
@@ -65,6 +73,8 @@ pub(crate) struct LanceStore {
     /// The reader of the committed generation, while the manifest names it.
     reader: Mutex<Option<(Committed, Arc<LanceReader>)>>,
     opens: Mutex<Opens>,
+    /// Rows from which a generation's tables are indexed (module `indexes`).
+    index_rows: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -84,7 +94,40 @@ impl LanceStore {
             shared_db: Mutex::new(None),
             reader: Mutex::new(None),
             opens: Mutex::default(),
+            index_rows: super::indexes::index_rows(),
         }
+    }
+
+    /// The same store indexing its tables from `rows` rows (tests: an index on a small
+    /// workspace).
+    #[cfg(test)]
+    pub(crate) fn with_index_rows(mut self, rows: u64) -> LanceStore {
+        self.index_rows = rows;
+        self
+    }
+
+    /// The indexed columns of the committed generation's tables, as `table.column`.
+    #[cfg(test)]
+    pub(crate) fn indexed_columns(&self) -> Result<Vec<String>> {
+        let Some(committed) = self.committed()? else {
+            return Ok(Vec::new());
+        };
+        let db = self.db()?;
+        block(&self.location, async move {
+            let generation = committed.manifest.generation;
+            let mut out = Vec::new();
+            for (kind, version) in super::tables::TABLES.iter().zip(committed.versions) {
+                let name = super::tables::table_name(kind, generation);
+                let Some(table) = super::tables::open_at(&db, &name, version).await? else {
+                    continue;
+                };
+                for index in table.list_indices().await? {
+                    out.extend(index.columns.iter().map(|c| format!("{kind}.{c}")));
+                }
+            }
+            out.sort();
+            Ok(out)
+        })
     }
 
     fn connect(&self, slot: &Mutex<Option<Connection>>, uri: &str) -> Result<Connection> {
@@ -143,6 +186,8 @@ impl Store for LanceStore {
             &self.location,
             self.db()?,
             committed.clone(),
+            self.index_rows,
+            held_budget(),
         )?);
         let mut opens = lock(&self.opens);
         opens.cold += 1;
@@ -167,6 +212,7 @@ impl Store for LanceStore {
             db,
             shared,
             lease,
+            self.index_rows,
         )))
     }
 
@@ -175,7 +221,7 @@ impl Store for LanceStore {
         let opens = lock(&self.opens);
         Some(StoreCache {
             limit_bytes: *limit,
-            used_bytes: session.size_bytes(),
+            used_bytes: session.size_bytes() + super::held::bytes(),
             cold_opens: opens.cold,
             last_search: opens
                 .last_cold

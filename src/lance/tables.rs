@@ -11,7 +11,14 @@ use super::{rows, runtime};
 use crate::error::{Error, Result};
 use crate::store::Manifest;
 
-/// The four tables of a generation, in the order the manifest row lists their versions.
+/// How many vectors (or cache entries) a writer holds before it writes them. LanceDB makes
+/// a new table version per write (a data file, a manifest and several object-store round
+/// trips), and a search reads every data file of a table, so a sync's vectors and cache
+/// entries wait in memory (about 3 KB each at 768 dimensions) and go in few large appends:
+/// at each commit, or when this many wait. Nothing is lost by waiting: what a sync wrote
+/// after its last commit is rolled back by the next one's `begin` anyway.
+pub(super) const PENDING_ROWS: usize = 4096;
+
 pub(super) const TABLES: [&str; 4] = ["files", "chunks", "vectors", "passages"];
 
 pub(super) fn table_name(kind: &str, generation: u64) -> String {

@@ -4,25 +4,26 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_array::RecordBatch;
 use lancedb::index::scalar::FtsIndexBuilder;
 use lancedb::index::Index;
 use lancedb::query::{QueryBase, Select};
-use lancedb::table::{AddDataMode, CompactionOptions, Duration, OptimizeAction, OptimizeOptions};
+use lancedb::table::{AddDataMode, CompactionOptions, Duration, OptimizeAction};
 use lancedb::{Connection, Table};
 
+use super::cache::SharedCache;
+use super::indexes::{btree, index_column, update_indexes, vector_index};
 use super::lease::Lease;
 use super::reader::{vectors_by_ids, IDS_PER_QUERY};
 use super::rows::{self, is_in};
-use super::tables::{block, collect, open_at, read_committed, table_name, Committed, TABLES};
+use super::tables::{
+    block, collect, open_at, read_committed, table_name, Committed, PENDING_ROWS, TABLES,
+};
 use crate::error::{Error, Result};
 use crate::passage;
 use crate::store::{
     unembedded, Batch, Begun, ChunkRecord, FileRecord, Manifest, Unembedded, Writer,
 };
-
-/// The shared cache's table.
-const CACHE: &str = "embedding_cache";
 
 /// The generation a writer has open.
 struct Open {
@@ -35,15 +36,17 @@ struct Open {
     files: BTreeMap<String, FileRecord>,
     /// Ids of the chunks held.
     chunks: HashSet<String>,
-    /// Ids of the vectors held: chunks' own and passages'.
+    /// Ids of the vectors held: chunks' own and passages', written or pending.
     embedded: HashSet<String>,
+    /// Vectors not written yet, by id ([`PENDING_ROWS`]).
+    pending: HashMap<String, Vec<f32>>,
 }
 
 /// A sync's writer (see the module docs).
 pub(super) struct LanceWriter {
     db: Connection,
-    /// The database agents share (the embedding cache).
-    shared: Connection,
+    /// The embedding cache agents share.
+    cache: SharedCache,
     lease: Lease,
     location: String,
     /// The manifest row when the generation was opened.
@@ -51,20 +54,27 @@ pub(super) struct LanceWriter {
     open: Option<Open>,
     /// The committed generation's vector tables, for a rebuild's reuse (opened once).
     replaced: Option<[Option<Table>; 2]>,
-    cache: Option<Option<Table>>,
+    /// Rows from which a table is indexed (`indexes::INDEX_ROWS`).
+    index_rows: u64,
 }
 
 impl LanceWriter {
-    pub(super) fn new(location: &str, db: Connection, shared: Connection, lease: Lease) -> Self {
+    pub(super) fn new(
+        location: &str,
+        db: Connection,
+        shared: Connection,
+        lease: Lease,
+        index_rows: u64,
+    ) -> Self {
         LanceWriter {
+            index_rows,
             location: location.to_string(),
+            cache: SharedCache::new(location, shared),
             db,
-            shared,
             lease,
             committed: None,
             open: None,
             replaced: None,
-            cache: None,
         }
     }
 
@@ -91,21 +101,51 @@ impl LanceWriter {
         }
     }
 
-    /// The shared cache table; `None` before its first entry.
-    fn cache_table(&mut self) -> Result<Option<Table>> {
-        if let Some(table) = &self.cache {
-            return Ok(table.clone());
+    /// Writes the pending vectors: chunks' own to the generation's vectors table, passages'
+    /// to its passages table (each created by its first rows).
+    fn write_vectors(&mut self) -> Result<()> {
+        let (db, location) = (self.db.clone(), self.location.clone());
+        let open = self.open_mut()?;
+        if open.pending.is_empty() {
+            return Ok(());
         }
-        let db = self.shared.clone();
-        let table = block(&self.location, async move {
-            match db.open_table(CACHE).execute().await {
-                Ok(table) => Ok(Some(table)),
-                Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
-                Err(err) => Err(err),
-            }
+        let pending = std::mem::take(&mut open.pending);
+        let mut held: Vec<(&String, &Vec<f32>)> = pending.iter().collect();
+        held.sort_unstable_by_key(|(id, _)| *id);
+        let dims = held.first().map_or(0, |(_, v)| v.len());
+        let own: Vec<(&str, &[f32])> = held
+            .iter()
+            .filter(|(id, _)| !passage::is_passage(id))
+            .map(|(id, v)| (id.as_str(), v.as_slice()))
+            .collect();
+        let parts: Vec<(&str, &str, &[f32])> = held
+            .iter()
+            .filter(|(id, _)| passage::is_passage(id))
+            .map(|(id, v)| (id.as_str(), passage::chunk_of(id), v.as_slice()))
+            .collect();
+        let own_batch = (!own.is_empty()).then(|| rows::vectors_batch(&own, dims));
+        let parts_batch = (!parts.is_empty()).then(|| rows::passages_batch(&parts, dims));
+        let generation = open.generation;
+        let (vectors, passages) = (open.vectors.clone(), open.passages.clone());
+        let (vectors, passages) = block(&location, async move {
+            let passages = match parts_batch {
+                Some(batch) => {
+                    Some(append(&db, passages, table_name("passages", generation), batch).await?)
+                }
+                None => passages,
+            };
+            let vectors = match own_batch {
+                Some(batch) => {
+                    Some(append(&db, vectors, table_name("vectors", generation), batch).await?)
+                }
+                None => vectors,
+            };
+            Ok((vectors, passages))
         })?;
-        self.cache = Some(table.clone());
-        Ok(table)
+        let open = self.open_mut()?;
+        open.vectors = vectors;
+        open.passages = passages;
+        Ok(())
     }
 }
 
@@ -170,11 +210,6 @@ async fn restore(
 /// Every value of column `column` of `table`.
 async fn column(table: &Table, column: &'static str) -> lancedb::Result<Vec<RecordBatch>> {
     collect(table.query().select(Select::columns(&[column]))).await
-}
-
-fn reader_of(batch: RecordBatch) -> Box<dyn arrow_array::RecordBatchReader + Send> {
-    let schema = batch.schema();
-    Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema))
 }
 
 /// Appends `batch` to `table`, creating it as `name` when absent.
@@ -288,6 +323,7 @@ impl Writer for LanceWriter {
             files,
             chunks,
             embedded,
+            pending: HashMap::new(),
         });
         Ok(begun)
     }
@@ -372,11 +408,14 @@ impl Writer for LanceWriter {
         for path in &stale {
             open.files.remove(*path);
         }
+        let old: HashSet<&str> = old_chunks.iter().map(String::as_str).collect();
         for id in &old_chunks {
             open.chunks.remove(id);
-            open.embedded
-                .retain(|v| passage::chunk_of(v) != id.as_str());
         }
+        open.embedded
+            .retain(|v| !old.contains(passage::chunk_of(v)));
+        open.pending
+            .retain(|v, _| !old.contains(passage::chunk_of(v)));
         for upsert in &batch.upserts {
             open.files
                 .insert(upsert.path.clone(), upsert.record.clone());
@@ -394,6 +433,7 @@ impl Writer for LanceWriter {
         let chunks = open.chunks_table.clone();
         let files = open.files_table.clone();
         let any = !open.chunks.is_empty();
+        let min_rows = self.index_rows;
         block(&self.location, async move {
             for table in [&files, &chunks] {
                 table
@@ -406,25 +446,17 @@ impl Writer for LanceWriter {
             if !any {
                 return Ok(());
             }
-            if chunks.list_indices().await?.is_empty() {
-                let params = FtsIndexBuilder::default()
-                    .base_tokenizer("whitespace".into())
-                    .lower_case(false)
-                    .stem(false)
-                    .remove_stop_words(false)
-                    .ascii_folding(false)
-                    .max_token_length(None)
-                    .with_position(false);
-                chunks
-                    .create_index(&["terms"], Index::FTS(params))
-                    .execute()
-                    .await
-            } else {
-                chunks
-                    .optimize(OptimizeAction::Index(OptimizeOptions::default()))
-                    .await
-                    .map(drop)
-            }
+            let params = FtsIndexBuilder::default()
+                .base_tokenizer("whitespace".into())
+                .lower_case(false)
+                .stem(false)
+                .remove_stop_words(false)
+                .ascii_folding(false)
+                .max_token_length(None)
+                .with_position(false);
+            index_column(&chunks, "terms", 1, || Index::FTS(params)).await?;
+            index_column(&chunks, "id", min_rows, btree).await?;
+            update_indexes(&chunks).await
         })
     }
 
@@ -462,61 +494,48 @@ impl Writer for LanceWriter {
     }
 
     fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()> {
-        let open = self.open()?;
-        let held: Vec<&(String, Vec<f32>)> = vectors
-            .iter()
-            .filter(|(id, _)| open.chunks.contains(passage::chunk_of(id)))
-            .collect();
-        let Some(dims) = held.first().map(|(_, v)| v.len()) else {
-            return Ok(());
-        };
-        if let Some((id, v)) = held.iter().find(|(_, v)| v.len() != dims) {
-            return Err(self.fail(format!(
-                "vector {id} has {} values where the others have {dims}",
-                v.len()
-            )));
-        }
-        let own: Vec<(&str, &[f32])> = held
-            .iter()
-            .filter(|(id, _)| !passage::is_passage(id))
-            .map(|(id, v)| (id.as_str(), v.as_slice()))
-            .collect();
-        let parts: Vec<(&str, &str, &[f32])> = held
-            .iter()
-            .filter(|(id, _)| passage::is_passage(id))
-            .map(|(id, v)| (id.as_str(), passage::chunk_of(id), v.as_slice()))
-            .collect();
-        let own_batch = (!own.is_empty()).then(|| rows::vectors_batch(&own, dims));
-        let parts_batch = (!parts.is_empty()).then(|| rows::passages_batch(&parts, dims));
-        let (db, generation) = (self.db.clone(), open.generation);
-        let (vectors, passages) = (open.vectors.clone(), open.passages.clone());
-        let (vectors, passages) = block(&self.location, async move {
-            let passages = match parts_batch {
-                Some(batch) => {
-                    Some(append(&db, passages, table_name("passages", generation), batch).await?)
-                }
-                None => passages,
-            };
-            let vectors = match own_batch {
-                Some(batch) => {
-                    Some(append(&db, vectors, table_name("vectors", generation), batch).await?)
-                }
-                None => vectors,
-            };
-            Ok((vectors, passages))
-        })?;
-        let ids: Vec<String> = held.iter().map(|(id, _)| id.clone()).collect();
+        let location = self.location.clone();
         let open = self.open_mut()?;
-        open.vectors = vectors;
-        open.passages = passages;
-        open.embedded.extend(ids);
+        let mut dims = open.pending.values().next().map(Vec::len);
+        for (id, vector) in vectors {
+            if !open.chunks.contains(passage::chunk_of(id)) {
+                continue;
+            }
+            let want = *dims.get_or_insert(vector.len());
+            if vector.len() != want {
+                return Err(Error::Store {
+                    location,
+                    message: format!(
+                        "vector {id} has {} values where the others have {want}",
+                        vector.len()
+                    ),
+                });
+            }
+            open.embedded.insert(id.clone());
+            open.pending.insert(id.clone(), vector.clone());
+        }
+        if open.pending.len() >= PENDING_ROWS {
+            self.write_vectors()?;
+        }
         Ok(())
     }
 
     fn stored_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
         let open = self.open()?;
+        let unwritten: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !open.pending.contains_key(*id))
+            .collect();
         let tables = [open.vectors.clone(), open.passages.clone()];
-        vectors_by_ids(&self.location, tables, ids)
+        let mut written = vectors_by_ids(&self.location, tables, &unwritten)?.into_iter();
+        Ok(ids
+            .iter()
+            .map(|id| match open.pending.get(*id) {
+                Some(vector) => Some(vector.clone()),
+                None => written.next().flatten(),
+            })
+            .collect())
     }
 
     fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
@@ -550,61 +569,11 @@ impl Writer for LanceWriter {
     }
 
     fn cached(&mut self, keys: &[String]) -> Result<Vec<Option<Vec<f32>>>> {
-        let Some(table) = self.cache_table()? else {
-            return Ok(vec![None; keys.len()]);
-        };
-        let mut found: HashMap<String, Vec<f32>> = HashMap::new();
-        for group in keys.chunks(IDS_PER_QUERY) {
-            let group: Vec<&str> = group.iter().map(String::as_str).collect();
-            let (table, filter) = (table.clone(), is_in("key", &group));
-            let batches = block(&self.location, async move {
-                collect(table.query().only_if(filter)).await
-            })?;
-            for batch in &batches {
-                let keys = rows::text(batch, "key").map_err(|m| self.fail(m))?;
-                let vectors = rows::vectors(batch, "vector").map_err(|m| self.fail(m))?;
-                found.extend(keys.into_iter().zip(vectors));
-            }
-        }
-        Ok(keys.iter().map(|k| found.remove(k)).collect())
+        self.cache.get(keys)
     }
 
     fn cache(&mut self, items: &[(String, String, Vec<f32>)], _max_entries: usize) -> Result<()> {
-        let mut seen = HashSet::new();
-        let entries: Vec<(&str, &[f32])> = items
-            .iter()
-            .filter(|(key, _, _)| seen.insert(key.as_str()))
-            .map(|(key, _, v)| (key.as_str(), v.as_slice()))
-            .collect();
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let batch = rows::cache_batch(&entries);
-        let table = self.cache_table()?;
-        let db = self.shared.clone();
-        let table = block(&self.location, async move {
-            match table {
-                Some(table) => {
-                    let mut merge = table.merge_insert(&["key"]);
-                    merge.when_not_matched_insert_all();
-                    merge.execute(reader_of(batch)).await?;
-                    Ok(table)
-                }
-                // Another node may create it first: then merge into theirs.
-                None => match db.create_table(CACHE, batch.clone()).execute().await {
-                    Ok(table) => Ok(table),
-                    Err(_) => {
-                        let table = db.open_table(CACHE).execute().await?;
-                        let mut merge = table.merge_insert(&["key"]);
-                        merge.when_not_matched_insert_all();
-                        merge.execute(reader_of(batch)).await?;
-                        Ok(table)
-                    }
-                },
-            }
-        })?;
-        self.cache = Some(Some(table));
-        Ok(())
+        self.cache.put(items)
     }
 
     fn batch_jobs(&self) -> Result<Option<Vec<u8>>> {
@@ -654,6 +623,23 @@ impl Writer for LanceWriter {
     }
 
     fn index_vectors(&mut self, dims: usize) -> Result<u64> {
+        self.write_vectors()?;
+        let open = self.open()?;
+        let min_rows = self.index_rows;
+        let (vectors, passages) = (open.vectors.clone(), open.passages.clone());
+        block(&self.location, async move {
+            if let Some(vectors) = &vectors {
+                if index_column(vectors, "vector", min_rows, vector_index).await? {
+                    update_indexes(vectors).await?;
+                }
+            }
+            if let Some(passages) = &passages {
+                if index_column(passages, "chunk", min_rows, btree).await? {
+                    update_indexes(passages).await?;
+                }
+            }
+            Ok(())
+        })?;
         let open = self.open()?;
         if let Some(table) = open.vectors.clone() {
             let schema = block(&self.location, async move { table.schema().await })?;
@@ -685,6 +671,8 @@ impl Writer for LanceWriter {
 
     fn commit(&mut self, manifest: &Manifest) -> Result<()> {
         self.lease.check()?;
+        self.write_vectors()?;
+        self.cache.write()?;
         let open = self.open()?;
         let json = serde_json::to_string(manifest)
             .map_err(|err| self.fail(format!("the manifest: {err}")))?;

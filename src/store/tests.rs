@@ -375,3 +375,127 @@ fn a_remote_store_says_whether_a_search_opened_it_cold() {
         assert!(second.used_bytes > 0, "{second:?}");
     });
 }
+
+/// A LanceDB generation past the index threshold is indexed (vectors, chunk ids, passages'
+/// chunks) and answers as the same workspace unindexed does, after a change too.
+#[cfg(feature = "fleet")]
+#[test]
+fn a_large_lancedb_generation_is_indexed_and_answers_alike() {
+    const ANIMALS: [&str; 6] = ["otter", "heron", "badger", "lynx", "marten", "stoat"];
+    // A code word of letters only, one per note: 417 → "kwfci".
+    let code = |n: usize| -> String {
+        let digits = format!("{n:03}");
+        let letters: String = digits
+            .bytes()
+            .map(|d| char::from(b'b' + (d - b'0')))
+            .collect();
+        format!("kw{letters}")
+    };
+    let workspace = tempfile::tempdir().unwrap();
+    for n in 0..600 {
+        let file = workspace.path().join(format!("memory/notes/n{n:03}.md"));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let animal = ANIMALS[n % ANIMALS.len()];
+        let mut text = format!(
+            "# Note {n}\n\nThe code word of note {n} is {}, kept by the {animal}.\n",
+            code(n)
+        );
+        // Every tenth note is long enough for passages.
+        if n % 10 == 0 {
+            for line in 0..60 {
+                text.push_str(&format!(
+                    "line {line} of the long note {n} about the {animal}\n"
+                ));
+            }
+        }
+        std::fs::write(file, text).unwrap();
+    }
+    let state = tempfile::tempdir().unwrap();
+    let open = |index_rows: u64, dir: &str| {
+        let words = Arc::new(Words {
+            documents: AtomicUsize::new(0),
+        });
+        let uri = state.path().join(dir).display().to_string();
+        agent(
+            workspace.path(),
+            &state.path().join(format!("{dir}-state")),
+            Semantics::Documented,
+            Some(words),
+            move |settings| {
+                let location = crate::lance::Location {
+                    uri: uri.clone(),
+                    options: Vec::new(),
+                };
+                let store = crate::lance::LanceStore::new(&location, &settings.agent_id)
+                    .with_index_rows(index_rows);
+                Box::new(store) as Box<dyn Store>
+            },
+        )
+    };
+    let (indexed, plain) = (open(256, "indexed"), open(u64::MAX, "plain"));
+    let queries = [
+        code(417),
+        format!("code word {}", code(3)),
+        "the long note 250 about the lynx".into(),
+        "stoat".into(),
+    ];
+    let firsts = |agent: &Agent| -> Vec<String> {
+        queries
+            .iter()
+            .map(|q| first_path(&search(agent, q)).to_string())
+            .collect()
+    };
+    for agent in [&indexed, &plain] {
+        agent.sync(false, &|_| {}).unwrap();
+    }
+    // What another node sees of the stored tables.
+    let columns = |dir: &str| {
+        let location = crate::lance::Location {
+            uri: state.path().join(dir).display().to_string(),
+            options: Vec::new(),
+        };
+        let store = crate::lance::LanceStore::new(&location, "main");
+        store.indexed_columns().unwrap()
+    };
+    assert_eq!(
+        columns("indexed"),
+        [
+            "chunks.id",
+            "chunks.terms",
+            "passages.chunk",
+            "vectors.vector"
+        ]
+    );
+    assert_eq!(columns("plain"), ["chunks.terms"]);
+    assert_eq!(firsts(&indexed), firsts(&plain));
+    // (A one-word query's single keyword hit weighs little in the z-score fusion, so the
+    // code words are looked up by keyword.)
+    let keyword = |agent: &Agent, q: &str| {
+        let options = SearchOptions {
+            lexical_only: true,
+            ..SearchOptions::default()
+        };
+        recall::search(agent, q, &options).unwrap()
+    };
+    assert_eq!(
+        first_path(&keyword(&indexed, &code(417))),
+        "memory/notes/n417.md"
+    );
+
+    // A change syncs into the indexes: the new text is found, the old is not.
+    std::fs::write(
+        workspace.path().join("memory/notes/n417.md"),
+        "# Note 417\n\nThe code word of note 417 is now quillwort.\n",
+    )
+    .unwrap();
+    for agent in [&indexed, &plain] {
+        agent.sync(false, &|_| {}).unwrap();
+    }
+    let response = keyword(&indexed, "quillwort");
+    assert_eq!(first_path(&response), "memory/notes/n417.md");
+    assert!(keyword(&indexed, &code(417))
+        .hits
+        .iter()
+        .all(|h| h.path != "memory/notes/n417.md"));
+    assert_eq!(firsts(&indexed), firsts(&plain));
+}

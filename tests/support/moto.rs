@@ -55,8 +55,13 @@ impl S3 {
 
     /// LanceDB's storage options for this server.
     pub fn storage_options(&self) -> serde_json::Value {
+        S3::options_for(&self.endpoint)
+    }
+
+    /// LanceDB's storage options for a server at `endpoint` (another process's).
+    pub fn options_for(endpoint: &str) -> serde_json::Value {
         serde_json::json!({
-            "aws_endpoint": self.endpoint,
+            "aws_endpoint": endpoint,
             "aws_region": "us-east-1",
             "aws_access_key_id": "testing",
             "aws_secret_access_key": "testing",
