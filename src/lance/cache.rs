@@ -128,25 +128,18 @@ impl SharedCache {
         let table = self.table()?;
         let db = self.db.clone();
         let table = block(&self.location, async move {
-            match table {
-                Some(table) => {
-                    let mut merge = table.merge_insert(&["key"]);
-                    merge.when_not_matched_insert_all();
-                    merge.execute(reader_of(batch)).await?;
-                    Ok(table)
-                }
-                // Another node may create it first: then merge into theirs.
+            let table = match table {
+                Some(table) => table,
                 None => match db.create_table(CACHE, batch.clone()).execute().await {
-                    Ok(table) => Ok(table),
-                    Err(_) => {
-                        let table = db.open_table(CACHE).execute().await?;
-                        let mut merge = table.merge_insert(&["key"]);
-                        merge.when_not_matched_insert_all();
-                        merge.execute(reader_of(batch)).await?;
-                        Ok(table)
-                    }
+                    Ok(table) => return Ok(table),
+                    // Another node created it first: merge into theirs.
+                    Err(_) => db.open_table(CACHE).execute().await?,
                 },
-            }
+            };
+            let mut merge = table.merge_insert(&["key"]);
+            merge.when_not_matched_insert_all();
+            merge.execute(reader_of(batch)).await?;
+            Ok(table)
         })?;
         self.table = Some(Some(table));
         Ok(())
