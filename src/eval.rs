@@ -89,6 +89,9 @@ struct LoggedHit<'a> {
     start_line: usize,
     end_line: usize,
     score: f64,
+    /// The older hit this one superseded (memoria's ranking, docs/ranking.md "Time").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    supersedes: Option<&'a str>,
 }
 
 /// What answers a logged question.
@@ -146,6 +149,7 @@ impl CandidateLog {
                     start_line: h.start_line,
                     end_line: h.end_line,
                     score: h.score,
+                    supersedes: h.supersedes.as_ref().map(|s| s.path.as_str()),
                 })
                 .collect(),
         };

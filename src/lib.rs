@@ -102,7 +102,7 @@ pub use payload::{GetPayload, SearchPayload, SearchResult};
 pub use qmd::QmdStatus;
 pub use search::{
     Candidate, Candidates, Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse,
-    Served, WikiPage,
+    Served, Superseded, WikiPage,
 };
 pub use status::{EmbeddingStatus, Status};
 pub use store::{Identity, StoreCache};

@@ -51,6 +51,10 @@ pub struct SearchResult {
     /// A memory-wiki page's fields (`corpus: "wiki"`, `title`, `kind`, …).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub wiki: Option<WikiFields>,
+    /// `path#Ls-Le` of the older result whose fact this newer note replaces, when
+    /// memoria's ranking moved it first for that (docs/ranking.md, "Time").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
 }
 
 /// What a `wiki` result says of its page, as memory-wiki's corpus supplement writes it.
@@ -220,6 +224,10 @@ pub fn search_payload(
                     aliases: page.aliases.clone(),
                     fields: page.fields.iter().cloned().collect(),
                 }),
+                supersedes: hit
+                    .supersedes
+                    .as_ref()
+                    .map(|s| self::citation(&s.path, s.start_line, s.end_line)),
             })
         })
         .collect();
@@ -705,6 +713,7 @@ mod tests {
             vector_score: None,
             recall: Default::default(),
             wiki: None,
+            supersedes: None,
         };
         let served = Served {
             provider: "none".into(),

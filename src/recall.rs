@@ -107,6 +107,7 @@ fn wiki_hit(hit: wiki::WikiHit) -> Hit {
             aliases: page.aliases,
             fields: page.fields,
         }),
+        supersedes: None,
     }
 }
 

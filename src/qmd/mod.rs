@@ -78,6 +78,7 @@ pub(crate) fn response(hits: Vec<QmdHit>, settings: &QmdSettings) -> SearchRespo
             vector_score: None,
             recall: Default::default(),
             wiki: None,
+            supersedes: None,
         })
         .collect();
     SearchResponse {

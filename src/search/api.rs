@@ -85,6 +85,20 @@ pub struct Hit {
     /// vault-relative, lines are the snippet's line of the page's body, and `score` is
     /// memory-wiki's whole-number score).
     pub wiki: Option<WikiPage>,
+    /// The older hit whose fact this newer note replaces, when memoria's ranking moved it
+    /// first for that (see docs/ranking.md, "Time").
+    pub supersedes: Option<Superseded>,
+}
+
+/// The older hit a newer note supersedes: its place in the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Superseded {
+    /// Workspace-relative path of the older note.
+    pub path: String,
+    /// First line of its chunk (1-based).
+    pub start_line: usize,
+    /// Last line of its chunk (1-based, inclusive).
+    pub end_line: usize,
 }
 
 /// What a `wiki` hit says of its page, as memory-wiki reports it.

@@ -10,6 +10,8 @@
 //!   order, minScore relaxation, pools, tiers and the merge of memory with wiki hits in
 //!   `rank`; fusion, temporal decay and MMR in `hybrid`; OpenClaw 2026.9's keyword score
 //!   (bonuses over BM25, keyword candidates) in `lexical`.
+//! - `supersede` runs after the page under memoria's ranking: a newer dated note that
+//!   replaces the fact the first hit states moves first.
 //!
 //! The files import each other, never this one: it only declares and re-exports.
 
@@ -19,8 +21,9 @@ pub(crate) mod lexical;
 pub(crate) mod pipeline;
 pub(crate) mod rank;
 pub(crate) mod ranking;
+pub(crate) mod supersede;
 
 pub use api::{
     Candidate, Candidates, Corpus, Hit, Mode, Provenance, Recall, SearchOptions, SearchResponse,
-    Served, WikiPage,
+    Served, Superseded, WikiPage,
 };

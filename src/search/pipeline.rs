@@ -18,6 +18,8 @@
 //! 3. **Rank** (`ranking.rs`): pure, with the [`Ranking`] chosen once from the settings.
 //! 4. **Page**: the records of the returned chunks not hydrated yet, read in one call, as
 //!    [`Hit`]s.
+//! 5. **Supersede** (`supersede.rs`, memoria's ranking): a newer dated note that replaces
+//!    the fact the first hit states moves first; the only stage that reads the hits' text.
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,6 +31,7 @@ use super::hybrid::{self, KeywordCandidate, VectorCandidate};
 use super::lexical;
 use super::rank::{candidate_pool, tier_size, Ranked};
 use super::ranking::{self, Input, Outcome};
+use super::supersede;
 use crate::annotation;
 use crate::clock;
 use crate::config::{Fusion, Ranking, Settings};
@@ -70,6 +73,7 @@ fn hit(ranked: Ranked, chunk: ChunkRecord, recall: Recall) -> Hit {
         vector_score: ranked.vector_score,
         recall,
         wiki: None,
+        supersedes: None,
     }
 }
 
@@ -210,7 +214,11 @@ impl Searcher<'_> {
                 Some(warning.map_or(note.clone(), |w| format!("{w}; {note}")))
             }
         };
-        let hits = self.page(outcome.ranked, hydrated.chunks)?;
+        let mut hits = self.page(outcome.ranked, hydrated.chunks)?;
+        if self.settings.ranking == Ranking::Memoria && self.reader.keyword_ready().is_ok() {
+            let terms = crate::analyzer::query_terms(query, true);
+            supersede::supersede(&terms, &mut hits, &|t| self.reader.frequencies(t))?;
+        }
         let mut response = SearchResponse::new(hits, served, warning);
         response.recall_fields = self.settings.semantics.is_openclaw();
         response.ranking = Some(self.settings.ranking);

@@ -44,6 +44,7 @@ use crate::error::Result;
 pub use manifest::{
     EmbeddingProgress, EmbeddingStats, Identity, Manifest, SyncStats, FORMAT_VERSION,
 };
+pub(crate) use records::idf;
 pub use records::{
     cache_key, unembedded, Batch, ChunkKey, ChunkRecord, FileRecord, KeywordHit, Unembedded, Upsert,
 };

@@ -1,0 +1,527 @@
+//! Supersession: when a newer note replaces the fact the first hit states, the newer note
+//! comes first (memoria's ranking; OpenClaw 2026.9's has no such step).
+//!
+//! Facts change: "Joined FitZone, the gym membership is 39 €/month" in January, "Cancelled
+//! FitZone and moved over to Bloc District" in July. Asked "which gym am I a member of?",
+//! relevance puts January first: it repeats the question's words, July does not. A decay by
+//! age would fix that and bury every fact written down once, long ago (where the receipt
+//! is, who lent the book), behind any recent note that shares a word. So time decides only
+//! between two statements of the *same* fact, and a statement says it replaces another the
+//! way people write it down: it names the old value, says it changed, and gives a new one.
+//!
+//! After the page is ranked, this step reads the first hit's **answer line** (its line
+//! holding the most of the query's terms, weighed by IDF). A hit from a newer dated note
+//! (`memory/YYYY-MM-DD….md`) supersedes it when one of its lines
+//!
+//! 1. **names the old line's specifics**: shares a term with it that the query does not
+//!    hold and that at most [`SPECIFIC_CHUNKS`] chunks of the index hold (`fitzone`), not a
+//!    function word, a title, a change word or a word of the calendar (`month`, `monday`);
+//! 2. **says it changed**: holds a change word ([`CHANGE_WORDS`]: new, now, switched,
+//!    cancelled, sold, nuevo, ahora, jetzt, …);
+//! 3. **gives a value of its own**: a number, or a capitalised word inside a sentence
+//!    (`Bloc`, `699`), that neither the old line nor the query holds and that at most
+//!    [`SPECIFIC_CHUNKS`] chunks hold (again no title or word of the calendar).
+//!
+//! The superseding hit moves to first place (its score raised to the first's, so scores
+//! still fall down the page) and names the hit it replaces (`supersedes`); the rest keep
+//! their order, and no hit enters or leaves the page. The step repeats from the superseding
+//! line, so a fact that changed twice ends at its newest statement. Hits without a dated
+//! path (`MEMORY.md`, transcripts, wiki pages) neither supersede nor are superseded.
+//! Capitals, numbers and the change words are those of the languages written with spaces
+//! (English, Spanish, French, German, Portuguese, Italian): CJK notes are left in their
+//! order. docs/ranking.md ("Time") has the measurements that chose each condition.
+
+use std::collections::{HashMap, HashSet};
+
+use super::api::{Hit, Superseded};
+use super::hybrid::dated_note_day;
+use crate::analyzer::{self, stopwords, AnalyzerMode};
+use crate::error::Result;
+use crate::store::idf;
+
+/// A term at most this many chunks hold is specific: a name, a number, a place.
+pub(crate) const SPECIFIC_CHUNKS: usize = 4;
+
+/// Terms shorter than this (in characters) never name an old value: `dr`, `am`, `uk`.
+const MIN_SHARED_CHARS: usize = 3;
+
+/// Words that say a statement replaces an earlier one, as the analyzer writes them
+/// (lowercase, accents folded): English, Spanish, Portuguese, French, German, Italian.
+#[rustfmt::skip]
+pub(crate) const CHANGE_WORDS: &[&str] = &[
+    // English
+    "new", "now", "nowadays", "longer", "anymore", "instead", "switched", "switching",
+    "switch", "changed", "changing", "moved", "moves", "moving", "cancelled", "canceled",
+    "sold", "replaced", "replacing", "stopped", "quit", "updated",
+    // Spanish
+    "nuevo", "nueva", "nuevos", "nuevas", "ahora", "cambiado", "cambie", "cambiamos",
+    "cambio", "cambia", "vendimos", "vendi",
+    // Portuguese
+    "novo", "nova", "agora", "mudou", "mudamos", "trocou", "trocamos",
+    // French
+    "nouveau", "nouvelle", "nouvel", "maintenant", "desormais", "change", "remplace",
+    // German
+    "neu", "neue", "neues", "neuen", "neuer", "jetzt", "nun", "gewechselt", "stattdessen",
+    "umgezogen", "verkauft",
+    // Italian
+    "nuovo", "nuova", "adesso", "cambiato",
+];
+
+/// Words of the calendar: they say when, never what, so they are never an old or a new
+/// value (a daily log's notes share them without being about the same thing).
+#[rustfmt::skip]
+const CALENDAR_WORDS: &[&str] = &[
+    // English
+    "day", "days", "week", "weeks", "month", "months", "year", "years", "daily", "weekly",
+    "monthly", "yearly", "today", "tomorrow", "yesterday", "morning", "evening", "night",
+    "weekend", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+    "sunday", "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december",
+    // Spanish
+    "dia", "dias", "semana", "semanas", "mes", "meses", "ano", "anos", "hoy", "manana",
+    "ayer", "tarde", "noche", "lunes", "martes", "miercoles", "jueves", "viernes",
+    "sabado", "domingo", "enero", "febrero", "marzo", "abril", "mayo", "junio", "julio",
+    "agosto", "septiembre", "octubre", "noviembre", "diciembre",
+    // Portuguese
+    "semana", "mes", "ano", "hoje", "amanha", "ontem", "segunda", "terca", "quarta",
+    "quinta", "sexta", "janeiro", "fevereiro", "marco", "maio", "junho", "julho",
+    "setembro", "outubro", "novembro", "dezembro",
+    // French
+    "jour", "jours", "semaine", "mois", "an", "annee", "aujourd", "hui", "demain", "hier",
+    "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche", "janvier",
+    "fevrier", "mars", "avril", "mai", "juin", "juillet", "aout", "septembre", "octobre",
+    "novembre", "decembre",
+    // German
+    "tag", "tage", "woche", "wochen", "monat", "monate", "jahr", "jahre", "heute",
+    "morgen", "gestern", "abend", "montag", "dienstag", "mittwoch", "donnerstag",
+    "freitag", "samstag", "sonntag", "montags", "dienstags", "mittwochs", "donnerstags",
+    "freitags", "samstags", "sonntags", "januar", "februar", "marz", "juni", "juli",
+    "oktober", "dezember",
+    // Italian
+    "giorno", "settimana", "mese", "anno", "oggi", "domani", "ieri", "lunedi", "martedi",
+    "mercoledi", "giovedi", "venerdi", "sabato", "gennaio", "febbraio", "aprile", "maggio",
+    "giugno", "luglio", "settembre", "ottobre", "dicembre",
+];
+
+/// Titles before a name: never a specific of their own, and their period ends no sentence.
+#[rustfmt::skip]
+const TITLES: &[&str] = &[
+    
+    "dr", "mr", "mrs", "ms", "mx", "prof", "sr", "sra", "srta", "st", "herr", "frau", "mme",
+];
+
+/// The document frequencies the step reads: how many chunks the generation holds, and how
+/// many hold each term (the store reader's `frequencies`).
+pub(crate) type Frequencies<'a> = dyn Fn(&[String]) -> Result<(usize, Vec<usize>)> + 'a;
+
+/// One line of a hit, as the step reads it.
+#[derive(Debug, Clone)]
+struct Line {
+    /// Its analyzer terms.
+    terms: HashSet<String>,
+    /// The terms of its values: numbers and capitalised words inside a sentence.
+    values: HashSet<String>,
+}
+
+/// The lines of a chunk's text that state something (headings and blank lines left out).
+fn lines(text: &str) -> Vec<Line> {
+    text.lines().filter_map(line).collect()
+}
+
+/// A line's terms and values; `None` for a heading or a blank line.
+fn line(text: &str) -> Option<Line> {
+    let body = text.trim();
+    if body.is_empty() || body.starts_with('#') {
+        return None;
+    }
+    let body = body.trim_start_matches(['-', '*', '+', '>', ' ']);
+    let terms: HashSet<String> = analyzer::terms(body, AnalyzerMode::Index)
+        .into_iter()
+        .collect();
+    let mut values = HashSet::new();
+    let mut sentence_start = true;
+    for word in body.split_whitespace() {
+        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+        let title = TITLES.contains(&bare.to_lowercase().as_str());
+        let digit = bare.chars().any(char::is_numeric);
+        let capital =
+            !sentence_start && !title && bare.chars().next().is_some_and(char::is_uppercase);
+        if digit || capital {
+            values.extend(analyzer::terms(bare, AnalyzerMode::Index));
+        }
+        if !bare.is_empty() {
+            sentence_start = !title && word.ends_with(['.', '!', '?', ':', ';']);
+        }
+    }
+    Some(Line { terms, values })
+}
+
+/// Whether `term` can name an old value or be a new one: not a function word, a change
+/// word, a word of the calendar or a title.
+fn specific_kind(term: &str) -> bool {
+    !stopwords::is_stopword(term)
+        && ![CHANGE_WORDS, CALENDAR_WORDS, TITLES]
+            .iter()
+            .any(|list| list.contains(&term))
+}
+
+/// The line of `lines` that holds the most of `query`'s terms, weighed by `idfs`; `None`
+/// when no line holds any.
+fn answer_line(lines: &[Line], query: &[String], idfs: &[f64]) -> Option<usize> {
+    let weight = |line: &Line| -> f64 {
+        query
+            .iter()
+            .zip(idfs)
+            .filter(|(term, _)| line.terms.contains(*term))
+            .map(|(_, idf)| idf)
+            .sum()
+    };
+    let mut best: Option<(usize, f64)> = None;
+    for (i, line) in lines.iter().enumerate() {
+        let w = weight(line);
+        if w > 0.0 && best.is_none_or(|(_, b)| w > b) {
+            best = Some((i, w));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// A line of a newer hit that may supersede the old line: the terms it shares with it and
+/// its new values, before their frequencies are known.
+struct Candidate {
+    hit: usize,
+    line: Line,
+    shared: Vec<String>,
+    fresh: Vec<String>,
+}
+
+/// The lines of newer hits that name a term of `old`, say they changed and give a value of
+/// their own (conditions 1–3 of the module docs, before the frequencies), best hit first.
+fn candidates(
+    old: &Line,
+    query: &HashSet<&str>,
+    newer: impl Iterator<Item = (usize, Vec<Line>)>,
+) -> Vec<Candidate> {
+    let nameable: HashSet<&str> = old
+        .terms
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !query.contains(t) && specific_kind(t))
+        .filter(|t| t.chars().count() >= MIN_SHARED_CHARS)
+        .collect();
+    let mut out = Vec::new();
+    for (hit, lines) in newer {
+        for line in lines {
+            if !line
+                .terms
+                .iter()
+                .any(|t| CHANGE_WORDS.contains(&t.as_str()))
+            {
+                continue;
+            }
+            let mut shared: Vec<String> = line
+                .terms
+                .iter()
+                .filter(|t| nameable.contains(t.as_str()))
+                .cloned()
+                .collect();
+            let mut fresh: Vec<String> = line
+                .values
+                .iter()
+                .filter(|t| !old.terms.contains(*t) && !query.contains(t.as_str()))
+                .filter(|t| specific_kind(t))
+                .cloned()
+                .collect();
+            if shared.is_empty() || fresh.is_empty() {
+                continue;
+            }
+            shared.sort();
+            fresh.sort();
+            out.push(Candidate {
+                hit,
+                line,
+                shared,
+                fresh,
+            });
+        }
+    }
+    out
+}
+
+/// Moves to first place the newest statement that supersedes the first hit's answer line
+/// (see the module docs). `query` is the query's content terms; `frequencies` reads the
+/// terms' document frequencies (called only when a hit is a candidate).
+pub(crate) fn supersede(
+    query: &[String],
+    hits: &mut Vec<Hit>,
+    frequencies: &Frequencies<'_>,
+) -> Result<()> {
+    let days: Vec<Option<i64>> = hits
+        .iter()
+        .map(|h| dated_note_day(&h.path).flatten())
+        .collect();
+    let Some(mut day) = days.first().copied().flatten() else {
+        return Ok(());
+    };
+    if !days.iter().flatten().any(|d| *d > day) {
+        return Ok(());
+    }
+    let (documents, counts) = frequencies(query)?;
+    let idfs: Vec<f64> = counts.iter().map(|&c| idf(documents, c)).collect();
+    let first_lines = lines(&hits[0].text);
+    let Some(answer) = answer_line(&first_lines, query, &idfs) else {
+        return Ok(());
+    };
+    let query_set: HashSet<&str> = query.iter().map(String::as_str).collect();
+    let mut order: Vec<usize> = (0..hits.len()).collect();
+    let mut old = first_lines[answer].clone();
+    let mut moves: Vec<(usize, usize)> = Vec::new(); // (superseding, superseded) hit indices
+    loop {
+        let newer = order[1..]
+            .iter()
+            .filter(|&&i| days[i].is_some_and(|d| d > day))
+            .map(|&i| (i, lines(&hits[i].text)));
+        let found = candidates(&old, &query_set, newer);
+        if found.is_empty() {
+            break;
+        }
+        let mut wanted: Vec<String> = found
+            .iter()
+            .flat_map(|c| c.shared.iter().chain(&c.fresh).cloned())
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        let (_, counts) = frequencies(&wanted)?;
+        let specific: HashMap<&str, bool> = wanted
+            .iter()
+            .zip(counts)
+            .map(|(t, c)| (t.as_str(), c <= SPECIFIC_CHUNKS))
+            .collect();
+        let is_specific = |t: &String| specific.get(t.as_str()).copied().unwrap_or(false);
+        let Some(winner) = found
+            .into_iter()
+            .find(|c| c.shared.iter().any(is_specific) && c.fresh.iter().any(is_specific))
+        else {
+            break;
+        };
+        moves.push((winner.hit, order[0]));
+        order.retain(|&i| i != winner.hit);
+        order.insert(0, winner.hit);
+        day = days[winner.hit].unwrap_or(day);
+        old = winner.line;
+    }
+    if moves.is_empty() {
+        return Ok(());
+    }
+    let top = hits[0].score;
+    for &(newer, older) in &moves {
+        let older = &hits[older];
+        let superseded = Superseded {
+            path: older.path.clone(),
+            start_line: older.start_line,
+            end_line: older.end_line,
+        };
+        let hit = &mut hits[newer];
+        hit.supersedes = Some(superseded);
+        hit.score = hit.score.max(top);
+    }
+    let mut taken: Vec<Option<Hit>> = hits.drain(..).map(Some).collect();
+    hits.extend(order.into_iter().filter_map(|i| taken[i].take()));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(path: &str, score: f64, text: &str) -> Hit {
+        Hit {
+            id: path.into(),
+            path: path.into(),
+            source: "memory".into(),
+            start_line: 1,
+            end_line: text.lines().count(),
+            text: text.into(),
+            score,
+            text_score: 0.0,
+            vector_score: None,
+            recall: Default::default(),
+            wiki: None,
+            supersedes: None,
+        }
+    }
+
+    /// Frequencies over `hits` as if they were the whole index, each line its own chunk.
+    fn over(hits: &[Hit]) -> impl Fn(&[String]) -> Result<(usize, Vec<usize>)> {
+        let chunks: Vec<HashSet<String>> = hits
+            .iter()
+            .flat_map(|h| {
+                h.text
+                    .lines()
+                    .map(|l| analyzer::terms(l, AnalyzerMode::Index))
+            })
+            .map(|t| t.into_iter().collect())
+            .collect();
+        move |terms: &[String]| {
+            let counts = terms
+                .iter()
+                .map(|t| chunks.iter().filter(|c| c.contains(t)).count())
+                .collect();
+            Ok((chunks.len(), counts))
+        }
+    }
+
+    fn order(query: &str, mut hits: Vec<Hit>) -> Vec<String> {
+        let frequencies = over(&hits);
+        let terms = analyzer::query_terms(query, true);
+        supersede(&terms, &mut hits, &frequencies).unwrap();
+        hits.into_iter().map(|h| h.path).collect()
+    }
+
+    #[test]
+    fn lists_hold_analyzer_terms() {
+        // Each listed word is what the analyzer makes of it, or no line could match it.
+        for word in CHANGE_WORDS.iter().chain(CALENDAR_WORDS).chain(TITLES) {
+            let terms = analyzer::terms(word, AnalyzerMode::Index);
+            assert_eq!(terms, vec![word.to_string()], "{word}");
+        }
+    }
+
+    #[test]
+    fn a_line_s_values_are_numbers_and_capitals_inside_a_sentence() {
+        let rows: &[(&str, &[&str])] = &[
+            (
+                "- Cancelled FitZone and moved over to Bloc District, 52 €/month.",
+                // a camelCase name is also its parts, as the analyzer indexes it
+                &["fitzone", "fit", "zone", "bloc", "district", "52"],
+            ),
+            ("- First cleaning with Dr. Okafor; switching.", &["okafor"]),
+            ("- Caroline: Hey Mel! Good to see you.", &["mel"]),
+            ("- El alquiler: 1.240 € al mes.", &["1.240", "1", "240"]),
+            ("## Work", &[]),
+        ];
+        for (text, want) in rows {
+            let mut got: Vec<String> = line(text)
+                .map(|l| l.values.into_iter().collect())
+                .unwrap_or_default();
+            got.sort();
+            let mut want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+            want.sort();
+            assert_eq!(got, want, "{text}");
+        }
+    }
+
+    const JANUARY: &str = "- Joined FitZone today; the gym membership is 39 €/month.";
+    const JULY: &str = "- Cancelled FitZone and moved over to Bloc District for bouldering.";
+
+    #[test]
+    fn a_newer_statement_of_the_same_fact_comes_first() {
+        let hits = vec![
+            hit("memory/2026-01-08.md", 0.9, JANUARY),
+            hit(
+                "memory/2026-03-02.md",
+                0.8,
+                "- Gym was packed, skipped the gym.",
+            ),
+            hit("memory/2026-07-02.md", 0.6, JULY),
+        ];
+        let mut moved = hits.clone();
+        let frequencies = over(&hits);
+        let terms = analyzer::query_terms("which gym am I a member of?", true);
+        supersede(&terms, &mut moved, &frequencies).unwrap();
+        let paths: Vec<&str> = moved.iter().map(|h| h.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "memory/2026-07-02.md",
+                "memory/2026-01-08.md",
+                "memory/2026-03-02.md"
+            ]
+        );
+        assert_eq!(moved[0].score, 0.9, "scores still fall down the page");
+        let superseded = moved[0].supersedes.as_ref().unwrap();
+        assert_eq!(superseded.path, "memory/2026-01-08.md");
+        assert!(moved[1..].iter().all(|h| h.supersedes.is_none()));
+    }
+
+    #[test]
+    fn each_condition_is_needed() {
+        let query = "which gym am I a member of?";
+        let old = hit("memory/2026-01-08.md", 0.9, JANUARY);
+        let rows: &[(&str, &str, &str)] = &[
+            ("memory/2026-07-02.md", JULY, "memory/2026-07-02.md"),
+            // names nothing of the old line
+            (
+                "memory/2026-07-02.md",
+                "- Cancelled it and moved to Bloc District.",
+                "memory/2026-01-08.md",
+            ),
+            // no change word
+            (
+                "memory/2026-07-02.md",
+                "- FitZone was full, tried Bloc District once.",
+                "memory/2026-01-08.md",
+            ),
+            // no value of its own
+            (
+                "memory/2026-07-02.md",
+                "- Cancelled FitZone for the summer.",
+                "memory/2026-01-08.md",
+            ),
+            // older than the first hit
+            ("memory/2025-07-02.md", JULY, "memory/2026-01-08.md"),
+            // not a dated note
+            ("MEMORY.md", JULY, "memory/2026-01-08.md"),
+        ];
+        for (path, text, first) in rows {
+            let got = order(query, vec![old.clone(), hit(path, 0.5, text)]);
+            assert_eq!(got[0], *first, "{path}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_fact_that_changed_twice_ends_at_its_newest_statement() {
+        let got = order(
+            "which gym am I a member of?",
+            vec![
+                hit("memory/2026-01-08.md", 0.9, JANUARY),
+                hit(
+                    "memory/2026-11-02.md",
+                    0.5,
+                    "- Sold the Bloc District pass to Marc; switched to Urban Climb.",
+                ),
+                hit("memory/2026-07-02.md", 0.6, JULY),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                "memory/2026-11-02.md",
+                "memory/2026-07-02.md",
+                "memory/2026-01-08.md"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fact_stated_once_keeps_its_place() {
+        // A recent note on the same topic, with a change word and a name, but naming nothing
+        // specific of the old statement.
+        let got = order(
+            "where did we stay in Lisbon?",
+            vec![
+                hit(
+                    "memory/2025-12-27.md",
+                    0.9,
+                    "- We're staying at Casa do Alecrim, a small guesthouse in Alfama.",
+                ),
+                hit(
+                    "memory/2026-09-12.md",
+                    0.8,
+                    "- New colleague Inês joined the team; she's from Lisbon.",
+                ),
+            ],
+        );
+        assert_eq!(got[0], "memory/2025-12-27.md");
+    }
+}
