@@ -713,7 +713,11 @@ mod tests {
             vector_score: None,
             recall: Default::default(),
             wiki: None,
-            supersedes: None,
+            supersedes: Some(crate::search::Superseded {
+                path: "memory/2026-01-02.md".into(),
+                start_line: 1,
+                end_line: 7,
+            }),
         };
         let served = Served {
             provider: "none".into(),
@@ -729,7 +733,8 @@ mod tests {
             serde_json::json!({
                 "results": [{"path": "memory/2026-01-12.md", "startLine": 1, "endLine": 14,
                     "score": 0.71, "snippet": "hello\n\nSource: memory/2026-01-12.md#L1-L14",
-                    "source": "memory", "citation": "memory/2026-01-12.md#L1-L14"}],
+                    "source": "memory", "citation": "memory/2026-01-12.md#L1-L14",
+                    "supersedes": "memory/2026-01-02.md#L1-L7"}],
                 "provider": "none", "model": null, "mode": "fts-only", "citations": "on"
             })
         );

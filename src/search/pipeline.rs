@@ -41,6 +41,9 @@ use crate::fallback::Fallback;
 use crate::project;
 use crate::store::{ChunkKey, ChunkRecord, Manifest, Reader};
 
+/// How many chunks naming an answer line's values supersession reads beyond the page.
+const NAMING_CHUNKS: usize = 10;
+
 /// How many times the pool the vector side fetches when a search covers one corpus.
 const CORPUS_OVERFETCH: usize = 4;
 
@@ -217,7 +220,9 @@ impl Searcher<'_> {
         let mut hits = self.page(outcome.ranked, hydrated.chunks)?;
         if self.settings.ranking == Ranking::Memoria && self.reader.keyword_ready().is_ok() {
             let terms = crate::analyzer::query_terms(query, true);
-            supersede::supersede(&terms, &mut hits, &|t| self.reader.frequencies(t))?;
+            let frequencies = |terms: &[String]| self.reader.frequencies(terms);
+            let beyond = |values: &[String]| self.naming(values, source);
+            supersede::supersede(&terms, &mut hits, &frequencies, &beyond)?;
         }
         let mut response = SearchResponse::new(hits, served, warning);
         response.recall_fields = self.settings.semantics.is_openclaw();
@@ -388,6 +393,36 @@ impl Searcher<'_> {
                     false => Recall::default(),
                 };
                 Some(hit(r, chunk, recall))
+            })
+            .collect())
+    }
+
+    /// The chunks that hold any of `values` (terms of an answer line), best first, as hits
+    /// (supersession's look beyond the page): [`NAMING_CHUNKS`] of them at most.
+    fn naming(&self, values: &[String], source: Option<&str>) -> Result<Vec<Hit>> {
+        let found = self
+            .reader
+            .keyword(&values.join(" "), NAMING_CHUNKS, source, true)?;
+        let ids: Vec<String> = found.iter().map(|k| k.key.id.clone()).collect();
+        let mut chunks: HashMap<String, ChunkRecord> =
+            self.reader.chunks(&ids)?.into_iter().collect();
+        Ok(found
+            .into_iter()
+            .filter_map(|k| {
+                let chunk = chunks.remove(&k.key.id)?;
+                let recall = match self.settings.semantics.is_openclaw() {
+                    true => self.recall(&chunk),
+                    false => Recall::default(),
+                };
+                // Not a match for the query: no score of its own (supersession gives it the
+                // first hit's).
+                let ranked = Ranked {
+                    key: k.key,
+                    score: 0.0,
+                    text_score: 0.0,
+                    vector_score: None,
+                };
+                Some(hit(ranked, chunk, recall))
             })
             .collect())
     }

@@ -24,14 +24,19 @@
 //!
 //! The superseding hit moves to first place (its score raised to the first's, so scores
 //! still fall down the page) and names the hit it replaces (`supersedes`); the rest keep
-//! their order, and no hit enters or leaves the page. The step repeats from the superseding
-//! line, so a fact that changed twice ends at its newest statement. Hits without a dated
+//! their order. The step repeats from the superseding line, so a fact that changed twice
+//! ends at its newest statement. Then it looks **beyond the page**: the newest statement
+//! often shares none of the question's words ("Bloc District for bouldering" for "which
+//! gym"), so keyword search alone never returns it. The chunks that hold the answer line's
+//! specific *values* (`FitZone`: the number or capitalised name, not any shared word) are
+//! read from the keyword side, and one of them that meets the three conditions takes the
+//! first place; the page keeps its length (its last hit leaves). Hits without a dated
 //! path (`MEMORY.md`, transcripts, wiki pages) neither supersede nor are superseded.
 //! Capitals, numbers and the change words are those of the languages written with spaces
 //! (English, Spanish, French, German, Portuguese, Italian): CJK notes are left in their
 //! order. docs/ranking.md ("Time") has the measurements that chose each condition.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::api::{Hit, Superseded};
 use super::hybrid::dated_note_day;
@@ -114,6 +119,10 @@ const TITLES: &[&str] = &[
 /// many hold each term (the store reader's `frequencies`).
 pub(crate) type Frequencies<'a> = dyn Fn(&[String]) -> Result<(usize, Vec<usize>)> + 'a;
 
+/// Where the step looks beyond the page: the chunks that hold any of `terms` (the answer
+/// line's specific values), best first, as hits (the pipeline asks the keyword side).
+pub(crate) type Beyond<'a> = dyn Fn(&[String]) -> Result<Vec<Hit>> + 'a;
+
 /// One line of a hit, as the step reads it.
 #[derive(Debug, Clone)]
 struct Line {
@@ -165,6 +174,17 @@ fn specific_kind(term: &str) -> bool {
             .any(|list| list.contains(&term))
 }
 
+/// Those of `terms` (an old line's terms or values) that can name its value: outside the
+/// query, of a specific kind, long enough.
+fn nameable<'t>(terms: &'t HashSet<String>, query: &HashSet<&str>) -> HashSet<&'t str> {
+    terms
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !query.contains(t) && specific_kind(t))
+        .filter(|t| t.chars().count() >= MIN_SHARED_CHARS)
+        .collect()
+}
+
 /// The line of `lines` that holds the most of `query`'s terms, weighed by `idfs`; `None`
 /// when no line holds any.
 fn answer_line(lines: &[Line], query: &[String], idfs: &[f64]) -> Option<usize> {
@@ -195,20 +215,15 @@ struct Candidate {
     fresh: Vec<String>,
 }
 
-/// The lines of newer hits that name a term of `old`, say they changed and give a value of
-/// their own (conditions 1–3 of the module docs, before the frequencies), best hit first.
+/// The lines of `newer` hits that name a term of `nameable`, say they changed and give a
+/// value of their own that `old` and the query do not hold (conditions 1–3 of the module
+/// docs, before the frequencies), best hit first.
 fn candidates(
     old: &Line,
+    nameable: &HashSet<&str>,
     query: &HashSet<&str>,
     newer: impl Iterator<Item = (usize, Vec<Line>)>,
 ) -> Vec<Candidate> {
-    let nameable: HashSet<&str> = old
-        .terms
-        .iter()
-        .map(String::as_str)
-        .filter(|t| !query.contains(t) && specific_kind(t))
-        .filter(|t| t.chars().count() >= MIN_SHARED_CHARS)
-        .collect();
     let mut out = Vec::new();
     for (hit, lines) in newer {
         for line in lines {
@@ -248,24 +263,74 @@ fn candidates(
     out
 }
 
+/// The first of `found` whose shared and new terms are both specific (their frequencies
+/// read in one call), as (hit, line).
+fn winner(found: Vec<Candidate>, frequencies: &Frequencies<'_>) -> Result<Option<(usize, Line)>> {
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let mut wanted: Vec<String> = found
+        .iter()
+        .flat_map(|c| c.shared.iter().chain(&c.fresh).cloned())
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    let specific = specific_terms(&wanted, frequencies)?;
+    let is_specific = |t: &String| specific.contains(t.as_str());
+    Ok(found
+        .into_iter()
+        .find(|c| c.shared.iter().any(is_specific) && c.fresh.iter().any(is_specific))
+        .map(|c| (c.hit, c.line)))
+}
+
+/// Those of `terms` that at most [`SPECIFIC_CHUNKS`] chunks hold.
+fn specific_terms<'t>(
+    terms: &'t [String],
+    frequencies: &Frequencies<'_>,
+) -> Result<HashSet<&'t str>> {
+    if terms.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let (_, counts) = frequencies(terms)?;
+    Ok(terms
+        .iter()
+        .zip(counts)
+        .filter(|(_, c)| *c <= SPECIFIC_CHUNKS)
+        .map(|(t, _)| t.as_str())
+        .collect())
+}
+
+/// The date of a hit's dated note, as days since the Unix epoch.
+fn day_of(hit: &Hit) -> Option<i64> {
+    dated_note_day(&hit.path).flatten()
+}
+
+/// `hit`, moved first above `first`: it names it and takes its score when higher.
+fn superseding(mut hit: Hit, first: &Hit) -> Hit {
+    hit.supersedes = Some(Superseded {
+        path: first.path.clone(),
+        start_line: first.start_line,
+        end_line: first.end_line,
+    });
+    hit.score = hit.score.max(first.score);
+    hit
+}
+
 /// Moves to first place the newest statement that supersedes the first hit's answer line
-/// (see the module docs). `query` is the query's content terms; `frequencies` reads the
-/// terms' document frequencies (called only when a hit is a candidate).
+/// (see the module docs): among the page's hits, then among the chunks `beyond` finds for
+/// the answer line's specific values (the newest statement may not hold the query's words
+/// at all, and keyword search alone then never returns it); a hit found there takes the
+/// first place and the page keeps its length. `query` is the query's content terms;
+/// `frequencies` reads the terms' document frequencies.
 pub(crate) fn supersede(
     query: &[String],
     hits: &mut Vec<Hit>,
     frequencies: &Frequencies<'_>,
+    beyond: &Beyond<'_>,
 ) -> Result<()> {
-    let days: Vec<Option<i64>> = hits
-        .iter()
-        .map(|h| dated_note_day(&h.path).flatten())
-        .collect();
-    let Some(mut day) = days.first().copied().flatten() else {
+    let Some(mut day) = hits.first().and_then(day_of) else {
         return Ok(());
     };
-    if !days.iter().flatten().any(|d| *d > day) {
-        return Ok(());
-    }
     let (documents, counts) = frequencies(query)?;
     let idfs: Vec<f64> = counts.iter().map(|&c| idf(documents, c)).collect();
     let first_lines = lines(&hits[0].text);
@@ -273,60 +338,51 @@ pub(crate) fn supersede(
         return Ok(());
     };
     let query_set: HashSet<&str> = query.iter().map(String::as_str).collect();
-    let mut order: Vec<usize> = (0..hits.len()).collect();
     let mut old = first_lines[answer].clone();
-    let mut moves: Vec<(usize, usize)> = Vec::new(); // (superseding, superseded) hit indices
+    // On the page: the step repeats from each superseding line.
     loop {
-        let newer = order[1..]
+        let nameable = nameable(&old.terms, &query_set);
+        let newer = hits
             .iter()
-            .filter(|&&i| days[i].is_some_and(|d| d > day))
-            .map(|&i| (i, lines(&hits[i].text)));
-        let found = candidates(&old, &query_set, newer);
-        if found.is_empty() {
-            break;
-        }
-        let mut wanted: Vec<String> = found
-            .iter()
-            .flat_map(|c| c.shared.iter().chain(&c.fresh).cloned())
-            .collect();
-        wanted.sort();
-        wanted.dedup();
-        let (_, counts) = frequencies(&wanted)?;
-        let specific: HashMap<&str, bool> = wanted
-            .iter()
-            .zip(counts)
-            .map(|(t, c)| (t.as_str(), c <= SPECIFIC_CHUNKS))
-            .collect();
-        let is_specific = |t: &String| specific.get(t.as_str()).copied().unwrap_or(false);
-        let Some(winner) = found
-            .into_iter()
-            .find(|c| c.shared.iter().any(is_specific) && c.fresh.iter().any(is_specific))
-        else {
+            .enumerate()
+            .skip(1)
+            .filter(|(_, h)| day_of(h).is_some_and(|d| d > day))
+            .map(|(i, h)| (i, lines(&h.text)));
+        let found = candidates(&old, &nameable, &query_set, newer);
+        let Some((i, line)) = winner(found, frequencies)? else {
             break;
         };
-        moves.push((winner.hit, order[0]));
-        order.retain(|&i| i != winner.hit);
-        order.insert(0, winner.hit);
-        day = days[winner.hit].unwrap_or(day);
-        old = winner.line;
+        let hit = superseding(hits.remove(i), &hits[0]);
+        day = day_of(&hit).unwrap_or(day);
+        hits.insert(0, hit);
+        old = line;
     }
-    if moves.is_empty() {
+    // Beyond the page: newer chunks naming the answer line's specific values.
+    let values: Vec<String> = nameable(&old.values, &query_set)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let mut values: Vec<String> = specific_terms(&values, frequencies)?
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    if values.is_empty() {
         return Ok(());
     }
-    let top = hits[0].score;
-    for &(newer, older) in &moves {
-        let older = &hits[older];
-        let superseded = Superseded {
-            path: older.path.clone(),
-            start_line: older.start_line,
-            end_line: older.end_line,
-        };
-        let hit = &mut hits[newer];
-        hit.supersedes = Some(superseded);
-        hit.score = hit.score.max(top);
+    values.sort();
+    let mut extra: Vec<Hit> = beyond(&values)?
+        .into_iter()
+        .filter(|h| day_of(h).is_some_and(|d| d > day) && !hits.iter().any(|p| p.id == h.id))
+        .collect();
+    let nameable: HashSet<&str> = values.iter().map(String::as_str).collect();
+    let newer = extra.iter().enumerate().map(|(i, h)| (i, lines(&h.text)));
+    let found = candidates(&old, &nameable, &query_set, newer);
+    if let Some((i, _)) = winner(found, frequencies)? {
+        let length = hits.len();
+        let hit = superseding(extra.swap_remove(i), &hits[0]);
+        hits.insert(0, hit);
+        hits.truncate(length);
     }
-    let mut taken: Vec<Option<Hit>> = hits.drain(..).map(Some).collect();
-    hits.extend(order.into_iter().filter_map(|i| taken[i].take()));
     Ok(())
 }
 
@@ -371,10 +427,15 @@ mod tests {
         }
     }
 
+    /// Nothing beyond the page.
+    fn nothing(_: &[String]) -> Result<Vec<Hit>> {
+        Ok(Vec::new())
+    }
+
     fn order(query: &str, mut hits: Vec<Hit>) -> Vec<String> {
         let frequencies = over(&hits);
         let terms = analyzer::query_terms(query, true);
-        supersede(&terms, &mut hits, &frequencies).unwrap();
+        supersede(&terms, &mut hits, &frequencies, &nothing).unwrap();
         hits.into_iter().map(|h| h.path).collect()
     }
 
@@ -428,7 +489,7 @@ mod tests {
         let mut moved = hits.clone();
         let frequencies = over(&hits);
         let terms = analyzer::query_terms("which gym am I a member of?", true);
-        supersede(&terms, &mut moved, &frequencies).unwrap();
+        supersede(&terms, &mut moved, &frequencies, &nothing).unwrap();
         let paths: Vec<&str> = moved.iter().map(|h| h.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -501,6 +562,45 @@ mod tests {
                 "memory/2026-01-08.md"
             ]
         );
+    }
+
+    #[test]
+    fn a_newer_statement_beyond_the_page_takes_the_first_place() {
+        // Keyword search alone returns January and March (they hold "gym"); July holds none
+        // of the question's words, so only the look beyond the page for "FitZone" finds it.
+        let page = vec![
+            hit("memory/2026-01-08.md", 0.9, JANUARY),
+            hit(
+                "memory/2026-03-02.md",
+                0.8,
+                "- Gym was packed, skipped the gym.",
+            ),
+        ];
+        let july = hit("memory/2026-07-02.md", 0.0, JULY);
+        let older = hit(
+            "memory/2025-06-01.md",
+            0.0,
+            "- Sold my FitZone pass; new Nike shoes.",
+        );
+        let everything: Vec<Hit> = page.iter().chain([&july, &older]).cloned().collect();
+        let frequencies = over(&everything);
+        let asked = std::cell::RefCell::new(Vec::new());
+        let beyond = |values: &[String]| {
+            asked.borrow_mut().push(values.to_vec());
+            Ok(vec![page[0].clone(), older.clone(), july.clone()])
+        };
+        let mut hits = page.clone();
+        let terms = analyzer::query_terms("which gym am I a member of?", true);
+        supersede(&terms, &mut hits, &frequencies, &beyond).unwrap();
+        let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+        assert_eq!(paths, ["memory/2026-07-02.md", "memory/2026-01-08.md"]);
+        assert_eq!(hits[0].score, 0.9);
+        assert_eq!(
+            hits[0].supersedes.as_ref().unwrap().path,
+            "memory/2026-01-08.md"
+        );
+        // It asked for the answer line's specific values (the camelCase name and its parts).
+        assert_eq!(asked.borrow()[0], ["fit", "fitzone", "zone"]);
     }
 
     #[test]
