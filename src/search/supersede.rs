@@ -16,6 +16,9 @@
 //! 1. **names the old line's specifics**: shares a term with it that the query does not
 //!    hold and that at most [`SPECIFIC_CHUNKS`] chunks of the index hold (`fitzone`), not a
 //!    function word, a title, a change word or a word of the calendar (`month`, `monday`);
+//!    or **restates its amount or hour**: the old line gives an amount of money or a time
+//!    of day, and this line another one of the same kind (`1.150 €` then `1.240 €`, `19
+//!    Uhr` then `18:30`), for a fact written down anew in other words;
 //! 2. **says it changed**: holds a change word ([`CHANGE_WORDS`]: new, now, switched,
 //!    cancelled, sold, nuevo, ahora, jetzt, …);
 //! 3. **gives a value of its own**: a number, or a capitalised word inside a sentence
@@ -115,6 +118,73 @@ const TITLES: &[&str] = &[
     "dr", "mr", "mrs", "ms", "mx", "prof", "sr", "sra", "srta", "st", "herr", "frau", "mme",
 ];
 
+/// Kinds of value whose change restates a fact even when the new line names nothing of the
+/// old one: an amount of money (the rent), a time of day (the class's hour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Money,
+    Clock,
+}
+
+/// Words next to a number that make it an amount of money (analyzer terms).
+#[rustfmt::skip]
+const CURRENCIES: &[&str] = &[
+    "eur", "euro", "euros", "usd", "dollar", "dollars", "gbp", "pound", "pounds", "chf",
+    "franken", "yen", "jpy", "cny", "yuan", "kr", "sek", "nok", "dkk", "pln", "zloty",
+];
+
+/// Words after a number that make it a time of day.
+const CLOCK_WORDS: &[&str] = &["uhr", "am", "pm", "h"];
+
+/// The amounts of money and times of day `body` states, each with its digits.
+fn kinds(body: &str) -> Vec<(Kind, String)> {
+    let words: Vec<&str> = body.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+        if !bare.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let digits: String = bare.chars().filter(char::is_ascii_digit).collect();
+        let next = words.get(i + 1).map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        });
+        let symbol = |w: &str| w.contains(['€', '$', '£', '¥']);
+        let money = symbol(word)
+            || words.get(i + 1).is_some_and(|w| symbol(w))
+            || (i > 0 && symbol(words[i - 1]))
+            || next.as_deref().is_some_and(|n| CURRENCIES.contains(&n));
+        let suffix = bare.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':');
+        let clock = is_clock(bare)
+            || (bare.len() <= 2 && next.as_deref().is_some_and(|n| CLOCK_WORDS.contains(&n)))
+            || (bare.len() <= 4 && matches!(suffix, "am" | "pm" | "h"));
+        if money {
+            out.push((Kind::Money, digits));
+        } else if clock {
+            out.push((Kind::Clock, digits));
+        }
+    }
+    out
+}
+
+/// Whether `word` is written as a time of day: `7:50`, `18:30`, `18h30`.
+fn is_clock(word: &str) -> bool {
+    let Some((h, m)) = word.split_once([':', 'h']) else {
+        return false;
+    };
+    (1..=2).contains(&h.len())
+        && m.len() == 2
+        && h.chars().chain(m.chars()).all(|c| c.is_ascii_digit())
+}
+
+/// Whether `new` states a value of a kind `old` states, different from it.
+fn restates(old: &[(Kind, String)], new: &[(Kind, String)]) -> bool {
+    new.iter()
+        .any(|(kind, value)| old.iter().any(|(k, v)| k == kind && v != value))
+        && !new.iter().any(|n| old.contains(n))
+}
+
 /// The document frequencies the step reads: how many chunks the generation holds, and how
 /// many hold each term (the store reader's `frequencies`).
 pub(crate) type Frequencies<'a> = dyn Fn(&[String]) -> Result<(usize, Vec<usize>)> + 'a;
@@ -130,6 +200,8 @@ struct Line {
     terms: HashSet<String>,
     /// The terms of its values: numbers and capitalised words inside a sentence.
     values: HashSet<String>,
+    /// Its amounts of money and times of day.
+    kinds: Vec<(Kind, String)>,
 }
 
 /// The lines of a chunk's text that state something (headings and blank lines left out).
@@ -162,7 +234,11 @@ fn line(text: &str) -> Option<Line> {
             sentence_start = !title && word.ends_with(['.', '!', '?', ':', ';']);
         }
     }
-    Some(Line { terms, values })
+    Some(Line {
+        terms,
+        values,
+        kinds: kinds(body),
+    })
 }
 
 /// Whether `term` can name an old value or be a new one: not a function word, a change
@@ -213,6 +289,8 @@ struct Candidate {
     line: Line,
     shared: Vec<String>,
     fresh: Vec<String>,
+    /// It gives another amount of money or time of day than the old line.
+    restates: bool,
 }
 
 /// The lines of `newer` hits that name a term of `nameable`, say they changed and give a
@@ -247,7 +325,8 @@ fn candidates(
                 .filter(|t| specific_kind(t))
                 .cloned()
                 .collect();
-            if shared.is_empty() || fresh.is_empty() {
+            let restates = restates(&old.kinds, &line.kinds);
+            if (shared.is_empty() && !restates) || fresh.is_empty() {
                 continue;
             }
             shared.sort();
@@ -257,6 +336,7 @@ fn candidates(
                 line,
                 shared,
                 fresh,
+                restates,
             });
         }
     }
@@ -279,7 +359,9 @@ fn winner(found: Vec<Candidate>, frequencies: &Frequencies<'_>) -> Result<Option
     let is_specific = |t: &String| specific.contains(t.as_str());
     Ok(found
         .into_iter()
-        .find(|c| c.shared.iter().any(is_specific) && c.fresh.iter().any(is_specific))
+        .find(|c| {
+            (c.restates || c.shared.iter().any(is_specific)) && c.fresh.iter().any(is_specific)
+        })
         .map(|c| (c.hit, c.line)))
 }
 
@@ -538,6 +620,69 @@ mod tests {
             let got = order(query, vec![old.clone(), hit(path, 0.5, text)]);
             assert_eq!(got[0], *first, "{path}: {text}");
         }
+    }
+
+    #[test]
+    fn amounts_and_hours_are_read_as_such() {
+        use Kind::{Clock, Money};
+        let rows: &[(&str, &[(Kind, &str)])] = &[
+            ("pagamos 1.150 € de alquiler", &[(Money, "1150")]),
+            ("rent is $1,240 a month", &[(Money, "1240")]),
+            ("saves 35 euros a month", &[(Money, "35")]),
+            ("dienstags um 19 Uhr", &[(Clock, "19")]),
+            ("la ruta pasa a las 8:10", &[(Clock, "810")]),
+            ("class at 7pm, room 18h30", &[(Clock, "7"), (Clock, "1830")]),
+            ("version 17 and 3.1 % and 612 334 851", &[]),
+        ];
+        for (text, want) in rows {
+            let want: Vec<(Kind, String)> = want.iter().map(|(k, v)| (*k, v.to_string())).collect();
+            assert_eq!(kinds(text), want, "{text}");
+        }
+        let money = |v: &str| vec![(Money, v.to_string())];
+        assert!(restates(&money("1150"), &money("1240")));
+        assert!(
+            !restates(&money("1150"), &money("1150")),
+            "the same amount again"
+        );
+        assert!(
+            !restates(&money("1150"), &[(Clock, "1830".into())]),
+            "another kind"
+        );
+        assert!(!restates(&[], &money("1240")), "the old line gives none");
+    }
+
+    #[test]
+    fn a_new_amount_restates_the_fact() {
+        let got = order(
+            "¿cuánto pagamos de alquiler?",
+            vec![
+                hit(
+                    "memory/2026-03-03.md",
+                    0.9,
+                    "- El casero nos sube el alquiler: desde abril pagamos 1.150 € de alquiler.",
+                ),
+                hit(
+                    "memory/2026-10-01.md",
+                    0.8,
+                    "- Firmado el nuevo contrato del piso: 1.240 € mensuales.",
+                ),
+            ],
+        );
+        assert_eq!(got[0], "memory/2026-10-01.md");
+        // Without a change word it is only another amount.
+        let got =
+            order(
+                "¿cuánto pagamos de alquiler?",
+                vec![
+                hit(
+                    "memory/2026-03-03.md",
+                    0.9,
+                    "- El casero nos sube el alquiler: desde abril pagamos 1.150 € de alquiler.",
+                ),
+                hit("memory/2026-10-01.md", 0.8, "- Cena en Askua: 84 € los dos."),
+            ],
+            );
+        assert_eq!(got[0], "memory/2026-03-03.md");
     }
 
     #[test]
