@@ -18,6 +18,7 @@
 pub(crate) mod api;
 pub(crate) mod hybrid;
 pub(crate) mod lexical;
+pub(crate) mod lines;
 pub(crate) mod pipeline;
 pub(crate) mod rank;
 pub(crate) mod ranking;

@@ -14,16 +14,16 @@
 //! (`memory/YYYY-MM-DD….md`) supersedes it when one of its lines
 //!
 //! 1. **names the old line's specifics**: shares a term with it that the query does not
-//!    hold and that at most [`SPECIFIC_CHUNKS`] chunks of the index hold (`fitzone`), not a
+//!    hold and that at most four (`lines::SPECIFIC_CHUNKS`) chunks of the index hold (`fitzone`), not a
 //!    function word, a title, a change word or a word of the calendar (`month`, `monday`);
 //!    or **restates its amount or hour**: the old line gives an amount of money or a time
 //!    of day, and this line another one of the same kind (`1.150 €` then `1.240 €`, `19
 //!    Uhr` then `18:30`), for a fact written down anew in other words;
-//! 2. **says it changed**: holds a change word ([`CHANGE_WORDS`]: new, now, switched,
+//! 2. **says it changed**: holds a change word (`lines::CHANGE_WORDS`: new, now, switched,
 //!    cancelled, sold, nuevo, ahora, jetzt, …);
 //! 3. **gives a value of its own**: a number, or a capitalised word inside a sentence
 //!    (`Bloc`, `699`), that neither the old line nor the query holds and that at most
-//!    [`SPECIFIC_CHUNKS`] chunks hold (again no title or word of the calendar).
+//!    four (`lines::SPECIFIC_CHUNKS`) chunks hold (again no title or word of the calendar).
 //!
 //! The superseding hit moves to first place (its score raised to the first's, so scores
 //! still fall down the page) and names the hit it replaces (`supersedes`); the rest keep
@@ -43,244 +43,16 @@ use std::collections::HashSet;
 
 use super::api::{Hit, Superseded};
 use super::hybrid::dated_note_day;
-use crate::analyzer::{self, stopwords, AnalyzerMode};
+use super::lines::{
+    answer_line, lines, nameable, restates, specific_kind, specific_terms, Frequencies, Line,
+    CHANGE_WORDS,
+};
 use crate::error::Result;
 use crate::store::idf;
-
-/// A term at most this many chunks hold is specific: a name, a number, a place.
-pub(crate) const SPECIFIC_CHUNKS: usize = 4;
-
-/// Terms shorter than this (in characters) never name an old value: `dr`, `am`, `uk`.
-const MIN_SHARED_CHARS: usize = 3;
-
-/// Words that say a statement replaces an earlier one, as the analyzer writes them
-/// (lowercase, accents folded): English, Spanish, Portuguese, French, German, Italian.
-#[rustfmt::skip]
-pub(crate) const CHANGE_WORDS: &[&str] = &[
-    // English
-    "new", "now", "nowadays", "longer", "anymore", "instead", "switched", "switching",
-    "switch", "changed", "changing", "moved", "moves", "moving", "cancelled", "canceled",
-    "sold", "replaced", "replacing", "stopped", "quit", "updated",
-    // Spanish
-    "nuevo", "nueva", "nuevos", "nuevas", "ahora", "cambiado", "cambie", "cambiamos",
-    "cambio", "cambia", "vendimos", "vendi",
-    // Portuguese
-    "novo", "nova", "agora", "mudou", "mudamos", "trocou", "trocamos",
-    // French
-    "nouveau", "nouvelle", "nouvel", "maintenant", "desormais", "change", "remplace",
-    // German
-    "neu", "neue", "neues", "neuen", "neuer", "jetzt", "nun", "gewechselt", "stattdessen",
-    "umgezogen", "verkauft",
-    // Italian
-    "nuovo", "nuova", "adesso", "cambiato",
-];
-
-/// Words of the calendar: they say when, never what, so they are never an old or a new
-/// value (a daily log's notes share them without being about the same thing).
-#[rustfmt::skip]
-const CALENDAR_WORDS: &[&str] = &[
-    // English
-    "day", "days", "week", "weeks", "month", "months", "year", "years", "daily", "weekly",
-    "monthly", "yearly", "today", "tomorrow", "yesterday", "morning", "evening", "night",
-    "weekend", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-    "sunday", "january", "february", "march", "april", "may", "june", "july", "august",
-    "september", "october", "november", "december",
-    // Spanish
-    "dia", "dias", "semana", "semanas", "mes", "meses", "ano", "anos", "hoy", "manana",
-    "ayer", "tarde", "noche", "lunes", "martes", "miercoles", "jueves", "viernes",
-    "sabado", "domingo", "enero", "febrero", "marzo", "abril", "mayo", "junio", "julio",
-    "agosto", "septiembre", "octubre", "noviembre", "diciembre",
-    // Portuguese
-    "semana", "mes", "ano", "hoje", "amanha", "ontem", "segunda", "terca", "quarta",
-    "quinta", "sexta", "janeiro", "fevereiro", "marco", "maio", "junho", "julho",
-    "setembro", "outubro", "novembro", "dezembro",
-    // French
-    "jour", "jours", "semaine", "mois", "an", "annee", "aujourd", "hui", "demain", "hier",
-    "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche", "janvier",
-    "fevrier", "mars", "avril", "mai", "juin", "juillet", "aout", "septembre", "octobre",
-    "novembre", "decembre",
-    // German
-    "tag", "tage", "woche", "wochen", "monat", "monate", "jahr", "jahre", "heute",
-    "morgen", "gestern", "abend", "montag", "dienstag", "mittwoch", "donnerstag",
-    "freitag", "samstag", "sonntag", "montags", "dienstags", "mittwochs", "donnerstags",
-    "freitags", "samstags", "sonntags", "januar", "februar", "marz", "juni", "juli",
-    "oktober", "dezember",
-    // Italian
-    "giorno", "settimana", "mese", "anno", "oggi", "domani", "ieri", "lunedi", "martedi",
-    "mercoledi", "giovedi", "venerdi", "sabato", "gennaio", "febbraio", "aprile", "maggio",
-    "giugno", "luglio", "settembre", "ottobre", "dicembre",
-];
-
-/// Titles before a name: never a specific of their own, and their period ends no sentence.
-#[rustfmt::skip]
-const TITLES: &[&str] = &[
-    
-    "dr", "mr", "mrs", "ms", "mx", "prof", "sr", "sra", "srta", "st", "herr", "frau", "mme",
-];
-
-/// Kinds of value whose change restates a fact even when the new line names nothing of the
-/// old one: an amount of money (the rent), a time of day (the class's hour).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Money,
-    Clock,
-}
-
-/// Words next to a number that make it an amount of money (analyzer terms).
-#[rustfmt::skip]
-const CURRENCIES: &[&str] = &[
-    "eur", "euro", "euros", "usd", "dollar", "dollars", "gbp", "pound", "pounds", "chf",
-    "franken", "yen", "jpy", "cny", "yuan", "kr", "sek", "nok", "dkk", "pln", "zloty",
-];
-
-/// Words after a number that make it a time of day.
-const CLOCK_WORDS: &[&str] = &["uhr", "am", "pm", "h"];
-
-/// The amounts of money and times of day `body` states, each with its digits.
-fn kinds(body: &str) -> Vec<(Kind, String)> {
-    let words: Vec<&str> = body.split_whitespace().collect();
-    let mut out = Vec::new();
-    for (i, word) in words.iter().enumerate() {
-        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
-        if !bare.starts_with(|c: char| c.is_ascii_digit()) {
-            continue;
-        }
-        let digits: String = bare.chars().filter(char::is_ascii_digit).collect();
-        let next = words.get(i + 1).map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        });
-        let symbol = |w: &str| w.contains(['€', '$', '£', '¥']);
-        let money = symbol(word)
-            || words.get(i + 1).is_some_and(|w| symbol(w))
-            || (i > 0 && symbol(words[i - 1]))
-            || next.as_deref().is_some_and(|n| CURRENCIES.contains(&n));
-        let suffix = bare.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':');
-        let clock = is_clock(bare)
-            || (bare.len() <= 2 && next.as_deref().is_some_and(|n| CLOCK_WORDS.contains(&n)))
-            || (bare.len() <= 4 && matches!(suffix, "am" | "pm" | "h"));
-        if money {
-            out.push((Kind::Money, digits));
-        } else if clock {
-            out.push((Kind::Clock, digits));
-        }
-    }
-    out
-}
-
-/// Whether `word` is written as a time of day: `7:50`, `18:30`, `18h30`.
-fn is_clock(word: &str) -> bool {
-    let Some((h, m)) = word.split_once([':', 'h']) else {
-        return false;
-    };
-    (1..=2).contains(&h.len())
-        && m.len() == 2
-        && h.chars().chain(m.chars()).all(|c| c.is_ascii_digit())
-}
-
-/// Whether `new` states a value of a kind `old` states, different from it.
-fn restates(old: &[(Kind, String)], new: &[(Kind, String)]) -> bool {
-    new.iter()
-        .any(|(kind, value)| old.iter().any(|(k, v)| k == kind && v != value))
-        && !new.iter().any(|n| old.contains(n))
-}
-
-/// The document frequencies the step reads: how many chunks the generation holds, and how
-/// many hold each term (the store reader's `frequencies`).
-pub(crate) type Frequencies<'a> = dyn Fn(&[String]) -> Result<(usize, Vec<usize>)> + 'a;
 
 /// Where the step looks beyond the page: the chunks that hold any of `terms` (the answer
 /// line's specific values), best first, as hits (the pipeline asks the keyword side).
 pub(crate) type Beyond<'a> = dyn Fn(&[String]) -> Result<Vec<Hit>> + 'a;
-
-/// One line of a hit, as the step reads it.
-#[derive(Debug, Clone)]
-struct Line {
-    /// Its analyzer terms.
-    terms: HashSet<String>,
-    /// The terms of its values: numbers and capitalised words inside a sentence.
-    values: HashSet<String>,
-    /// Its amounts of money and times of day.
-    kinds: Vec<(Kind, String)>,
-}
-
-/// The lines of a chunk's text that state something (headings and blank lines left out).
-fn lines(text: &str) -> Vec<Line> {
-    text.lines().filter_map(line).collect()
-}
-
-/// A line's terms and values; `None` for a heading or a blank line.
-fn line(text: &str) -> Option<Line> {
-    let body = text.trim();
-    if body.is_empty() || body.starts_with('#') {
-        return None;
-    }
-    let body = body.trim_start_matches(['-', '*', '+', '>', ' ']);
-    let terms: HashSet<String> = analyzer::terms(body, AnalyzerMode::Index)
-        .into_iter()
-        .collect();
-    let mut values = HashSet::new();
-    let mut sentence_start = true;
-    for word in body.split_whitespace() {
-        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
-        let title = TITLES.contains(&bare.to_lowercase().as_str());
-        let digit = bare.chars().any(char::is_numeric);
-        let capital =
-            !sentence_start && !title && bare.chars().next().is_some_and(char::is_uppercase);
-        if digit || capital {
-            values.extend(analyzer::terms(bare, AnalyzerMode::Index));
-        }
-        if !bare.is_empty() {
-            sentence_start = !title && word.ends_with(['.', '!', '?', ':', ';']);
-        }
-    }
-    Some(Line {
-        terms,
-        values,
-        kinds: kinds(body),
-    })
-}
-
-/// Whether `term` can name an old value or be a new one: not a function word, a change
-/// word, a word of the calendar or a title.
-fn specific_kind(term: &str) -> bool {
-    !stopwords::is_stopword(term)
-        && ![CHANGE_WORDS, CALENDAR_WORDS, TITLES]
-            .iter()
-            .any(|list| list.contains(&term))
-}
-
-/// Those of `terms` (an old line's terms or values) that can name its value: outside the
-/// query, of a specific kind, long enough.
-fn nameable<'t>(terms: &'t HashSet<String>, query: &HashSet<&str>) -> HashSet<&'t str> {
-    terms
-        .iter()
-        .map(String::as_str)
-        .filter(|t| !query.contains(t) && specific_kind(t))
-        .filter(|t| t.chars().count() >= MIN_SHARED_CHARS)
-        .collect()
-}
-
-/// The line of `lines` that holds the most of `query`'s terms, weighed by `idfs`; `None`
-/// when no line holds any.
-fn answer_line(lines: &[Line], query: &[String], idfs: &[f64]) -> Option<usize> {
-    let weight = |line: &Line| -> f64 {
-        query
-            .iter()
-            .zip(idfs)
-            .filter(|(term, _)| line.terms.contains(*term))
-            .map(|(_, idf)| idf)
-            .sum()
-    };
-    let mut best: Option<(usize, f64)> = None;
-    for (i, line) in lines.iter().enumerate() {
-        let w = weight(line);
-        if w > 0.0 && best.is_none_or(|(_, b)| w > b) {
-            best = Some((i, w));
-        }
-    }
-    best.map(|(i, _)| i)
-}
 
 /// A line of a newer hit that may supersede the old line: the terms it shares with it and
 /// its new values, before their frequencies are known.
@@ -363,23 +135,6 @@ fn winner(found: Vec<Candidate>, frequencies: &Frequencies<'_>) -> Result<Option
             (c.restates || c.shared.iter().any(is_specific)) && c.fresh.iter().any(is_specific)
         })
         .map(|c| (c.hit, c.line)))
-}
-
-/// Those of `terms` that at most [`SPECIFIC_CHUNKS`] chunks hold.
-fn specific_terms<'t>(
-    terms: &'t [String],
-    frequencies: &Frequencies<'_>,
-) -> Result<HashSet<&'t str>> {
-    if terms.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let (_, counts) = frequencies(terms)?;
-    Ok(terms
-        .iter()
-        .zip(counts)
-        .filter(|(_, c)| *c <= SPECIFIC_CHUNKS)
-        .map(|(t, _)| t.as_str())
-        .collect())
 }
 
 /// The date of a hit's dated note, as days since the Unix epoch.
@@ -471,6 +226,10 @@ pub(crate) fn supersede(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyzer::{self, AnalyzerMode};
+
+    const JANUARY: &str = "- Joined FitZone today; the gym membership is 39 €/month.";
+    const JULY: &str = "- Cancelled FitZone and moved over to Bloc District for bouldering.";
 
     fn hit(path: &str, score: f64, text: &str) -> Hit {
         Hit {
@@ -520,42 +279,6 @@ mod tests {
         supersede(&terms, &mut hits, &frequencies, &nothing).unwrap();
         hits.into_iter().map(|h| h.path).collect()
     }
-
-    #[test]
-    fn lists_hold_analyzer_terms() {
-        // Each listed word is what the analyzer makes of it, or no line could match it.
-        for word in CHANGE_WORDS.iter().chain(CALENDAR_WORDS).chain(TITLES) {
-            let terms = analyzer::terms(word, AnalyzerMode::Index);
-            assert_eq!(terms, vec![word.to_string()], "{word}");
-        }
-    }
-
-    #[test]
-    fn a_line_s_values_are_numbers_and_capitals_inside_a_sentence() {
-        let rows: &[(&str, &[&str])] = &[
-            (
-                "- Cancelled FitZone and moved over to Bloc District, 52 €/month.",
-                // a camelCase name is also its parts, as the analyzer indexes it
-                &["fitzone", "fit", "zone", "bloc", "district", "52"],
-            ),
-            ("- First cleaning with Dr. Okafor; switching.", &["okafor"]),
-            ("- Caroline: Hey Mel! Good to see you.", &["mel"]),
-            ("- El alquiler: 1.240 € al mes.", &["1.240", "1", "240"]),
-            ("## Work", &[]),
-        ];
-        for (text, want) in rows {
-            let mut got: Vec<String> = line(text)
-                .map(|l| l.values.into_iter().collect())
-                .unwrap_or_default();
-            got.sort();
-            let mut want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
-            want.sort();
-            assert_eq!(got, want, "{text}");
-        }
-    }
-
-    const JANUARY: &str = "- Joined FitZone today; the gym membership is 39 €/month.";
-    const JULY: &str = "- Cancelled FitZone and moved over to Bloc District for bouldering.";
 
     #[test]
     fn a_newer_statement_of_the_same_fact_comes_first() {
@@ -620,35 +343,6 @@ mod tests {
             let got = order(query, vec![old.clone(), hit(path, 0.5, text)]);
             assert_eq!(got[0], *first, "{path}: {text}");
         }
-    }
-
-    #[test]
-    fn amounts_and_hours_are_read_as_such() {
-        use Kind::{Clock, Money};
-        let rows: &[(&str, &[(Kind, &str)])] = &[
-            ("pagamos 1.150 € de alquiler", &[(Money, "1150")]),
-            ("rent is $1,240 a month", &[(Money, "1240")]),
-            ("saves 35 euros a month", &[(Money, "35")]),
-            ("dienstags um 19 Uhr", &[(Clock, "19")]),
-            ("la ruta pasa a las 8:10", &[(Clock, "810")]),
-            ("class at 7pm, room 18h30", &[(Clock, "7"), (Clock, "1830")]),
-            ("version 17 and 3.1 % and 612 334 851", &[]),
-        ];
-        for (text, want) in rows {
-            let want: Vec<(Kind, String)> = want.iter().map(|(k, v)| (*k, v.to_string())).collect();
-            assert_eq!(kinds(text), want, "{text}");
-        }
-        let money = |v: &str| vec![(Money, v.to_string())];
-        assert!(restates(&money("1150"), &money("1240")));
-        assert!(
-            !restates(&money("1150"), &money("1150")),
-            "the same amount again"
-        );
-        assert!(
-            !restates(&money("1150"), &[(Clock, "1830".into())]),
-            "another kind"
-        );
-        assert!(!restates(&[], &money("1240")), "the old line gives none");
     }
 
     #[test]
