@@ -99,23 +99,22 @@ fn hybrid_keeps_every_planted_answer() {
 }
 
 /// The over-time set: 12 facts that changed (the newest statement answers) and 12 stated
-/// once, long ago. Right note first ("recall@1"): keyword search alone reaches 15 of 24
-/// only through supersession (8 before it, 9 with it on the page alone, 14 with the look
-/// beyond the page); hybrid and vector 20 of 24 (10 and 13 before it): docs/ranking.md,
-/// "Time".
+/// once, long ago. Right note first ("recall@1"): keyword search alone reaches 16 of 24
+/// through supersession and the answer step (8 before them); hybrid 21 and vector 22 of
+/// 24 (10 and 13 before them): docs/ranking.md, "Time".
 #[test]
 fn newer_statements_of_changed_facts_come_first() {
     let tmp = tempfile::tempdir().unwrap();
     let keyword = measure(None, EvalMode::Bm25, "over-time", &tmp.path().join("k"));
     eprintln!("keyword: {keyword:?}");
     assert_eq!(keyword.queries, 24);
-    assert!(at(&keyword, 1) >= 15.0 / 24.0 - 1e-9, "{keyword:?}");
+    assert!(at(&keyword, 1) >= 16.0 / 24.0 - 1e-9, "{keyword:?}");
     let Ok(dir) = std::env::var("MEMORIA_TEST_MODEL_DIR") else {
         eprintln!("note: MEMORIA_TEST_MODEL_DIR is not set; skipping over-time with the model");
         return;
     };
     let model = load_local(Path::new(&dir)).unwrap();
-    for (mode, floor) in [(EvalMode::Hybrid, 20.0), (EvalMode::Vector, 20.0)] {
+    for (mode, floor) in [(EvalMode::Hybrid, 21.0), (EvalMode::Vector, 22.0)] {
         let metrics = measure(Some(&model), mode, "over-time", &tmp.path().join("model"));
         eprintln!("{}: {metrics:?}", mode.as_str());
         assert!(at(&metrics, 1) >= floor / 24.0 - 1e-9, "{metrics:?}");

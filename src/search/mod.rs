@@ -10,11 +10,13 @@
 //!   order, minScore relaxation, pools, tiers and the merge of memory with wiki hits in
 //!   `rank`; fusion, temporal decay and MMR in `hybrid`; OpenClaw 2026.9's keyword score
 //!   (bonuses over BM25, keyword candidates) in `lexical`.
-//! - `supersede` runs after the page under memoria's ranking: a newer dated note that
-//!   replaces the fact the first hit states moves first.
+//! - `answer` and `supersede` run after the page under memoria's ranking (reading hits
+//!   through `lines`): a question that asks for a name gets first a hit that names one; a
+//!   newer dated note that replaces the fact the first hit states moves first.
 //!
 //! The files import each other, never this one: it only declares and re-exports.
 
+pub(crate) mod answer;
 pub(crate) mod api;
 pub(crate) mod hybrid;
 pub(crate) mod lexical;

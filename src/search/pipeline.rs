@@ -18,8 +18,10 @@
 //! 3. **Rank** (`ranking.rs`): pure, with the [`Ranking`] chosen once from the settings.
 //! 4. **Page**: the records of the returned chunks not hydrated yet, read in one call, as
 //!    [`Hit`]s.
-//! 5. **Supersede** (`supersede.rs`, memoria's ranking): a newer dated note that replaces
-//!    the fact the first hit states moves first; the only stage that reads the hits' text.
+//! 5. **Answer, then supersede** (`answer.rs`, `supersede.rs`, memoria's ranking): a
+//!    question that asks for a name gets first a hit that names one; a newer dated note
+//!    that replaces the fact the first hit states moves first. The only stages that read
+//!    the hits' text.
 
 use std::collections::{HashMap, HashSet};
 
@@ -31,7 +33,7 @@ use super::hybrid::{self, KeywordCandidate, VectorCandidate};
 use super::lexical;
 use super::rank::{candidate_pool, tier_size, Ranked};
 use super::ranking::{self, Input, Outcome};
-use super::supersede;
+use super::{answer, supersede};
 use crate::annotation;
 use crate::clock;
 use crate::config::{Fusion, Ranking, Settings};
@@ -222,6 +224,7 @@ impl Searcher<'_> {
             let terms = crate::analyzer::query_terms(query, true);
             let frequencies = |terms: &[String]| self.reader.frequencies(terms);
             let beyond = |values: &[String]| self.naming(values, source);
+            answer::name_first(query, &terms, &mut hits, &frequencies)?;
             supersede::supersede(&terms, &mut hits, &frequencies, &beyond)?;
         }
         let mut response = SearchResponse::new(hits, served, warning);
