@@ -120,20 +120,7 @@ mod tests {
     use super::*;
 
     fn hit(path: &str, score: f64, text: &str) -> Hit {
-        Hit {
-            id: path.into(),
-            path: path.into(),
-            source: "memory".into(),
-            start_line: 1,
-            end_line: 1,
-            text: text.into(),
-            score,
-            text_score: 0.0,
-            vector_score: None,
-            recall: Default::default(),
-            wiki: None,
-            supersedes: None,
-        }
+        Hit::of_text(path, score, text)
     }
 
     #[test]

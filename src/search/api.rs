@@ -90,6 +90,28 @@ pub struct Hit {
     pub supersedes: Option<Superseded>,
 }
 
+#[cfg(test)]
+impl Hit {
+    /// A memory hit of `text` (its lines from 1) at `path`, scored `score`: the steps after
+    /// the page read nothing else.
+    pub(crate) fn of_text(path: &str, score: f64, text: &str) -> Hit {
+        Hit {
+            id: path.into(),
+            path: path.into(),
+            source: "memory".into(),
+            start_line: 1,
+            end_line: text.lines().count().max(1),
+            text: text.into(),
+            score,
+            text_score: 0.0,
+            vector_score: None,
+            recall: Default::default(),
+            wiki: None,
+            supersedes: None,
+        }
+    }
+}
+
 /// The older hit a newer note supersedes: its place in the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Superseded {

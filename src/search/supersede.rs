@@ -230,22 +230,10 @@ mod tests {
 
     const JANUARY: &str = "- Joined FitZone today; the gym membership is 39 €/month.";
     const JULY: &str = "- Cancelled FitZone and moved over to Bloc District for bouldering.";
+    const MARCH: &str = "- Gym was packed, skipped the gym.";
 
     fn hit(path: &str, score: f64, text: &str) -> Hit {
-        Hit {
-            id: path.into(),
-            path: path.into(),
-            source: "memory".into(),
-            start_line: 1,
-            end_line: text.lines().count(),
-            text: text.into(),
-            score,
-            text_score: 0.0,
-            vector_score: None,
-            recall: Default::default(),
-            wiki: None,
-            supersedes: None,
-        }
+        Hit::of_text(path, score, text)
     }
 
     /// Frequencies over `hits` as if they were the whole index, each line its own chunk.
@@ -284,11 +272,7 @@ mod tests {
     fn a_newer_statement_of_the_same_fact_comes_first() {
         let hits = vec![
             hit("memory/2026-01-08.md", 0.9, JANUARY),
-            hit(
-                "memory/2026-03-02.md",
-                0.8,
-                "- Gym was packed, skipped the gym.",
-            ),
+            hit("memory/2026-03-02.md", 0.8, MARCH),
             hit("memory/2026-07-02.md", 0.6, JULY),
         ];
         let mut moved = hits.clone();
@@ -409,11 +393,7 @@ mod tests {
         // of the question's words, so only the look beyond the page for "FitZone" finds it.
         let page = vec![
             hit("memory/2026-01-08.md", 0.9, JANUARY),
-            hit(
-                "memory/2026-03-02.md",
-                0.8,
-                "- Gym was packed, skipped the gym.",
-            ),
+            hit("memory/2026-03-02.md", 0.8, MARCH),
         ];
         let july = hit("memory/2026-07-02.md", 0.0, JULY);
         let older = hit(
