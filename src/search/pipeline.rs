@@ -391,13 +391,19 @@ impl Searcher<'_> {
             .into_iter()
             .filter_map(|r| {
                 let chunk = chunks.remove(&r.key.id)?;
-                let recall = match self.settings.semantics.is_openclaw() {
-                    true => self.recall(&chunk),
-                    false => Recall::default(),
-                };
-                Some(hit(r, chunk, recall))
+                Some(self.hit(r, chunk))
             })
             .collect())
+    }
+
+    /// The hit of `ranked`, whose chunk is `chunk`, with what its entry says of itself
+    /// under 2026.9's semantics.
+    fn hit(&self, ranked: Ranked, chunk: ChunkRecord) -> Hit {
+        let recall = match self.settings.semantics.is_openclaw() {
+            true => self.recall(&chunk),
+            false => Recall::default(),
+        };
+        hit(ranked, chunk, recall)
     }
 
     /// The chunks that hold any of `values` (terms of an answer line), best first, as hits
@@ -413,10 +419,6 @@ impl Searcher<'_> {
             .into_iter()
             .filter_map(|k| {
                 let chunk = chunks.remove(&k.key.id)?;
-                let recall = match self.settings.semantics.is_openclaw() {
-                    true => self.recall(&chunk),
-                    false => Recall::default(),
-                };
                 // Not a match for the query: no score of its own (supersession gives it the
                 // first hit's).
                 let ranked = Ranked {
@@ -425,7 +427,7 @@ impl Searcher<'_> {
                     text_score: 0.0,
                     vector_score: None,
                 };
-                Some(hit(ranked, chunk, recall))
+                Some(self.hit(ranked, chunk))
             })
             .collect())
     }

@@ -231,6 +231,7 @@ mod tests {
     const JANUARY: &str = "- Joined FitZone today; the gym membership is 39 €/month.";
     const JULY: &str = "- Cancelled FitZone and moved over to Bloc District for bouldering.";
     const MARCH: &str = "- Gym was packed, skipped the gym.";
+    const RENT: &str = "- El casero nos sube el alquiler: desde abril pagamos 1.150 € de alquiler.";
 
     fn hit(path: &str, score: f64, text: &str) -> Hit {
         Hit::of_text(path, score, text)
@@ -334,11 +335,7 @@ mod tests {
         let got = order(
             "¿cuánto pagamos de alquiler?",
             vec![
-                hit(
-                    "memory/2026-03-03.md",
-                    0.9,
-                    "- El casero nos sube el alquiler: desde abril pagamos 1.150 € de alquiler.",
-                ),
+                hit("memory/2026-03-03.md", 0.9, RENT),
                 hit(
                     "memory/2026-10-01.md",
                     0.8,
@@ -348,18 +345,17 @@ mod tests {
         );
         assert_eq!(got[0], "memory/2026-10-01.md");
         // Without a change word it is only another amount.
-        let got =
-            order(
-                "¿cuánto pagamos de alquiler?",
-                vec![
+        let got = order(
+            "¿cuánto pagamos de alquiler?",
+            vec![
+                hit("memory/2026-03-03.md", 0.9, RENT),
                 hit(
-                    "memory/2026-03-03.md",
-                    0.9,
-                    "- El casero nos sube el alquiler: desde abril pagamos 1.150 € de alquiler.",
+                    "memory/2026-10-01.md",
+                    0.8,
+                    "- Cena en Askua: 84 € los dos.",
                 ),
-                hit("memory/2026-10-01.md", 0.8, "- Cena en Askua: 84 € los dos."),
             ],
-            );
+        );
         assert_eq!(got[0], "memory/2026-03-03.md");
     }
 
