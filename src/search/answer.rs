@@ -15,13 +15,10 @@
 //! (its score raised to the first's). Only the page's order changes. docs/ranking.md
 //! ("Time") has the measurements.
 
-use std::collections::HashSet;
-
 use super::api::Hit;
-use super::lines::{answer_line, lines, nameable, specific_terms, Frequencies};
+use super::lines::{answer_line, lines, nameable, specific_terms, Asked, Frequencies};
 use crate::analyzer::{self, AnalyzerMode};
 use crate::error::Result;
-use crate::store::idf;
 
 /// How many hits after the first may take its place: the second and the third. Looking
 /// further down the page found more answers on the over-time set and cost LoCoMo more
@@ -65,28 +62,26 @@ pub(crate) fn asks_for_a_name(query: &str) -> bool {
 }
 
 /// Moves first the hit that names an answer when the first names none (see the module
-/// docs). `query` is the question, `terms` its content terms; `frequencies` reads the
+/// docs). `query` is the question, `asked` its content terms; `frequencies` reads the
 /// terms' document frequencies.
 pub(crate) fn name_first(
     query: &str,
-    terms: &[String],
+    asked: &Asked<'_>,
     hits: &mut [Hit],
     frequencies: &Frequencies<'_>,
 ) -> Result<()> {
     if hits.len() < 2 || !asks_for_a_name(query) {
         return Ok(());
     }
-    let (documents, counts) = frequencies(terms)?;
-    let idfs: Vec<f64> = counts.iter().map(|&c| idf(documents, c)).collect();
-    let asked: HashSet<&str> = terms.iter().map(String::as_str).collect();
+    let idfs = asked.idfs(frequencies)?;
     // The names each of the first hits' answer lines gives (`None`: no answer line).
     let names: Vec<Option<Vec<String>>> = hits
         .iter()
         .take(1 + NEXT_HITS)
         .map(|hit| {
             let lines = lines(&hit.text);
-            answer_line(&lines, terms, &idfs).map(|i| {
-                let mut names: Vec<String> = nameable(&lines[i].values, &asked)
+            answer_line(&lines, asked.terms, idfs).map(|i| {
+                let mut names: Vec<String> = nameable(&lines[i].values, &asked.set)
                     .into_iter()
                     .map(str::to_string)
                     .collect();
@@ -149,7 +144,7 @@ mod tests {
 
     fn first(query: &str, mut hits: Vec<Hit>) -> (String, f64) {
         let terms = analyzer::query_terms(query, true);
-        name_first(query, &terms, &mut hits, &rare).unwrap();
+        name_first(query, &Asked::new(&terms), &mut hits, &rare).unwrap();
         (hits[0].path.clone(), hits[0].score)
     }
 

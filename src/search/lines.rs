@@ -5,10 +5,12 @@
 //! a word of the calendar). Capitals, numbers and the word lists are those of the languages
 //! written with spaces (English, Spanish, French, German, Portuguese, Italian). Pure.
 
+use std::cell::OnceCell;
 use std::collections::HashSet;
 
 use crate::analyzer::{self, stopwords, AnalyzerMode};
 use crate::error::Result;
+use crate::store::idf;
 
 /// A term at most this many chunks hold is specific: a name, a number, a place.
 pub(super) const SPECIFIC_CHUNKS: usize = 4;
@@ -146,6 +148,37 @@ pub(super) fn restates(old: &[(Kind, String)], new: &[(Kind, String)]) -> bool {
     new.iter()
         .any(|(kind, value)| old.iter().any(|(k, v)| k == kind && v != value))
         && !new.iter().any(|n| old.contains(n))
+}
+
+/// The query as the steps after the page read it: its content terms, and their IDFs, read
+/// once when a step first needs them.
+pub(crate) struct Asked<'a> {
+    /// The content terms.
+    pub(super) terms: &'a [String],
+    /// The same, as a set.
+    pub(super) set: HashSet<&'a str>,
+    idfs: OnceCell<Vec<f64>>,
+}
+
+impl<'a> Asked<'a> {
+    /// The query of content terms `terms`.
+    pub(crate) fn new(terms: &'a [String]) -> Asked<'a> {
+        Asked {
+            terms,
+            set: terms.iter().map(String::as_str).collect(),
+            idfs: OnceCell::new(),
+        }
+    }
+
+    /// Each term's IDF in the generation (`frequencies` read on the first call only).
+    pub(super) fn idfs(&self, frequencies: &Frequencies<'_>) -> Result<&[f64]> {
+        if let Some(idfs) = self.idfs.get() {
+            return Ok(idfs);
+        }
+        let (documents, counts) = frequencies(self.terms)?;
+        let idfs = counts.iter().map(|&c| idf(documents, c)).collect();
+        Ok(self.idfs.get_or_init(|| idfs))
+    }
 }
 
 /// The document frequencies the steps read: how many chunks the generation holds, and how

@@ -31,6 +31,7 @@ use super::api::{
 };
 use super::hybrid::{self, KeywordCandidate, VectorCandidate};
 use super::lexical;
+use super::lines::Asked;
 use super::rank::{candidate_pool, tier_size, Ranked};
 use super::ranking::{self, Input, Outcome};
 use super::{answer, supersede};
@@ -224,8 +225,9 @@ impl Searcher<'_> {
             let terms = crate::analyzer::query_terms(query, true);
             let frequencies = |terms: &[String]| self.reader.frequencies(terms);
             let beyond = |values: &[String]| self.naming(values, source);
-            answer::name_first(query, &terms, &mut hits, &frequencies)?;
-            supersede::supersede(&terms, &mut hits, &frequencies, &beyond)?;
+            let asked = Asked::new(&terms);
+            answer::name_first(query, &asked, &mut hits, &frequencies)?;
+            supersede::supersede(&asked, &mut hits, &frequencies, &beyond)?;
         }
         let mut response = SearchResponse::new(hits, served, warning);
         response.recall_fields = self.settings.semantics.is_openclaw();

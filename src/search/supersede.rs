@@ -44,11 +44,10 @@ use std::collections::HashSet;
 use super::api::{Hit, Superseded};
 use super::hybrid::dated_note_day;
 use super::lines::{
-    answer_line, lines, nameable, restates, specific_kind, specific_terms, Frequencies, Line,
-    CHANGE_WORDS,
+    answer_line, lines, nameable, restates, specific_kind, specific_terms, Asked, Frequencies,
+    Line, CHANGE_WORDS,
 };
 use crate::error::Result;
-use crate::store::idf;
 
 /// Where the step looks beyond the page: the chunks that hold any of `terms` (the answer
 /// line's specific values), best first, as hits (the pipeline asks the keyword side).
@@ -157,10 +156,10 @@ fn superseding(mut hit: Hit, first: &Hit) -> Hit {
 /// (see the module docs): among the page's hits, then among the chunks `beyond` finds for
 /// the answer line's specific values (the newest statement may not hold the query's words
 /// at all, and keyword search alone then never returns it); a hit found there takes the
-/// first place and the page keeps its length. `query` is the query's content terms;
-/// `frequencies` reads the terms' document frequencies.
+/// first place and the page keeps its length. `frequencies` reads the terms' document
+/// frequencies.
 pub(crate) fn supersede(
-    query: &[String],
+    asked: &Asked<'_>,
     hits: &mut Vec<Hit>,
     frequencies: &Frequencies<'_>,
     beyond: &Beyond<'_>,
@@ -168,24 +167,23 @@ pub(crate) fn supersede(
     let Some(mut day) = hits.first().and_then(day_of) else {
         return Ok(());
     };
-    let (documents, counts) = frequencies(query)?;
-    let idfs: Vec<f64> = counts.iter().map(|&c| idf(documents, c)).collect();
     let first_lines = lines(&hits[0].text);
-    let Some(answer) = answer_line(&first_lines, query, &idfs) else {
+    let idfs = asked.idfs(frequencies)?;
+    let Some(answer) = answer_line(&first_lines, asked.terms, idfs) else {
         return Ok(());
     };
-    let query_set: HashSet<&str> = query.iter().map(String::as_str).collect();
+    let query_set = &asked.set;
     let mut old = first_lines[answer].clone();
     // On the page: the step repeats from each superseding line.
     loop {
-        let nameable = nameable(&old.terms, &query_set);
+        let nameable = nameable(&old.terms, query_set);
         let newer = hits
             .iter()
             .enumerate()
             .skip(1)
             .filter(|(_, h)| day_of(h).is_some_and(|d| d > day))
             .map(|(i, h)| (i, lines(&h.text)));
-        let found = candidates(&old, &nameable, &query_set, newer);
+        let found = candidates(&old, &nameable, query_set, newer);
         let Some((i, line)) = winner(found, frequencies)? else {
             break;
         };
@@ -195,7 +193,7 @@ pub(crate) fn supersede(
         old = line;
     }
     // Beyond the page: newer chunks naming the answer line's specific values.
-    let values: Vec<String> = nameable(&old.values, &query_set)
+    let values: Vec<String> = nameable(&old.values, query_set)
         .into_iter()
         .map(str::to_string)
         .collect();
@@ -213,7 +211,7 @@ pub(crate) fn supersede(
         .collect();
     let nameable: HashSet<&str> = values.iter().map(String::as_str).collect();
     let newer = extra.iter().enumerate().map(|(i, h)| (i, lines(&h.text)));
-    let found = candidates(&old, &nameable, &query_set, newer);
+    let found = candidates(&old, &nameable, query_set, newer);
     if let Some((i, _)) = winner(found, frequencies)? {
         let length = hits.len();
         let hit = superseding(extra.swap_remove(i), &hits[0]);
@@ -265,7 +263,7 @@ mod tests {
     fn order(query: &str, mut hits: Vec<Hit>) -> Vec<String> {
         let frequencies = over(&hits);
         let terms = analyzer::query_terms(query, true);
-        supersede(&terms, &mut hits, &frequencies, &nothing).unwrap();
+        supersede(&Asked::new(&terms), &mut hits, &frequencies, &nothing).unwrap();
         hits.into_iter().map(|h| h.path).collect()
     }
 
@@ -279,7 +277,7 @@ mod tests {
         let mut moved = hits.clone();
         let frequencies = over(&hits);
         let terms = analyzer::query_terms("which gym am I a member of?", true);
-        supersede(&terms, &mut moved, &frequencies, &nothing).unwrap();
+        supersede(&Asked::new(&terms), &mut moved, &frequencies, &nothing).unwrap();
         let paths: Vec<&str> = moved.iter().map(|h| h.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -406,7 +404,7 @@ mod tests {
         };
         let mut hits = page.clone();
         let terms = analyzer::query_terms("which gym am I a member of?", true);
-        supersede(&terms, &mut hits, &frequencies, &beyond).unwrap();
+        supersede(&Asked::new(&terms), &mut hits, &frequencies, &beyond).unwrap();
         let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
         assert_eq!(paths, ["memory/2026-07-02.md", "memory/2026-01-08.md"]);
         assert_eq!(hits[0].score, 0.9);
