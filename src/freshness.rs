@@ -25,12 +25,12 @@
 //! implemented here; it never reaches into the façade.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::chunk::ChunkParams;
 use crate::config::{self, Ranking, Settings, StoreBackend};
-use crate::embed::{EmbedderChoice, ResolvedEmbedder};
+use crate::embed::{EmbedderChoice, ResolvedEmbedder, Serving};
 use crate::error::{Error, Result};
 use crate::index::{AgentDir, LocalStore, VectorParams};
 use crate::live::{self, Link, LiveEvent, LiveSync};
@@ -110,10 +110,8 @@ pub(crate) fn open_store(dir: &AgentDir, settings: &Settings) -> Result<Box<dyn 
 pub(crate) struct Agent {
     settings: Settings,
     dir: AgentDir,
-    choice: EmbedderChoice,
-    embedder: OnceLock<ResolvedEmbedder>,
-    /// Opened for a look: a remote provider's probe is one short try.
-    look_only: bool,
+    /// Its embedder, resolved on first use and tried again while it cannot serve.
+    embedder: Serving,
     /// Where the index is kept (chosen once, here).
     store: Box<dyn Store>,
     /// Why the last sync this process tried failed, until one succeeds: searches then
@@ -133,7 +131,7 @@ impl Agent {
     /// Opens for a look (`status`, `doctor`): a remote provider is probed once, briefly.
     pub(crate) fn open_to_look(settings: Settings, choice: EmbedderChoice) -> Result<Agent> {
         let mut agent = Agent::open(settings, choice)?;
-        agent.look_only = true;
+        agent.embedder = agent.embedder.into_look();
         Ok(agent)
     }
 
@@ -157,13 +155,11 @@ impl Agent {
         let qmd = (settings.backend == config::Backend::Qmd)
             .then(|| Arc::new(qmd::Sidecar::new(&settings, &collections)));
         Ok(Agent {
+            embedder: Serving::new(choice, &settings, false),
             collections,
             qmd,
             settings,
             dir,
-            choice,
-            embedder: OnceLock::new(),
-            look_only: false,
             store,
             sync_error: Mutex::new(None),
             live: Mutex::new(None),
@@ -195,10 +191,15 @@ impl Agent {
         self.qmd.as_deref()
     }
 
-    /// The embedder serving this agent, resolved (and loaded) on first call.
+    /// The embedder serving this agent, resolved (and loaded) on first call, and tried
+    /// again in the background while it cannot serve (`embed::Serving`).
     pub(crate) fn resolved(&self) -> &ResolvedEmbedder {
-        self.embedder
-            .get_or_init(|| ResolvedEmbedder::resolve(&self.choice, &self.settings, self.look_only))
+        self.embedder.get()
+    }
+
+    /// For `status`: that the embedder is being tried again, and when next.
+    pub(crate) fn embedder_retry(&self) -> Option<String> {
+        self.embedder.retry_note()
     }
 
     /// The index identity under the current settings and embedder.

@@ -175,6 +175,55 @@ fn a_provider_that_stays_down_means_keyword_only_with_the_reason() {
 }
 
 #[test]
+fn a_provider_that_comes_back_serves_without_a_restart() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("MEMORIA_EMBEDDER_RETRY_SECONDS", "1");
+    let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answering = up.clone();
+    let server = serve(Box::new(move |r: &Request, _| {
+        match answering.load(std::sync::atomic::Ordering::SeqCst) {
+            true => (200, Vec::new(), answer(r, DIMS)),
+            false => (503, Vec::new(), "down".to_string()),
+        }
+    }));
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = Memory::open(settings(tmp.path(), &server.url, Some(KEY))).unwrap();
+    std::env::remove_var("MEMORIA_EMBEDDER_RETRY_SECONDS");
+    memory.sync(false, &|_| {}).unwrap();
+    let payload = memory.memory_search("penicillin", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("fts-only"), "{payload:?}");
+    let status = memory.status().unwrap();
+    assert!(
+        status.warnings.iter().any(|w| w.contains("failed tries")),
+        "status says the provider is tried again: {:?}",
+        status.warnings
+    );
+
+    // The provider is back: a later call finds it (tried in the background), and the
+    // next sync embeds the notes.
+    up.store(true, std::sync::atomic::Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while memory.provider().0 != "openai" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the provider was not tried again"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let report = memory.sync(false, &|_| {}).unwrap();
+    assert_eq!(report.embed_error, None);
+    let payload = memory.memory_search("penicillin allergy", &SearchOptions::default());
+    assert_eq!(payload.mode.as_deref(), Some("hybrid"), "{payload:?}");
+    assert_eq!(payload.fallback, None);
+    let status = memory.status().unwrap();
+    assert!(
+        !status.warnings.iter().any(|w| w.contains("failed tries")),
+        "{:?}",
+        status.warnings
+    );
+}
+
+#[test]
 fn a_look_at_a_provider_that_is_down_asks_once_and_names_the_key() {
     let server = serve(Box::new(|_: &Request, _| {
         (503, Vec::new(), "down".to_string())

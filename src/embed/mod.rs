@@ -26,6 +26,8 @@
 //! - `local.rs`: the local model as an [`Embedder`], loaded once per directory and process
 //!   ([`load_local_on`]).
 //! - `provider.rs`: the configured provider resolved to an embedder, or why there is none.
+//! - `serving.rs`: one agent's embedder for the life of a process: resolved on first use,
+//!   and tried again with back-off in the background while it left the agent keyword-only.
 //! - `remote.rs` and `remote/batch_api.rs` (feature `remote`): the HTTP providers with
 //!   retries, and the HTTP side of OpenAI's and Gemini's batch APIs.
 //! - `backfill.rs`: when a sync's backfill goes through batch jobs, how many run at once,
@@ -44,6 +46,7 @@ mod local;
 mod provider;
 #[cfg(feature = "remote")]
 mod remote;
+mod serving;
 
 pub use embedder::{
     cosine, BatchApi, BatchOptions, Document, EmbedError, EmbedKind, Embedder, Embedding, JobState,
@@ -52,3 +55,4 @@ pub use embedder::{
 pub use local::{load_local, load_local_on};
 pub use provider::EmbedderChoice;
 pub(crate) use provider::ResolvedEmbedder;
+pub(crate) use serving::Serving;

@@ -13,6 +13,7 @@ use crate::fallback::Fallback;
 use crate::gemma::{resolve_model, ModelSearch, Precision};
 
 /// Where a [`Memory`](crate::Memory)'s embedder comes from.
+#[derive(Clone)]
 pub enum EmbedderChoice {
     /// Resolve from the settings (`provider`, `local.modelPath`, …); `model_dir` is an
     /// explicit model directory (`--model DIR`) that wins over everything else.
