@@ -117,27 +117,70 @@ fn run_batches(embedder: &dyn Embedder, jobs: &Receiver<Job>) {
             let (same, rest): (Vec<Job>, Vec<Job>) =
                 batch.into_iter().partition(|j| j.kind == kind);
             batch = rest;
-            if same.is_empty() {
-                continue;
+            embed_in_rounds(embedder, kind, same);
+        }
+    }
+}
+
+/// A request on the model: its job and the embeddings its first texts got so far.
+struct Pending {
+    job: Job,
+    done: Vec<Embedding>,
+}
+
+/// Embeds `jobs` (of one kind) in calls of at most [`BATCH_TEXTS`] texts, answering each
+/// job when its last text is embedded. Before each call the jobs whose client went away
+/// (the handler was dropped with its connection) are dropped with what they had left, so
+/// abandoned requests cost the next one at most the call already running.
+fn embed_in_rounds(embedder: &dyn Embedder, kind: EmbedKind, jobs: Vec<Job>) {
+    let mut pending: Vec<Pending> = jobs
+        .into_iter()
+        .map(|job| Pending {
+            job,
+            done: Vec::new(),
+        })
+        .collect();
+    loop {
+        let (finished, open): (Vec<Pending>, Vec<Pending>) = pending
+            .into_iter()
+            .filter(|p| !p.job.reply.is_closed())
+            .partition(|p| p.done.len() == p.job.texts.len());
+        for p in finished {
+            let _ = p.job.reply.send(Ok(p.done));
+        }
+        pending = open;
+        if pending.is_empty() {
+            return;
+        }
+        // The next texts of each waiting request in turn, up to one call's worth.
+        let mut round: Vec<(usize, usize)> = Vec::new();
+        let mut texts: Vec<&str> = Vec::new();
+        for (i, p) in pending.iter().enumerate() {
+            let from = p.done.len();
+            let take = (p.job.texts.len() - from).min(BATCH_TEXTS - texts.len());
+            texts.extend(p.job.texts[from..from + take].iter().map(String::as_str));
+            round.push((i, take));
+            if texts.len() == BATCH_TEXTS {
+                break;
             }
-            let all: Vec<&str> = same
-                .iter()
-                .flat_map(|j| j.texts.iter().map(String::as_str))
-                .collect();
-            match embedder.embed(&all, kind) {
-                Ok(embeddings) => {
-                    let mut embeddings = embeddings.into_iter();
-                    for job in same {
-                        let mine: Vec<Embedding> =
-                            embeddings.by_ref().take(job.texts.len()).collect();
-                        let _ = job.reply.send(Ok(mine));
-                    }
+        }
+        match embedder.embed(&texts, kind) {
+            Ok(embeddings) => {
+                let mut embeddings = embeddings.into_iter();
+                for (i, take) in round {
+                    pending[i].done.extend(embeddings.by_ref().take(take));
                 }
-                Err(err) => {
-                    for job in same {
-                        let _ = job.reply.send(Err(err.to_string()));
-                    }
+            }
+            Err(err) => {
+                // The requests of this call get the error; the others go on.
+                let (failed, rest): (Vec<_>, Vec<_>) = pending
+                    .into_iter()
+                    .enumerate()
+                    .partition(|(i, _)| round.iter().any(|&(r, _)| r == *i));
+                for (_, p) in failed {
+                    let _ = p.job.reply.send(Err(err.to_string()));
                 }
+                pending = rest.into_iter().map(|(_, p)| p).collect();
             }
         }
     }

@@ -209,3 +209,94 @@ fn requests_share_the_models_batches_and_a_full_queue_says_retry() {
     );
     assert_eq!(calls.iter().sum::<usize>(), 2 * (QUEUE + 1));
 }
+
+/// The server of a test: [`Gate`] as its model.
+fn gated() -> (Arc<Shared>, Arc<Gate>, std::sync::mpsc::Sender<()>) {
+    let (release, open) = std::sync::mpsc::channel();
+    let gate = Arc::new(Gate {
+        open: std::sync::Mutex::new(open),
+        calls: Default::default(),
+    });
+    let shared = Arc::new(Shared {
+        model: OnceLock::new(),
+        load_error: OnceLock::new(),
+        token: None,
+        loopback: true,
+        on_mcp: Box::new(|| {}),
+    });
+    let _ = shared.model.set(Batcher::start(gate.clone()));
+    (shared, gate, release)
+}
+
+/// A request of `n` texts.
+fn texts(n: usize) -> Body {
+    let input: Vec<String> = (0..n).map(|i| format!("text {i}")).collect();
+    Body::from(json!({"model": "embeddinggemma", "input": input}).to_string())
+}
+
+/// Requests whose clients went away (their handlers dropped, as hyper drops them with the
+/// connection) are not embedded: queued ones not at all, a running one not past the call
+/// under way. The next request waits for one call, not for them.
+#[test]
+fn abandoned_requests_do_not_delay_the_next_one() {
+    let (shared, gate, release) = gated();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(50));
+    runtime.block_on(async {
+        // A request of 200 texts holds the model in its first call of 64.
+        let heavy = tokio::spawn(embeddings(State(shared.clone()), texts(200)));
+        pause().await;
+        // Five requests of 32 texts wait behind it; then every one of their clients,
+        // and the heavy one's, goes away.
+        let mut abandoned = Vec::new();
+        for _ in 0..5 {
+            abandoned.push(tokio::spawn(embeddings(State(shared.clone()), texts(32))));
+        }
+        pause().await;
+        heavy.abort();
+        for request in &abandoned {
+            request.abort();
+        }
+        pause().await;
+        let next = tokio::spawn(embeddings(State(shared.clone()), texts(1)));
+        pause().await;
+        release.send(()).unwrap(); // the heavy request's call under way
+        release.send(()).unwrap(); // the next request's
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(10), next).await;
+        let answered = answered.expect("the next request waited for abandoned ones");
+        assert_eq!(answered.unwrap().status(), StatusCode::OK);
+    });
+    assert_eq!(
+        gate.calls.lock().unwrap().clone(),
+        [BATCH_TEXTS, 1],
+        "only the call under way and the next request's were embedded"
+    );
+}
+
+/// A request larger than one call is embedded in calls of up to 64 texts and answered
+/// whole, in order.
+#[test]
+fn a_large_request_is_embedded_in_calls_and_answered_whole() {
+    let (shared, gate, release) = gated();
+    for _ in 0..4 {
+        release.send(()).unwrap();
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let response = runtime.block_on(embeddings(State(shared), texts(200)));
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = runtime
+        .block_on(http_body_util::BodyExt::collect(response.into_body()))
+        .unwrap()
+        .to_bytes();
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    let data = answer["data"].as_array().unwrap();
+    assert_eq!(data.len(), 200);
+    assert!(data.iter().enumerate().all(|(i, d)| d["index"] == i));
+    assert_eq!(gate.calls.lock().unwrap().clone(), [64, 64, 64, 8]);
+}
