@@ -437,8 +437,7 @@ impl Agent {
             if let Some(err) = self.workspace_missing() {
                 return Err(err);
             }
-            link.request_sync();
-            link.wait_until(live::first_index_wait(), |live| {
+            link.wait_for_sync(live::first_index_wait(), |live| {
                 has_index() || live.last_sync_error.is_some()
             });
             if !has_index() {

@@ -3,6 +3,7 @@
 //! `status` in other processes.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -84,6 +85,11 @@ pub(crate) struct Link {
     changed: Condvar,
     /// `<agent dir>/live.json`: the state, for `status` in other processes.
     heartbeat: PathBuf,
+    /// Searches waiting for this agent's first index: its sync passes the process's gate
+    /// at once.
+    waiting: AtomicUsize,
+    /// The worker was asked to stop: it skips a sync it is still waiting to start.
+    stopping: AtomicBool,
 }
 
 impl Link {
@@ -94,7 +100,25 @@ impl Link {
             state: Mutex::new(LiveStatus::starting()),
             changed: Condvar::new(),
             heartbeat,
+            waiting: AtomicUsize::new(0),
+            stopping: AtomicBool::new(false),
         }
+    }
+
+    /// True while a search waits on this agent's sync.
+    pub(super) fn urgent(&self) -> bool {
+        self.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// True once the worker was asked to stop.
+    pub(super) fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Asks the worker to stop.
+    pub(super) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.send(Trigger::Stop);
     }
 
     fn state(&self) -> MutexGuard<'_, LiveStatus> {
@@ -122,6 +146,16 @@ impl Link {
     /// The current state.
     pub(crate) fn status(&self) -> LiveStatus {
         self.state().clone()
+    }
+
+    /// Asks for a sync and waits, as a search of an agent with no index does, until `done`
+    /// holds or `timeout` passes; meanwhile the agent's sync passes the process's gate
+    /// ([`super::gate`]) ahead of other agents'.
+    pub(crate) fn wait_for_sync(&self, timeout: Duration, done: impl Fn(&LiveStatus) -> bool) {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        self.request_sync();
+        self.wait_until(timeout, done);
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Waits until `done` holds or `timeout` passes, re-checking after every sync attempt.

@@ -35,9 +35,13 @@
 //! finds the workspace changed asks the worker for a sync. Only before the first index
 //! exists does a search wait for it (there is nothing to answer from).
 //!
+//! **Many agents take turns.** The workers of one process sync a few at a time (`gate`: the
+//! cores, or `MEMORIA_LIVE_SYNCS`), the one a search waits on first.
+//!
 //! Files: `link` (the state shared with the façade, and the heartbeat file), `watch` (the
-//! watcher and its roots); the worker is here.
+//! watcher and its roots), `gate` (how many syncs run at once); the worker is here.
 
+mod gate;
 mod link;
 mod watch;
 
@@ -131,7 +135,7 @@ impl LiveSync {
 
     fn shutdown(&mut self) {
         self.qmd = None;
-        self.link.send(Trigger::Stop);
+        self.link.stop();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
             self.link.unpublish();
@@ -308,7 +312,11 @@ impl Worker {
 
     /// Syncs when the workspace changed; returns when to retry, if the sync must be.
     fn check_and_sync(&mut self) -> Option<Instant> {
+        let link = &self.link;
+        // A worker stopped while waiting for its turn skips the sync.
+        let pass = gate::gate().enter(|| link.urgent(), || link.stopping())?;
         let checked = self.target.sync_if_changed();
+        drop(pass);
         self.failed = matches!(&checked, Err(err) if !matches!(err, Error::IndexBusy { .. }));
         match checked {
             Ok(None) => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long abandoned requests hold `memoria serve`'s next one (docs/commands.md).
 
-    python3 scripts/serve_abandoned.py [MEMORIA_BINARY] [MODEL_DIR]
+    python3 benches/serve_abandoned.py [MEMORIA_BINARY] [MODEL_DIR]
 
 Starts `memoria serve` on the bundled example workspace (defaults: target/release/memoria
 and $MEMORIA_TEST_MODEL_DIR), times one 32-text request, then sends five more whose clients
