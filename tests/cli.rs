@@ -1053,6 +1053,51 @@ fn help_on_every_option_completions_man_chunks_and_not_found() {
     assert!(!out.stdout.is_empty());
 }
 
+/// `memoria mcp` stops on SIGTERM although its client keeps standard input open (a
+/// supervisor's stop, a client that signals before closing its pipe).
+#[cfg(unix)]
+#[test]
+fn mcp_stops_on_sigterm_with_its_input_still_open() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let state = tempfile::tempdir().unwrap();
+    let mut child = memoria(state.path(), &example_workspace(), &["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    let killed = Command::new("kill")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("memoria mcp still runs 30 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
+}
+
 #[test]
 fn doctor_says_what_is_wrong_and_what_to_do() {
     let state = tempfile::tempdir().unwrap();

@@ -269,10 +269,15 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .context("MCP initialisation failed")?;
+    // Listening for the signal from the start: one during the handshake stops the server
+    // as gracefully as one after it.
+    tokio::pin!(shutdown);
+    let running = tokio::select! {
+        running = server.serve(rmcp::transport::stdio()) => {
+            running.context("MCP initialisation failed")?
+        }
+        signal = &mut shutdown => return signal,
+    };
     tokio::select! {
         quit = running.waiting() => {
             let quit = quit.context("the MCP server task failed")?;

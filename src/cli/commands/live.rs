@@ -30,7 +30,12 @@ pub fn mcp(cli: &Cli) -> Result<ExitCode> {
     let live = start_live(&agents)?;
     let runtime = runtime()?;
     runtime.block_on(mcp::serve(mcp::Server::new(agents), shutdown_signal()))?;
-    stop_live(&runtime, live)
+    let code = stop_live(&runtime, live);
+    // The stdio transport reads standard input in a blocking task that ends only with the
+    // input: after SIGTERM from a client that keeps its end of the pipe open, waiting for
+    // it (as dropping the runtime does) would never return.
+    runtime.shutdown_background();
+    code
 }
 
 /// `memoria serve`: embeddings and the memory tools over HTTP until Ctrl-C or SIGTERM
