@@ -39,9 +39,11 @@
 //! cores, or `MEMORIA_LIVE_SYNCS`), the one a search waits on first.
 //!
 //! Files: `link` (the state shared with the façade, and the heartbeat file), `watch` (the
-//! watcher and its roots), `gate` (how many syncs run at once); the worker is here.
+//! watcher and its roots), `hub` (the process's one watcher, shared by its agents), `gate`
+//! (how many syncs run at once); the worker is here.
 
 mod gate;
+mod hub;
 mod link;
 mod watch;
 

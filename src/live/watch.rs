@@ -1,27 +1,34 @@
 //! The file-system watcher: which directories to watch for an agent's settings (a missing
-//! root is replaced by its nearest existing ancestor), which events count, and the
-//! debounced notify watcher that turns them into [`Trigger::Changed`].
+//! root is replaced by its nearest existing ancestor), which events count, and the agent's
+//! place on the process's shared watcher (`hub`), whose events become
+//! [`Trigger::Changed`].
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode, EventKind};
-use notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
+use notify::RecursiveMode;
 
+use super::hub::{hub, Hub};
 use super::link::Trigger;
 use crate::config::Settings;
 use crate::workspace::{absolute, absolute_in};
 
-/// The debouncer's tick: events are released at most this long after their debounce
-/// delay (its default, a quarter of the delay, would add up to 375 ms to every change).
-const DEBOUNCE_TICK: Duration = Duration::from_millis(100);
-
-/// The debounced watcher and the roots it watches.
+/// One agent's watch: its roots on the process's shared watcher, let go when dropped.
 pub(super) struct Watch {
-    debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+    hub: &'static Hub,
+    id: u64,
     roots: Vec<(PathBuf, RecursiveMode)>,
+    /// The agent directory, whose own writes are not changes.
+    ignored: PathBuf,
+    tx: Sender<Trigger>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.hub.unsubscribe(self.id, &self.roots);
+    }
 }
 
 impl Watch {
@@ -36,30 +43,13 @@ impl Watch {
         debounce: Duration,
         tx: Sender<Trigger>,
     ) -> Result<Watch, String> {
-        let ignored = absolute(&settings.store_dir());
-        let handler = move |result: DebounceEventResult| {
-            let trigger = match result {
-                Ok(events) => {
-                    if !events.iter().any(|e| relevant(e, &ignored)) {
-                        return;
-                    }
-                    Trigger::Changed
-                }
-                Err(errors) => Trigger::WatchFailed(
-                    errors
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                ),
-            };
-            let _ = tx.send(trigger);
-        };
-        let debouncer = new_debouncer(debounce, Some(DEBOUNCE_TICK.min(debounce)), handler)
-            .map_err(|e| e.to_string())?;
+        let hub = hub(debounce, relevant)?;
         let mut watch = Watch {
-            debouncer,
+            hub,
+            id: hub.subscribe(),
             roots: Vec::new(),
+            ignored: absolute(&settings.store_dir()),
+            tx,
         };
         watch.reconcile(settings)?;
         Ok(watch)
@@ -69,22 +59,23 @@ impl Watch {
     /// anything did since the last call.
     pub(super) fn reconcile(&mut self, settings: &Settings) -> Result<Option<String>, String> {
         let wanted = roots(settings);
-        let mut changes = Vec::new();
-        for (path, mode) in &self.roots {
-            if !wanted.contains(&(path.clone(), *mode)) {
-                // The path may be gone already (that is often why it is unwanted).
-                let _ = self.debouncer.unwatch(path);
-                changes.push(format!("-{}", path.display()));
-            }
+        if wanted == self.roots {
+            return Ok(None);
         }
-        for (path, mode) in &wanted {
-            if !self.roots.contains(&(path.clone(), *mode)) {
-                self.debouncer
-                    .watch(path, *mode)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                changes.push(format!("+{}", path.display()));
-            }
-        }
+        self.hub
+            .change(self.id, &self.roots, &wanted, &self.ignored, &self.tx)?;
+        let mut changes: Vec<String> = self
+            .roots
+            .iter()
+            .filter(|root| !wanted.contains(root))
+            .map(|(path, _)| format!("-{}", path.display()))
+            .collect();
+        changes.extend(
+            wanted
+                .iter()
+                .filter(|root| !self.roots.contains(root))
+                .map(|(path, _)| format!("+{}", path.display())),
+        );
         let first = self.roots.is_empty();
         self.roots = wanted;
         Ok(
@@ -97,7 +88,7 @@ impl Watch {
 /// True for an event that can change what is indexed: not a plain read (inotify reports
 /// opens), not under the agent directory, and about Markdown, a transcript, a directory
 /// (no extension), or a rescan after an overflow.
-fn relevant(event: &notify::Event, ignored: &Path) -> bool {
+pub(super) fn relevant(event: &notify::Event, ignored: &Path) -> bool {
     if event.need_rescan() {
         return true;
     }
