@@ -34,8 +34,9 @@ pub struct Status {
     /// Where the index is kept: `local` (in the agent directory) or, in fleet mode,
     /// `lancedb <uri>/<agentId>`.
     pub store: String,
-    /// In fleet mode, what this process caches of the store and whether the last search
-    /// opened the agent's tables cold.
+    /// What this process keeps open or caches of the store for all its agents (the local
+    /// store's open generations within `MEMORIA_OPEN_MB`; fleet mode's caches), and whether
+    /// the last search opened this agent cold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_cache: Option<StoreCache>,
     /// The workspace indexed.

@@ -123,6 +123,41 @@ fn hybrid_search_reports_its_mode_and_merges_both_sides() {
     assert_eq!(payload["model"], "test-hash");
 }
 
+/// `status` says what the process keeps open for its agents and whether a search found
+/// this agent's generation open (warm) or opened it (cold).
+#[test]
+fn status_reports_the_open_generations_budget_and_cold_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = open(settings(tmp.path()), HashEmbedder::new(64));
+    memory.sync(false, &|_| {}).unwrap();
+    memory
+        .search("vet vaccine", &SearchOptions::default())
+        .unwrap();
+    let cache = memory.status().unwrap().store_cache.unwrap();
+    assert!(cache.limit_bytes > 0 && cache.used_bytes > 0, "{cache:?}");
+    assert!(cache.cold_opens >= 1, "{cache:?}");
+    let opened = cache.cold_opens;
+    memory
+        .search("vet vaccine", &SearchOptions::default())
+        .unwrap();
+    let cache = memory.status().unwrap().store_cache.unwrap();
+    assert_eq!(cache.last_search, Some("warm"), "{cache:?}");
+    assert_eq!(cache.cold_opens, opened);
+    // A sync that commits lets the old generation go: the next search opens the new one.
+    fs::write(
+        tmp.path().join("ws/memory/2026-11-29.md"),
+        "The vet moved to Carrer Major.\n",
+    )
+    .unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    memory
+        .search("vet vaccine", &SearchOptions::default())
+        .unwrap();
+    let cache = memory.status().unwrap().store_cache.unwrap();
+    assert_eq!(cache.last_search, Some("cold"), "{cache:?}");
+    assert_eq!(cache.cold_opens, opened + 1);
+}
+
 /// Indexes, then forces a reindex, which must make no embedding call. Returns the number of
 /// chunks the first sync embedded.
 fn index_then_force_reindex(memory: &Memory, embedder: &HashEmbedder) -> usize {

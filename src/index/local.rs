@@ -22,7 +22,9 @@ use super::text::{TextIndex, TextWriter};
 use super::vector::{VectorIndex, VectorParams};
 use super::view::Views;
 use crate::error::{Error, Result};
-use crate::store::{Batch, Begun, FileRecord, Manifest, Reader, Store, Unembedded, Writer};
+use crate::store::{
+    Batch, Begun, FileRecord, Manifest, Reader, Store, StoreCache, Unembedded, Writer,
+};
 
 /// Share of deleted chunks the text index may keep before a sync merges them away (they
 /// skew BM25 statistics until merged; `tests/hybrid.rs` measures the drift this allows).
@@ -58,6 +60,10 @@ impl Store for LocalStore {
 
     fn invalidate(&self) {
         self.views.invalidate();
+    }
+
+    fn cache(&self) -> Option<StoreCache> {
+        Some(self.views.cache())
     }
 
     fn writer(&self) -> Result<Box<dyn Writer + '_>> {

@@ -21,6 +21,9 @@
 //!   then open that generation's `text/` and `vectors/`, whose last commits are always
 //!   complete states (`view.rs`). Only when `text/` cannot be opened does a search read
 //!   chunks from the catalog, opened read-only per call, so the writer is never kept out.
+//! - A process keeps the generations it searched open, all agents together within one
+//!   budget of vector bytes (`open.rs`, `MEMORIA_OPEN_MB`): past it, the least recently
+//!   searched are let go and reopened by their next search.
 //! - Writers hold `LOCK`. A second writer gets [`Error::IndexBusy`] instead of waiting.
 //! - An identity change (chunking, sources, embedder) builds a *new* generation; the manifest
 //!   switches to it by atomic rename once it is complete, then the old one is deleted.
@@ -33,6 +36,7 @@ pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod codec;
 mod local;
+mod open;
 pub(crate) mod text;
 mod tolerant_dir;
 pub(crate) mod vector;

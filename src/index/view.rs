@@ -1,15 +1,17 @@
 //! The local store's [`Reader`]: one generation's text and vector indexes, opened from the
 //! manifest and reopened when a writer swaps generations.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use super::agent_dir::AgentDir;
 use super::catalog::Catalog;
+use super::open::{self, Cell};
 use super::text::TextIndex;
 use super::vector::VectorIndex;
 use crate::error::{Error, Result};
-use crate::store::{ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader};
+use crate::store::{ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader, StoreCache};
 
 /// What a search reads: one generation's text index and vector index.
 pub(super) struct GenerationView {
@@ -18,7 +20,21 @@ pub(super) struct GenerationView {
     /// whose chunks come from the catalog; the next sync rebuilds the text index).
     text: std::result::Result<TextIndex, Arc<Error>>,
     vectors: Option<VectorIndex>,
+    /// The bytes of the vector files it read into memory (what the budget counts).
+    vector_bytes: u64,
     catalog_path: PathBuf,
+}
+
+/// The bytes of the files in `dir` (0 when it cannot be listed).
+fn files_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
 }
 
 impl GenerationView {
@@ -58,6 +74,7 @@ impl GenerationView {
                 manifest,
                 text,
                 vectors,
+                vector_bytes: files_bytes(&gen_dir.join("vectors")),
                 catalog_path: gen_dir.join("catalog.redb"),
             }));
         }
@@ -141,23 +158,79 @@ impl Reader for GenerationView {
 }
 
 /// The current generation's view, kept between searches and reopened when the manifest
-/// changes (another process, or this one, committed a sync).
-#[derive(Default)]
+/// changes (another process, or this one, committed a sync), within the process's budget
+/// of open generations (`open`).
 pub(super) struct Views {
-    cached: Mutex<Option<Arc<GenerationView>>>,
+    id: u64,
+    cached: Arc<Cell<GenerationView>>,
+    opens: Mutex<Opens>,
+}
+
+/// How this process has opened the agent's generations.
+#[derive(Default)]
+struct Opens {
+    cold: u64,
+    last_cold: Option<bool>,
+    last_open_ms: Option<u64>,
+}
+
+impl Default for Views {
+    fn default() -> Views {
+        Views {
+            id: open::next_id(),
+            cached: Arc::default(),
+            opens: Mutex::default(),
+        }
+    }
+}
+
+impl Drop for Views {
+    fn drop(&mut self) {
+        open::budget().forget(self.id);
+    }
 }
 
 impl Views {
     /// The view of the generation the manifest names now.
     pub(super) fn current(&self, dir: &AgentDir) -> Result<Arc<GenerationView>> {
-        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
-        let view = GenerationView::open(dir, cached.as_ref())?;
-        *cached = Some(view.clone());
+        let started = Instant::now();
+        let (view, cold) = {
+            let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+            let view = GenerationView::open(dir, cached.as_ref())?;
+            let cold = !cached.as_ref().is_some_and(|c| Arc::ptr_eq(c, &view));
+            *cached = Some(view.clone());
+            (view, cold)
+        };
+        {
+            let mut opens = self.opens.lock().unwrap_or_else(|e| e.into_inner());
+            opens.last_cold = Some(cold);
+            if cold {
+                opens.cold += 1;
+                opens.last_open_ms = Some(started.elapsed().as_millis() as u64);
+            }
+        }
+        open::budget().used_now(self.id, &self.cached, view.vector_bytes);
         Ok(view)
     }
 
     /// Forgets the cached view (after this process committed a sync).
     pub(super) fn invalidate(&self) {
         *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        open::budget().forget(self.id);
+    }
+
+    /// What the process holds open, for `status`.
+    pub(super) fn cache(&self) -> StoreCache {
+        let opens = self.opens.lock().unwrap_or_else(|e| e.into_inner());
+        let budget = open::budget();
+        StoreCache {
+            limit_bytes: budget.limit(),
+            used_bytes: budget.used(),
+            cold_opens: opens.cold,
+            last_search: opens
+                .last_cold
+                .map(|cold| if cold { "cold" } else { "warm" }),
+            last_open_ms: opens.last_open_ms,
+        }
     }
 }

@@ -49,13 +49,14 @@ pub use records::{
     cache_key, unembedded, Batch, ChunkKey, ChunkRecord, FileRecord, KeywordHit, Unembedded, Upsert,
 };
 
-/// What a process holds in memory for an agent kept in a remote store (fleet mode), as
-/// `status` reports it.
+/// What a process holds in memory for the agents it serves (the local store's open
+/// generations, fleet mode's caches), as `status` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoreCache {
     /// The cache's budget, shared by every agent the process opens
-    /// (`MEMORIA_FLEET_CACHE_MB`).
+    /// (`MEMORIA_FLEET_CACHE_MB` in fleet mode; `MEMORIA_OPEN_MB`, the vector bytes of the
+    /// generations kept open, for the local store).
     pub limit_bytes: u64,
     /// What the cache holds now, all agents together.
     pub used_bytes: u64,
@@ -82,8 +83,8 @@ pub(crate) trait Store: Send + Sync {
     /// The store's one writer; [`Error::IndexBusy`](crate::Error::IndexBusy) while another
     /// holds it (in this process or another). Dropping it releases the lock.
     fn writer(&self) -> Result<Box<dyn Writer + '_>>;
-    /// What the process caches of a remote store, and whether the last search opened the
-    /// agent cold; `None` for a store on this machine (the operating system caches it).
+    /// What the process keeps open or caches of the store, all agents together, and
+    /// whether the last search opened the agent cold.
     fn cache(&self) -> Option<StoreCache> {
         None
     }
