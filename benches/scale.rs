@@ -19,7 +19,8 @@
 //! `cargo test` runs it once at its smallest size (`MEMORIA_BENCH_SCALES` unset and no
 //! `--bench` argument: 10,000 chunks), so CI keeps it working. Workspaces are generated
 //! under `MEMORIA_BENCH_DIR` (target/memoria-bench/scale) and kept; every run indexes
-//! from nothing.
+//! from nothing, unless `MEMORIA_BENCH_KEEP=1` keeps the last run's index (its "first
+//! index" is then a sync of the last run's change).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -163,8 +164,12 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
         workspace::generate_bytes(&workspace, chunks * BYTES_PER_CHUNK, vocab, 7);
         std::fs::write(&marker, "").expect("write marker");
     }
-    for dir in ["agent", "state"] {
-        let _ = std::fs::remove_dir_all(root.join(dir));
+    // `MEMORIA_BENCH_KEEP=1` keeps the last run's index: its first sync then only catches
+    // up with that run's change, for measuring the later steps without a long first index.
+    if std::env::var_os("MEMORIA_BENCH_KEEP").is_none() {
+        for dir in ["agent", "state"] {
+            let _ = std::fs::remove_dir_all(root.join(dir));
+        }
     }
     let embedder = Arc::new(HashEmbedder {
         passages: true,
