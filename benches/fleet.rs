@@ -31,6 +31,8 @@ use memoria::{EmbedderChoice, Memory, SearchOptions};
 
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
+#[path = "support/memory.rs"]
+mod memory;
 #[path = "../tests/support/moto.rs"]
 #[allow(dead_code)]
 mod moto;
@@ -41,6 +43,7 @@ mod rng;
 mod workspace;
 
 use hash_embedder::HashEmbedder;
+use memory::rss;
 use moto::S3;
 use rng::Rng;
 
@@ -255,20 +258,6 @@ fn notes(options: &Options, vocab: &[String], i: usize, chunks: u64) -> PathBuf 
         std::fs::rename(&partial, &dir).expect("notes directory");
     }
     dir
-}
-
-/// The process's resident memory now and at its peak, in MB (`/proc/self/status`).
-fn rss() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {

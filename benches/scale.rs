@@ -31,6 +31,8 @@ use memoria::{EmbedderChoice, Memory, SearchOptions};
 
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
+#[path = "support/memory.rs"]
+mod memory;
 #[path = "support/rng.rs"]
 mod rng;
 #[path = "support/workspace.rs"]
@@ -38,6 +40,7 @@ mod rng;
 mod workspace;
 
 use hash_embedder::HashEmbedder;
+use memory::rss;
 
 const DIMS: usize = 768;
 /// Notes bytes per chunk of `workspace.rs`'s logs under the default chunking (sizes the
@@ -109,20 +112,6 @@ fn bytes_named(dir: &Path, suffix: &str) -> u64 {
             false => 0,
         })
         .sum()
-}
-
-/// The process's resident memory now and at its peak, in MB (`/proc/self/status`).
-fn rss() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {

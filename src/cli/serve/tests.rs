@@ -162,19 +162,7 @@ impl Embedder for Gate {
 /// Waiting requests are embedded together, and a full queue answers 503 with Retry-After.
 #[test]
 fn requests_share_the_models_batches_and_a_full_queue_says_retry() {
-    let (release, open) = std::sync::mpsc::channel();
-    let gate = Arc::new(Gate {
-        open: std::sync::Mutex::new(open),
-        calls: Default::default(),
-    });
-    let shared = Arc::new(Shared {
-        model: OnceLock::new(),
-        load_error: OnceLock::new(),
-        token: None,
-        loopback: true,
-        on_mcp: Box::new(|| {}),
-    });
-    let _ = shared.model.set(Batcher::start(gate.clone()));
+    let (shared, gate, release) = gated();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
