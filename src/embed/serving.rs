@@ -21,9 +21,9 @@ use super::provider::{EmbedderChoice, ResolvedEmbedder};
 use crate::config::{ProviderKind, Settings};
 
 /// How long after a failed resolution the embedder is tried again first.
-pub(crate) const FIRST_RETRY: Duration = Duration::from_secs(30);
+const FIRST_RETRY: Duration = Duration::from_secs(30);
 /// The longest wait between two tries.
-pub(crate) const LONGEST_RETRY: Duration = Duration::from_secs(600);
+const LONGEST_RETRY: Duration = Duration::from_secs(600);
 /// The variable that sets the first wait, in whole seconds.
 const RETRY_VARIABLE: &str = "MEMORIA_EMBEDDER_RETRY_SECONDS";
 
