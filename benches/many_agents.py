@@ -8,6 +8,9 @@ so later runs reuse them) and a config listing them, starts `memoria mcp` keywor
 a new state directory with one `--agent` per workspace, and reports: how long
 `initialize` took, when the first search (of the last agent) was answered, the first
 search of another agent, and the resident memory after five idle seconds (now and peak).
+Then how the last agent's notes are watched (`memory_status`), how soon a note written to
+them is found, the CPU the process uses over ten idle seconds (20 s after it started, when
+the first indexes are done), and its threads.
 """
 import json
 import os
@@ -80,8 +83,34 @@ def main(binary, n, root):
     megabytes = lambda key: int(status[key].split()[0]) // 1024
     print(f"{n} agents: initialize {initialized:.2f} s; first search answered {first:.2f} s "
           f"after start; another agent's first search {another * 1000:.0f} ms; resident "
-          f"after 5 s idle {megabytes('VmRSS')} MB (peak {megabytes('VmHWM')} MB); "
-          f"threads {status['Threads'].strip()}")
+          f"after 5 s idle {megabytes('VmRSS')} MB (peak {megabytes('VmHWM')} MB)")
+
+    live = call(4, "tools/call", {"name": "memory_status", "arguments": {"agent": agents[-1]}})
+    live = live["result"]["structuredContent"].get("live") or {}
+    word = f"zebra{int(time.time())}"
+    note = os.path.join(root, "ws", agents[-1], "memory", "2026-11-29.md")
+    with open(note, "w") as f:
+        f.write(f"# 2026-11-29\n\n- Saw a {word} at the zoo.\n")
+    written, i = time.time(), 5
+    try:
+        while word not in json.dumps(search(i, word, agents[-1])):
+            if time.time() - written > 60:
+                sys.exit("the new note was not found within 60 s")
+            i += 1
+            time.sleep(0.1)
+        found = time.time() - written
+    finally:
+        os.remove(note)
+    time.sleep(max(0.0, 20 - (time.time() - started)))
+    ticks = lambda: sum(int(x) for x in open(f"/proc/{server.pid}/stat").read().split()[13:15])
+    before = ticks()
+    time.sleep(10)
+    idle_cpu = (ticks() - before) / os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{server.pid}/status") as f:
+        threads = [line.split()[1] for line in f if line.startswith("Threads:")][0]
+    print(f"  the last agent's watcher: {live.get('watcher')} ({live.get('reason') or 'no reason'}); "
+          f"a note written to it found after {found:.2f} s; CPU over 10 idle s "
+          f"{idle_cpu:.2f} s; threads {threads}")
     server.stdin.close()
     server.terminate()
     server.wait()
