@@ -31,8 +31,8 @@ use memoria::{EmbedderChoice, Memory, SearchOptions};
 
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
-#[path = "support/memory.rs"]
-mod memory;
+#[path = "support/machine.rs"]
+mod machine;
 #[path = "../tests/support/moto.rs"]
 #[allow(dead_code)]
 mod moto;
@@ -43,7 +43,7 @@ mod rng;
 mod workspace;
 
 use hash_embedder::HashEmbedder;
-use memory::rss;
+use machine::{cpu_model, rss};
 use moto::S3;
 use rng::Rng;
 
@@ -477,16 +477,4 @@ fn main() {
             );
         }
     }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
 }

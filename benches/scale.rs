@@ -31,8 +31,8 @@ use memoria::{EmbedderChoice, Memory, SearchOptions};
 
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
-#[path = "support/memory.rs"]
-mod memory;
+#[path = "support/machine.rs"]
+mod machine;
 #[path = "support/rng.rs"]
 mod rng;
 #[path = "support/workspace.rs"]
@@ -40,7 +40,7 @@ mod rng;
 mod workspace;
 
 use hash_embedder::HashEmbedder;
-use memory::rss;
+use machine::{cpu_model, rss};
 
 const DIMS: usize = 768;
 /// Notes bytes per chunk of `workspace.rs`'s logs under the default chunking (sizes the
@@ -269,15 +269,7 @@ fn main() {
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/memoria-bench/scale"),
         PathBuf::from,
     );
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_default();
+    let cpu = cpu_model();
     println!(
         "stand-in embedder: {DIMS} dims with passages; {SEARCHES} searches per mode; \
          {} threads; cpu: {cpu}",

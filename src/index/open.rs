@@ -11,6 +11,7 @@
 //! process opened the agent cold and how long the last cold open took (`storeCache`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// The variable that sets the budget, in MB.
@@ -37,6 +38,23 @@ impl<T: Send + Sync> Empty for Cell<T> {
 struct Held {
     tick: u64,
     entries: HashMap<u64, Entry>,
+    /// The entries' bytes, all together.
+    total: u64,
+}
+
+impl Held {
+    fn put(&mut self, id: u64, entry: Entry) {
+        self.total += entry.bytes;
+        if let Some(old) = self.entries.insert(id, entry) {
+            self.total -= old.bytes;
+        }
+    }
+
+    fn take(&mut self, id: u64) -> Option<Entry> {
+        let entry = self.entries.remove(&id)?;
+        self.total -= entry.bytes;
+        Some(entry)
+    }
 }
 
 struct Entry {
@@ -95,7 +113,7 @@ impl Budget {
 
     /// The bytes held open now, every agent together.
     pub(super) fn used(&self) -> u64 {
-        self.held().entries.values().map(|e| e.bytes).sum()
+        self.held().total
     }
 
     /// Agent `id` holds a generation of `bytes` in `cell`, used now: the least recently
@@ -113,7 +131,7 @@ impl Budget {
             let mut held = self.held();
             held.tick += 1;
             let used = held.tick;
-            held.entries.insert(
+            held.put(
                 id,
                 Entry {
                     cell: Arc::downgrade(&cell),
@@ -121,8 +139,7 @@ impl Budget {
                     used,
                 },
             );
-            let mut total: u64 = held.entries.values().map(|e| e.bytes).sum();
-            while total > self.limit {
+            while held.total > self.limit {
                 let oldest = held
                     .entries
                     .iter()
@@ -130,10 +147,7 @@ impl Budget {
                     .min_by_key(|(_, e)| e.used)
                     .map(|(other, _)| *other);
                 let Some(oldest) = oldest else { break };
-                if let Some(entry) = held.entries.remove(&oldest) {
-                    total -= entry.bytes;
-                    evicted.push(entry.cell);
-                }
+                evicted.extend(held.take(oldest).map(|entry| entry.cell));
             }
         }
         // Emptied outside the budget's lock: a cell's lock is never taken under it.
@@ -144,16 +158,14 @@ impl Budget {
 
     /// Agent `id` no longer holds anything (its generation was let go or replaced).
     pub(super) fn forget(&self, id: u64) {
-        self.held().entries.remove(&id);
+        self.held().take(id);
     }
 }
 
 /// A new agent's id on the budget.
 pub(super) fn next_id() -> u64 {
-    static NEXT: Mutex<u64> = Mutex::new(0);
-    let mut next = NEXT.lock().unwrap_or_else(|e| e.into_inner());
-    *next += 1;
-    *next
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
@@ -45,7 +46,7 @@ pub(super) struct Hub {
     subscribers: Subscribers,
     /// How many subscribers watch each directory, recursively and not.
     watched: Mutex<HashMap<PathBuf, [usize; 2]>>,
-    next: Mutex<u64>,
+    next: AtomicU64,
 }
 
 /// The hub for `debounce` (created on first use), or why there is none.
@@ -130,7 +131,7 @@ impl Hub {
             debouncer: Mutex::new(debouncer),
             subscribers,
             watched: Mutex::new(HashMap::new()),
-            next: Mutex::new(0),
+            next: AtomicU64::new(1),
         })
     }
 
@@ -140,9 +141,7 @@ impl Hub {
 
     /// An id for a new subscriber (it hears nothing before its first [`Hub::change`]).
     pub(super) fn subscribe(&self) -> u64 {
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        *next += 1;
-        *next
+        self.next.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Sets subscriber `id`'s entry (`None`: removes it).

@@ -1,4 +1,4 @@
-//! The bench process's own memory.
+//! The machine a bench runs on and the bench process's memory, for its report.
 
 /// The process's resident memory now and at its peak, in MB (`/proc/self/status`; 0 where
 /// unavailable).
@@ -13,4 +13,17 @@ pub fn rss() -> (f64, f64) {
             .map_or(0.0, |kb| kb / 1024.0)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The CPU's model name (`/proc/cpuinfo`), or "unknown".
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
 }
