@@ -242,9 +242,11 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
         .expect("a generation");
     let vectors = generation.join("vectors");
     let passages = bytes_named(&vectors, ".passages");
+    let deltas = bytes_named(&vectors, ".delta");
     println!(
         "  on disk: {:.0} bytes per chunk in all ({:.2}× the notes): catalog {:.0}, \
-         embedding cache {:.0}, keyword index {:.0}, vector files {:.0} (passages {:.0} of them)",
+         embedding cache {:.0}, keyword index {:.0}, vector files {:.0} (passages {:.0}, deltas \
+         {:.0} of them)",
         total / indexed.max(1) as f64,
         total / notes.max(1.0),
         per(bytes(&generation.join("catalog.redb"))),
@@ -252,6 +254,7 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
         per(bytes(&generation.join("text"))),
         per(bytes(&vectors)),
         per(passages),
+        per(deltas),
     );
 }
 

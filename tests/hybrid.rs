@@ -1176,3 +1176,116 @@ fn the_candidate_log_replays_every_search_exactly() {
         "{stdout}"
     );
 }
+
+/// The `vectors/` directories under `root`, with the delta files in each.
+fn vector_deltas(root: &Path) -> Vec<(std::path::PathBuf, usize)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            if path.file_name().is_some_and(|n| n == "vectors") {
+                let deltas = fs::read_dir(&path)
+                    .unwrap()
+                    .flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "delta"))
+                    .count();
+                out.push((path, deltas));
+            } else {
+                stack.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// A small change is written as a delta after the vector snapshot, which a search in the
+/// same process and one in a fresh process read as the index they stand for; a large one
+/// folds the deltas into a new snapshot.
+#[test]
+fn a_small_change_appends_a_vector_delta_that_searches_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let topics = [
+        "postgres", "vaccine", "garden", "invoice", "deploy", "latency", "dentist", "kernel",
+    ];
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| {
+            let text = format!(
+                "Note {i} about the {} and the {}.\n",
+                topics[i % 8],
+                topics[(i / 8) % 8]
+            );
+            (format!("note-{i:02}.md"), text)
+        })
+        .collect();
+    let named: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let mut s = settings_with_memory_files(tmp.path(), &named);
+    s.query.hybrid.enabled = false;
+    let embedder = HashEmbedder::new(64);
+    let memory = open(s.clone(), embedder.clone());
+    memory.sync(false, &|_| {}).unwrap();
+    let state = tmp.path().join("state");
+    assert!(vector_deltas(&state).iter().all(|(_, n)| *n == 0));
+    let options = SearchOptions {
+        max_results: Some(10),
+        min_score: Some(0.0),
+        ..SearchOptions::default()
+    };
+    memory.search("garden kernel", &options).unwrap();
+
+    let note = s.workspace.join("memory/note-03.md");
+    fs::write(&note, "Note 3 is now about zanzibar spice markets.\n").unwrap();
+    memory.sync(false, &|_| {}).unwrap();
+    let deltas = vector_deltas(&state);
+    assert_eq!(
+        deltas.iter().map(|(_, n)| n).sum::<usize>(),
+        1,
+        "{deltas:?}"
+    );
+
+    let fresh_state = tmp.path().join("fresh-store");
+    let mut fresh_settings = s.clone();
+    fresh_settings.store.dir = Some(fresh_state.clone());
+    let fresh = open(fresh_settings, embedder.clone());
+    fresh.sync(false, &|_| {}).unwrap();
+    let hits = |m: &Memory, q: &str| -> Vec<(String, usize, String)> {
+        let results = m.search(q, &options).unwrap();
+        assert_eq!(results.served.mode, Mode::VectorOnly, "{q}");
+        results
+            .hits
+            .into_iter()
+            .map(|h| (h.path, h.start_line, format!("{:.5}", h.score)))
+            .collect()
+    };
+    let reopened = open(s.clone(), embedder.clone());
+    for q in [
+        "zanzibar spice",
+        "garden kernel",
+        "postgres vaccine",
+        "about the invoice",
+    ] {
+        let want = hits(&fresh, q);
+        assert_eq!(hits(&memory, q), want, "{q}: the same process");
+        assert_eq!(hits(&reopened, q), want, "{q}: another process");
+    }
+    assert_eq!(hits(&memory, "zanzibar spice")[0].0, "memory/note-03.md");
+
+    // A change to a third of the notes is more than the snapshot should hide: folded in.
+    for i in 0..14 {
+        let note = s.workspace.join(format!("memory/note-{i:02}.md"));
+        fs::write(
+            &note,
+            format!("Note {i} rewritten about harbour {i} ferries.\n"),
+        )
+        .unwrap();
+    }
+    memory.sync(false, &|_| {}).unwrap();
+    assert!(vector_deltas(&state).iter().all(|(_, n)| *n == 0));
+    assert_eq!(hits(&memory, "harbour ferries").len(), 10);
+}

@@ -1,8 +1,11 @@
 //! `catalog.redb`: the source of truth of one index generation.
 //!
-//! Tables: `files` (path → [`FileRecord`]), `chunks` (chunk id → [`ChunkRecord`]) and
-//! `meta` (`seq`: a counter bumped by every commit; the text index stores the `seq` it
-//! reflects, so a lagging text index is detected and rebuilt from here). Values are JSON:
+//! Tables: `files` (path → [`FileRecord`]), `chunks` (chunk id → [`ChunkRecord`]),
+//! `vectors` (below), `pending_vectors` (the chunks whose vectors changed since the vector
+//! index caught up) and `meta` (`seq`: a counter bumped by every commit; the text index
+//! stores the `seq` it reflects, so a lagging text index is detected and rebuilt from here;
+//! `vector_seq` and `vectors_saved`, the same for the vector index; `vectored`, the chunks
+//! with their own vector), and `unembedded` (the chunks without it). Values are JSON:
 //! simple and debuggable; the cost that mattered was B-tree order (see `commit`).
 //!
 //! Only the holder of the agent directory's writer lock opens the catalog.
@@ -11,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{
     Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
-    ReadableTableMetadata, TableDefinition, WriteTransaction,
+    ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
 };
 use serde::Deserialize;
 
@@ -27,6 +30,17 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// chunk id → embedding (`codec`'s f32 form); a chunk's passages under `<chunk id>#<n>`
 /// ([`passage::id`]), in its int8 form (a quarter of the bytes).
 const VECTORS: TableDefinition<&str, &[u8]> = TableDefinition::new("vectors");
+/// The chunks whose vectors changed since the vector index last caught up (`meta`'s
+/// `vectors_saved`, the vector seq it caught up with): chunk id → [`ADDED`] (its own vector,
+/// so all of it, was stored) or [`REMOVED`]. What lets a sync append a delta to the vector
+/// index instead of comparing every id (`index::vector`).
+const PENDING: TableDefinition<&str, u8> = TableDefinition::new("pending_vectors");
+const ADDED: u8 = 1;
+const REMOVED: u8 = 0;
+/// The chunks without their own vector yet, kept with every commit, so a sync finds what
+/// it has to embed without reading every chunk (at 100k chunks that read was 0.7 s, twice
+/// a sync).
+const UNEMBEDDED: TableDefinition<&str, ()> = TableDefinition::new("unembedded");
 
 /// An open catalog.
 pub struct Catalog {
@@ -55,7 +69,35 @@ impl Catalog {
             txn.open_table(FILES).map_err(|e| catalog.err(e))?;
             txn.open_table(CHUNKS).map_err(|e| catalog.err(e))?;
             txn.open_table(META).map_err(|e| catalog.err(e))?;
-            txn.open_table(VECTORS).map_err(|e| catalog.err(e))?;
+            txn.open_table(PENDING).map_err(|e| catalog.err(e))?;
+            let vectors = txn.open_table(VECTORS).map_err(|e| catalog.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| catalog.err(e))?;
+            // Catalogs from before the count or the `unembedded` table: both made once.
+            let tracked = txn
+                .list_tables()
+                .map_err(|e| catalog.err(e))?
+                .any(|table| table.name() == UNEMBEDDED.name());
+            let mut unembedded = txn.open_table(UNEMBEDDED).map_err(|e| catalog.err(e))?;
+            if !tracked || meta.get("vectored").map_err(|e| catalog.err(e))?.is_none() {
+                let chunks = txn.open_table(CHUNKS).map_err(|e| catalog.err(e))?;
+                unembedded
+                    .retain(|_, _| false)
+                    .map_err(|e| catalog.err(e))?;
+                let mut vectored = 0;
+                for row in chunks.iter().map_err(|e| catalog.err(e))? {
+                    let (key, _) = row.map_err(|e| catalog.err(e))?;
+                    match vectors.get(key.value()).map_err(|e| catalog.err(e))? {
+                        Some(_) => vectored += 1,
+                        None => {
+                            unembedded
+                                .insert(key.value(), ())
+                                .map_err(|e| catalog.err(e))?;
+                        }
+                    }
+                }
+                meta.insert("vectored", vectored)
+                    .map_err(|e| catalog.err(e))?;
+            }
         }
         txn.commit().map_err(|e| catalog.err(e))?;
         Ok(catalog)
@@ -173,6 +215,9 @@ impl Catalog {
             let mut chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+            let mut pending = txn.open_table(PENDING).map_err(|e| self.err(e))?;
+            let mut unembedded = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
+            let mut gone = 0;
             // Keys are random hex: inserting and removing them in sorted order visits each
             // B-tree page once per commit instead of once per key (≈2× faster commits).
             let mut stale: Vec<String> = batch
@@ -185,7 +230,17 @@ impl Catalog {
             stale.sort_unstable();
             for id in &stale {
                 chunks.remove(id.as_str()).map_err(|e| self.err(e))?;
-                vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
+                if vectors
+                    .remove(id.as_str())
+                    .map_err(|e| self.err(e))?
+                    .is_some()
+                {
+                    gone += 1;
+                }
+                unembedded.remove(id.as_str()).map_err(|e| self.err(e))?;
+                pending
+                    .insert(id.as_str(), REMOVED)
+                    .map_err(|e| self.err(e))?;
                 let (lo, hi) = passage::id_range(id);
                 let passages: Vec<String> = vectors
                     .range(lo.as_str()..hi.as_str())
@@ -211,6 +266,11 @@ impl Catalog {
                 chunks
                     .insert(id.as_str(), bytes.as_slice())
                     .map_err(|e| self.err(e))?;
+                if vectors.get(id.as_str()).map_err(|e| self.err(e))?.is_none() {
+                    unembedded
+                        .insert(id.as_str(), ())
+                        .map_err(|e| self.err(e))?;
+                }
             }
             for Upsert { path, record, .. } in &batch.upserts {
                 let bytes =
@@ -229,6 +289,7 @@ impl Catalog {
             seq = bump(&mut meta, "seq").map_err(|e| self.err(e))?;
             // Removed chunks took their vectors with them.
             bump(&mut meta, "vector_seq").map_err(|e| self.err(e))?;
+            add(&mut meta, "vectored", -gone).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))?;
         Ok(seq)
@@ -243,28 +304,107 @@ impl Catalog {
         Ok(seq.map_or(0, |v| v.value()))
     }
 
+    /// The chunks with their own vector stored.
+    pub fn vectored(&self) -> Result<u64> {
+        self.meta_value("vectored")
+    }
+
+    /// The vector seq the vector index last caught up with ([`Catalog::vectors_caught_up`]).
+    pub fn vectors_saved(&self) -> Result<u64> {
+        self.meta_value("vectors_saved")
+    }
+
+    fn meta_value(&self, key: &str) -> Result<u64> {
+        let txn = self.begin_read()?;
+        let table = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = table.get(key).map_err(|e| self.err(e))?;
+        Ok(value.map_or(0, |v| v.value()))
+    }
+
+    /// The chunks whose vectors changed since the vector index last caught up: those
+    /// removed (or replaced), and those added (whose vectors are all stored now).
+    pub fn pending_vectors(&self) -> Result<(Vec<String>, Vec<String>)> {
+        let txn = self.begin_read()?;
+        let table = txn.open_table(PENDING).map_err(|e| self.err(e))?;
+        let (mut removed, mut added) = (Vec::new(), Vec::new());
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (key, value) = row.map_err(|e| self.err(e))?;
+            match value.value() {
+                ADDED => added.push(key.value().to_string()),
+                _ => removed.push(key.value().to_string()),
+            }
+        }
+        Ok((removed, added))
+    }
+
+    /// Records that the vector index caught up with vector seq `seq`: the pending changes
+    /// are done (the vector seq is not bumped).
+    pub fn vectors_caught_up(&self, seq: u64) -> Result<()> {
+        let txn = self.begin_write()?;
+        {
+            let mut pending = txn.open_table(PENDING).map_err(|e| self.err(e))?;
+            pending.retain(|_, _| false).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert("vectors_saved", seq).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))
+    }
+
+    /// The stored vectors of these chunks, own and passages, as `(id, vector)` (chunks
+    /// without any are skipped).
+    pub fn chunk_vectors(&self, chunks: &[String]) -> Result<Vec<(String, Vec<f32>)>> {
+        let txn = self.begin_read()?;
+        let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        let mut push = |key: &str, value: &[u8]| -> Result<()> {
+            let vector = codec::decode(value).ok_or_else(|| Error::Corrupt {
+                path: self.path.clone(),
+                message: format!("vector {key:?} is neither f32 nor int8 bytes"),
+            })?;
+            out.push((key.to_string(), vector));
+            Ok(())
+        };
+        for id in chunks {
+            if let Some(value) = table.get(id.as_str()).map_err(|e| self.err(e))? {
+                push(id, value.value())?;
+            }
+            let (lo, hi) = passage::id_range(id);
+            for row in table
+                .range(lo.as_str()..hi.as_str())
+                .map_err(|e| self.err(e))?
+            {
+                let (key, value) = row.map_err(|e| self.err(e))?;
+                push(key.value(), value.value())?;
+            }
+        }
+        Ok(out)
+    }
+
     /// The vectors not stored yet: each chunk's own, and with `passages` its passages'
     /// ([`passage::numbered`]), a chunk's passages before its own vector (then their
     /// centroid).
     ///
     /// A chunk whose own vector is stored is complete: the sync stores a chunk's own
-    /// vector only after all its passages (`sync::embedding`), so a chunk with its own
-    /// vector is skipped without decoding its record (at 10k chunks, deriving every
-    /// chunk's passages took half a second of each sync). Whether a catalog has passages
+    /// vector only after all its passages (`sync::embedding`), so only the chunks of the
+    /// `unembedded` table are read. Whether a catalog has passages
     /// never changes: the index identity holds that choice (`Identity::passages`).
     pub fn chunks_without_vectors(&self, passages: bool) -> Result<Vec<Unembedded>> {
         let txn = self.begin_read()?;
         let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         let vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let unembedded_ids = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
         let has =
             |id: &str| -> Result<bool> { Ok(vectors.get(id).map_err(|e| self.err(e))?.is_some()) };
         let mut out = Vec::new();
-        for row in chunks.iter().map_err(|e| self.err(e))? {
-            let (key, value) = row.map_err(|e| self.err(e))?;
+        for row in unembedded_ids.iter().map_err(|e| self.err(e))? {
+            let (key, _) = row.map_err(|e| self.err(e))?;
             let id = key.value();
-            if has(id)? {
-                continue;
-            }
+            let Some(value) = chunks.get(id).map_err(|e| self.err(e))? else {
+                return Err(Error::corrupt(
+                    &self.path,
+                    format!("unembedded chunk {id:?} is not in the catalog"),
+                ));
+            };
             let chunk: ChunkRecord = self.decode(id, value.value())?;
             out.extend(unembedded(id, chunk, passages, &mut |id| has(id))?);
         }
@@ -281,16 +421,27 @@ impl Catalog {
             let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
             let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let mut pending = txn.open_table(PENDING).map_err(|e| self.err(e))?;
+            let mut unembedded = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
+            let mut added = 0;
             for (id, vector) in items {
                 let chunk = passage::chunk_of(id);
-                if chunks.get(chunk).map_err(|e| self.err(e))?.is_some() {
-                    let bytes = codec::encode_for(id, vector);
-                    vectors
-                        .insert(id.as_str(), bytes.as_slice())
-                        .map_err(|e| self.err(e))?;
+                if chunks.get(chunk).map_err(|e| self.err(e))?.is_none() {
+                    continue;
+                }
+                let bytes = codec::encode_for(id, vector);
+                let old = vectors
+                    .insert(id.as_str(), bytes.as_slice())
+                    .map_err(|e| self.err(e))?;
+                // A chunk's own vector is stored after its passages: it completes the chunk.
+                if chunk == id {
+                    added += i64::from(old.is_none());
+                    pending.insert(chunk, ADDED).map_err(|e| self.err(e))?;
+                    unembedded.remove(chunk).map_err(|e| self.err(e))?;
                 }
             }
             seq = bump(&mut meta, "vector_seq").map_err(|e| self.err(e))?;
+            add(&mut meta, "vectored", added).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))?;
         Ok(seq)
@@ -308,11 +459,6 @@ impl Catalog {
         Ok(out)
     }
 
-    /// Every stored vector, as `(id, vector)`: chunks' own and their passages'.
-    pub fn vectors(&self) -> Result<Vec<(String, Vec<f32>)>> {
-        self.vectors_where(|_| true)
-    }
-
     /// The ids of every stored vector, without decoding them.
     pub fn vector_ids(&self) -> Result<Vec<String>> {
         let txn = self.begin_read()?;
@@ -324,25 +470,34 @@ impl Catalog {
         Ok(out)
     }
 
-    /// The stored vectors whose id `keep` accepts, as `(id, vector)`; the others are not
-    /// decoded.
-    pub fn vectors_where(&self, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, Vec<f32>)>> {
+    /// Calls `f` with the id and stored bytes (`codec`'s forms) of every vector whose id
+    /// `keep` accepts, in id order.
+    pub fn visit_vectors(
+        &self,
+        keep: impl Fn(&str) -> bool,
+        mut f: impl FnMut(&str, &[u8]) -> Result<()>,
+    ) -> Result<()> {
         let txn = self.begin_read()?;
         let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
         for row in table.iter().map_err(|e| self.err(e))? {
             let (key, value) = row.map_err(|e| self.err(e))?;
-            if !keep(key.value()) {
-                continue;
+            if keep(key.value()) {
+                f(key.value(), value.value())?;
             }
-            let vector = codec::decode(value.value()).ok_or_else(|| Error::Corrupt {
-                path: self.path.clone(),
-                message: format!("vector {:?} is neither f32 nor int8 bytes", key.value()),
-            })?;
-            out.push((key.value().to_string(), vector));
         }
-        Ok(out)
+        Ok(())
     }
+}
+
+/// Adds `delta` to counter `key` (never below 0).
+fn add(
+    meta: &mut redb::Table<&str, u64>,
+    key: &str,
+    delta: i64,
+) -> std::result::Result<(), redb::StorageError> {
+    let current = meta.get(key)?.map_or(0, |v| v.value());
+    meta.insert(key, current.saturating_add_signed(delta))?;
+    Ok(())
 }
 
 fn bump(
@@ -422,20 +577,46 @@ mod tests {
         // its own vector last).
         catalog.put_vectors(&vectors[4..]).unwrap();
         assert!(ids(true).is_empty());
+        // Both chunks are counted and pending for the vector index, once each.
         catalog.put_vectors(&vectors).unwrap();
-        let stored: Vec<String> = catalog
-            .vectors()
+        assert_eq!(catalog.vectored().unwrap(), 2);
+        let pending = (vec![], vec!["aa".to_string(), "bb".to_string()]);
+        assert_eq!(catalog.pending_vectors().unwrap(), pending);
+        let seq = catalog.vector_seq().unwrap();
+        catalog.vectors_caught_up(seq).unwrap();
+        assert_eq!(catalog.vectors_saved().unwrap(), seq);
+        assert_eq!(catalog.pending_vectors().unwrap(), (vec![], vec![]));
+        let with_passages: Vec<String> = catalog
+            .chunk_vectors(&["aa".to_string()])
             .unwrap()
             .into_iter()
-            .map(|v| v.0)
+            .map(|(id, _)| id)
             .collect();
-        assert_eq!(stored, ["aa", "aa#1", "aa#2", "aa#3", "aa#4", "bb"]);
+        assert_eq!(with_passages, ["aa", "aa#1", "aa#2", "aa#3", "aa#4"]);
+        let stored = || {
+            let mut ids = Vec::new();
+            catalog
+                .visit_vectors(
+                    |_| true,
+                    |id, _| {
+                        ids.push(id.to_string());
+                        Ok(())
+                    },
+                )
+                .unwrap();
+            ids
+        };
+        assert_eq!(stored(), ["aa", "aa#1", "aa#2", "aa#3", "aa#4", "bb"]);
         let removal = Batch {
             removals: vec!["memory/a.md".into()],
             ..Batch::default()
         };
         let old = |_: &str| Some(vec!["aa".to_string(), "bb".to_string()]);
         catalog.commit(&removal, &old).unwrap();
-        assert!(catalog.vectors().unwrap().is_empty());
+        assert!(stored().is_empty());
+        assert_eq!(catalog.vectored().unwrap(), 0);
+        let pending = (vec!["aa".to_string(), "bb".to_string()], vec![]);
+        assert_eq!(catalog.pending_vectors().unwrap(), pending);
+        assert!(catalog.chunks_without_vectors(true).unwrap().is_empty());
     }
 }

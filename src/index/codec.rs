@@ -47,17 +47,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
                 .collect(),
         ),
         1 => {
-            let (&pad, rest) = bytes.split_last()?;
-            let dims = rest.len().checked_sub(4 + usize::from(pad))?;
-            if pad > 3 || rest[4 + dims..].iter().any(|&b| b != 0) {
-                return None;
-            }
-            let inv_norm = f32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-            if !inv_norm.is_finite() {
-                return None;
-            }
+            let (inv_norm, codes) = int8_parts(bytes)?;
             Some(
-                rest[4..4 + dims]
+                codes
                     .iter()
                     .map(|&c| f32::from(c as i8) * inv_norm)
                     .collect(),
@@ -65,6 +57,22 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
         }
         _ => None,
     }
+}
+
+/// The int8 form's `1/‖q‖` and codes (as bytes); `None` when `bytes` is not that form.
+pub(crate) fn int8_parts(bytes: &[u8]) -> Option<(f32, &[u8])> {
+    if bytes.len() % 4 != 1 {
+        return None;
+    }
+    let (&pad, rest) = bytes.split_last()?;
+    let dims = rest.len().checked_sub(4 + usize::from(pad))?;
+    if pad > 3 || rest[4 + dims..].iter().any(|&b| b != 0) {
+        return None;
+    }
+    let inv_norm = f32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+    inv_norm
+        .is_finite()
+        .then_some((inv_norm, &rest[4..4 + dims]))
 }
 
 /// `v` as int8 codes scaled to ±127 and the inverse of the codes' norm (0 for a zero or

@@ -19,7 +19,7 @@ use super::cache::EmbeddingCache;
 use super::catalog::Catalog;
 use super::codec;
 use super::text::{TextIndex, TextWriter};
-use super::vector::{VectorIndex, VectorParams};
+use super::vector::{Stored, VectorIndex, VectorParams};
 use super::view::Views;
 use crate::error::{Error, Result};
 use crate::store::{
@@ -363,9 +363,25 @@ fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> 
     Ok(text)
 }
 
-/// Brings `vectors/` in line with the catalog's vectors: tombstones for vanished chunks,
-/// inserts for new ones, a rebuild when too many tombstones piled up or the saved index is
-/// missing, stale beyond repair, or unreadable. Never re-embeds. Returns the vector count.
+/// Every vector of the catalog, in their stored forms.
+fn stored_vectors(catalog: &Catalog, dims: usize) -> Result<Stored> {
+    let mut stored = Stored::new(dims);
+    catalog.visit_vectors(|_| true, |id, bytes| stored.push(id, bytes))?;
+    Ok(stored)
+}
+
+/// Brings the vector index in `dir` up to the catalog's vector seq and returns the chunks
+/// with a vector.
+///
+/// When the index caught up last time (its tag is the catalog's `vectors_saved`), the
+/// catalog's pending changes are the whole difference: they go into one delta, whose cost
+/// is the change's, not the index's. Deltas are folded into a new snapshot once they add
+/// more chunks than an exact scan serves well (`exact_threshold`) or than a quarter of the
+/// snapshot, hide more of the
+/// snapshot than its tombstone share allows, or grow a matrix to the size of a graph; that
+/// path, and any index that did not catch
+/// up (a crash between its save and the catalog's record, damage, an older version),
+/// compares every id with the catalog as before.
 fn update_vector_index(
     catalog: &Catalog,
     dir: &Path,
@@ -373,6 +389,32 @@ fn update_vector_index(
     params: &VectorParams,
 ) -> Result<u64> {
     let seq = catalog.vector_seq()?;
+    let saved = VectorIndex::saved(dir).unwrap_or_else(|err| {
+        tracing::warn!("{err}; rebuilding the vector index from the catalog");
+        None
+    });
+    if let Some(saved) = saved.filter(|s| s.dims == dims) {
+        if saved.tag == seq {
+            return catalog.vectored();
+        }
+        if saved.tag == catalog.vectors_saved()? {
+            let (removed, added) = catalog.pending_vectors()?;
+            let chunks = saved.delta_chunks + added.len();
+            let hidden = saved.delta_removed + removed.len();
+            let max_hidden = params.max_tombstone_fraction as f64 * saved.slots as f64;
+            // A matrix that would now be a graph is rebuilt as one.
+            let outgrown = !saved.graph && saved.slots + chunks >= params.exact_threshold;
+            // Deltas stay small beside their snapshot (a quarter of it at most), so folding
+            // them costs a constant share of the work that came in.
+            let max_chunks = params.exact_threshold.min(saved.slots / 4);
+            if chunks <= max_chunks && hidden as f64 <= max_hidden && !outgrown {
+                let vectors = catalog.chunk_vectors(&added)?;
+                VectorIndex::append(dir, saved.tag, seq, removed, vectors)?;
+                catalog.vectors_caught_up(seq)?;
+                return catalog.vectored();
+            }
+        }
+    }
     let loaded = match VectorIndex::load(dir) {
         Ok(loaded) => loaded,
         Err(err) => {
@@ -380,11 +422,6 @@ fn update_vector_index(
             None
         }
     };
-    if let Some((index, tag)) = &loaded {
-        if *tag == seq {
-            return Ok(index.len() as u64);
-        }
-    }
     // An update decodes only the vectors the index lacks (at 10k chunks the catalog holds
     // ~100k with passages); a rebuild decodes them all.
     let index = match loaded {
@@ -398,16 +435,20 @@ fn update_vector_index(
             for id in &stale {
                 index.remove(id);
             }
-            index.extend(catalog.vectors_where(|id| !index.contains(id))?)?;
+            let mut missing = Stored::new(dims);
+            catalog.visit_vectors(|id| !index.contains(id), |id, v| missing.push(id, v))?;
+            index.extend_stored(missing)?;
             if index.needs_rebuild() {
-                VectorIndex::build(dims, catalog.vectors()?, params)?
+                drop(index);
+                VectorIndex::build_stored(dims, stored_vectors(catalog, dims)?, params)?
             } else {
                 index
             }
         }
-        _ => VectorIndex::build(dims, catalog.vectors()?, params)?,
+        _ => VectorIndex::build_stored(dims, stored_vectors(catalog, dims)?, params)?,
     };
     index.save(dir, seq)?;
+    catalog.vectors_caught_up(seq)?;
     // Chunks with a vector (their passages' vectors are searched, not counted).
     Ok(index.len() as u64)
 }

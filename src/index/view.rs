@@ -2,6 +2,7 @@
 //! manifest and reopened when a writer swaps generations.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -9,7 +10,7 @@ use super::agent_dir::AgentDir;
 use super::catalog::Catalog;
 use super::open::{self, Cell};
 use super::text::TextIndex;
-use super::vector::VectorIndex;
+use super::vector::Layered;
 use crate::error::{Error, Result};
 use crate::store::{ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader, StoreCache};
 
@@ -19,7 +20,7 @@ pub(super) struct GenerationView {
     /// The text index, or why it cannot be opened (searches then fall back to vectors,
     /// whose chunks come from the catalog; the next sync rebuilds the text index).
     text: std::result::Result<TextIndex, Arc<Error>>,
-    vectors: Option<VectorIndex>,
+    vectors: Option<Layered>,
     /// The bytes of the vector files it read into memory (what the budget counts).
     vector_bytes: u64,
     catalog_path: PathBuf,
@@ -38,16 +39,23 @@ fn files_bytes(dir: &Path) -> u64 {
 }
 
 impl GenerationView {
-    /// Opens the generation the manifest names. A writer may swap generations between
-    /// reading the manifest and opening the index (the old generation is then gone), so a
-    /// text index that fails to open makes it read the manifest again, up to three times.
-    fn open(dir: &AgentDir, cached: Option<&Arc<GenerationView>>) -> Result<Arc<GenerationView>> {
+    /// Opens the generation the manifest names; `cached` is returned when it is still that
+    /// view (and not `stale`), and otherwise lends its vector snapshot when the new view's
+    /// is the same (only the deltas after it are read). A writer may swap generations
+    /// between reading the manifest and opening the index (the old generation is then
+    /// gone), so a text index that fails to open makes it read the manifest again, up to
+    /// three times.
+    fn open(
+        dir: &AgentDir,
+        cached: Option<&Arc<GenerationView>>,
+        stale: bool,
+    ) -> Result<Arc<GenerationView>> {
         let mut attempts = 0;
         loop {
             let manifest = dir.manifest()?.ok_or_else(|| Error::NoIndex {
                 dir: dir.root().to_path_buf(),
             })?;
-            if let Some(view) = cached.filter(|v| v.manifest == manifest) {
+            if let Some(view) = cached.filter(|v| !stale && v.manifest == manifest) {
                 return Ok(view.clone());
             }
             let gen_dir = dir.generation_dir(manifest.generation);
@@ -63,7 +71,10 @@ impl GenerationView {
                     Err(Arc::new(err))
                 }
             };
-            let vectors = match VectorIndex::load(&gen_dir.join("vectors")) {
+            let previous = cached
+                .filter(|v| v.manifest.generation == manifest.generation)
+                .and_then(|v| v.vectors.as_ref());
+            let vectors = match Layered::load(&gen_dir.join("vectors"), previous) {
                 Ok(loaded) => loaded.map(|(index, _)| index),
                 Err(err) => {
                     tracing::warn!("{err}; searching without vectors");
@@ -163,6 +174,9 @@ impl Reader for GenerationView {
 pub(super) struct Views {
     id: u64,
     cached: Arc<Cell<GenerationView>>,
+    /// Set when this process committed: the cached view is kept only to lend its vector
+    /// snapshot to the next one.
+    stale: AtomicBool,
     opens: Mutex<Opens>,
 }
 
@@ -179,6 +193,7 @@ impl Default for Views {
         Views {
             id: open::next_id(),
             cached: Arc::default(),
+            stale: AtomicBool::new(false),
             opens: Mutex::default(),
         }
     }
@@ -196,7 +211,10 @@ impl Views {
         let started = Instant::now();
         let (view, cold) = {
             let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
-            let view = GenerationView::open(dir, cached.as_ref())?;
+            let stale = self.stale.swap(false, Ordering::AcqRel);
+            let view = GenerationView::open(dir, cached.as_ref(), stale).inspect_err(|_| {
+                self.stale.fetch_or(stale, Ordering::AcqRel);
+            })?;
             let cold = !cached.as_ref().is_some_and(|c| Arc::ptr_eq(c, &view));
             *cached = Some(view.clone());
             (view, cold)
@@ -213,10 +231,10 @@ impl Views {
         Ok(view)
     }
 
-    /// Forgets the cached view (after this process committed a sync).
+    /// Marks the cached view stale (after this process committed a sync): the next search
+    /// opens the generation again, reading only what changed of its vectors.
     pub(super) fn invalidate(&self) {
-        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        open::budget().forget(self.id);
+        self.stale.store(true, Ordering::Release);
     }
 
     /// What the process holds open, for `status`.

@@ -80,10 +80,20 @@ impl TopK {
     }
 }
 
-pub(super) fn exact_top_k(rows: &[f32], dims: usize, q: &[f32], k: usize) -> Vec<Hit> {
+/// The best `k` rows of `rows` for the unit query `q`, leaving out the rows `skip` names.
+pub(super) fn exact_top_k(
+    rows: &[f32],
+    dims: usize,
+    q: &[f32],
+    k: usize,
+    skip: &(dyn Fn(usize) -> bool + Sync),
+) -> Vec<Hit> {
     let scan = |first_row: usize, block: &[f32]| {
         let mut top = TopK::new(k);
         for (i, row) in block.chunks_exact(dims).enumerate() {
+            if skip(first_row + i) {
+                continue;
+            }
             top.push(Hit {
                 score: dot(q, row).clamp(-1.0, 1.0),
                 slot: first_row + i,

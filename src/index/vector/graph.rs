@@ -81,10 +81,20 @@ impl GraphHolder {
 
 impl GraphStore {
     /// The `k` best live slots for the unit query `q` (`ef_search` as configured, `zeros`
-    /// the index's live all-zero vectors, which fill the tail with score 0).
-    pub(super) fn top_k(&self, q: &[f32], k: usize, ef_search: usize, zeros: usize) -> Vec<Hit> {
+    /// the index's live all-zero vectors, which fill the tail with score 0), leaving out
+    /// the slots `skip` names (`hidden` of them at most: the search over-fetches for them).
+    pub(super) fn top_k(
+        &self,
+        q: &[f32],
+        k: usize,
+        ef_search: usize,
+        zeros: usize,
+        hidden: usize,
+        skip: &dyn Fn(usize) -> bool,
+    ) -> Vec<Hit> {
         let g = self;
-        let live_points = g.points - g.dead;
+        let live = |slot: usize| g.state.get(slot) == Some(&Slot::Live) && !skip(slot);
+        let live_points = (g.points - g.dead).saturating_sub(hidden);
         let want = k.min(live_points);
         let mut hits = Vec::new();
         if want > 0 {
@@ -98,7 +108,7 @@ impl GraphStore {
                     let hits: Vec<Hit> = graph
                         .search(q, fetch, ef)
                         .into_iter()
-                        .filter(|n| g.state.get(n.d_id) == Some(&Slot::Live))
+                        .filter(|n| live(n.d_id))
                         .map(|n| Hit {
                             score: 1.0 - n.distance,
                             slot: n.d_id,
@@ -116,7 +126,7 @@ impl GraphStore {
                 let mut top = TopK::new(want);
                 for point in graph.get_point_indexation() {
                     let slot = point.get_origin_id();
-                    if g.state.get(slot) == Some(&Slot::Live) {
+                    if live(slot) {
                         top.push(Hit {
                             score: dot(q, point.get_v()).clamp(-1.0, 1.0),
                             slot,
@@ -132,7 +142,7 @@ impl GraphStore {
                 .state
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| **s == Slot::Zero)
+                .filter(|(slot, s)| **s == Slot::Zero && !skip(*slot))
                 .map(|(slot, _)| Hit { score: 0.0, slot })
                 .take(k);
             hits.extend(zero_hits);

@@ -1,7 +1,7 @@
 //! The [`VectorIndex`] type: its two representations, building, updates and searches (see
 //! the module docs of `index::vector`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use hnsw_rs::hnsw::Hnsw;
@@ -13,6 +13,7 @@ use super::graph::{Graph, GraphHolder, GraphStore, Slot, BUILD_BATCH, MAX_LAYERS
 use super::passages::Passages;
 use super::UnitCosine;
 use crate::error::{Error, Result};
+use crate::index::codec;
 use crate::passage;
 use crate::simd::l2_normalize as normalize;
 
@@ -206,6 +207,24 @@ impl VectorIndex {
         })
     }
 
+    /// [`build`](Self::build) from vectors gathered in their stored forms.
+    pub(crate) fn build_stored(
+        dims: usize,
+        stored: Stored,
+        params: &VectorParams,
+    ) -> Result<VectorIndex> {
+        let mut index = VectorIndex::build(dims, stored.chunks, params)?;
+        index.passages.absorb(stored.passages);
+        Ok(index)
+    }
+
+    /// [`extend`](Self::extend) with vectors gathered in their stored forms.
+    pub(crate) fn extend_stored(&mut self, stored: Stored) -> Result<()> {
+        self.extend(stored.chunks)?;
+        self.passages.absorb(stored.passages);
+        Ok(())
+    }
+
     /// Adds (or replaces) the vector of chunk (or passage) `id`.
     pub fn insert(&mut self, id: String, mut vector: Vec<f32>) -> Result<()> {
         check_vector(&id, &vector, self.dims)?;
@@ -329,6 +348,17 @@ impl VectorIndex {
     /// centroid, only places it): the [`PASSAGE_WIDEN`]` × k` chunks nearest by their own
     /// vectors are rescored, then cut to `k`.
     pub fn search(&self, query: &[f32], k: usize) -> Vec<(String, f32)> {
+        self.search_hiding(query, k, &HashSet::new())
+    }
+
+    /// [`search`](Self::search) as if the chunks in `hidden` were not there (the chunks a
+    /// later delta removed or replaced, `layered`).
+    pub(super) fn search_hiding(
+        &self,
+        query: &[f32],
+        k: usize,
+        hidden: &HashSet<String>,
+    ) -> Vec<(String, f32)> {
         if k == 0 || self.slot_of.is_empty() || query.len() != self.dims {
             return Vec::new();
         }
@@ -340,9 +370,13 @@ impl VectorIndex {
             true => k,
             false => k.saturating_mul(PASSAGE_WIDEN),
         };
+        let skip = |slot: usize| !hidden.is_empty() && hidden.contains(&self.ids[slot]);
         let hits = match &self.store {
-            Store::Exact { rows } => exact_top_k(rows, self.dims, &q, fetch),
-            Store::Graph(g) => g.top_k(&q, fetch, self.params.ef_search, self.zeros),
+            Store::Exact { rows } => exact_top_k(rows, self.dims, &q, fetch, &skip),
+            Store::Graph(g) => {
+                let hidden = hidden.len().min(self.len());
+                g.top_k(&q, fetch, self.params.ef_search, self.zeros, hidden, &skip)
+            }
         };
         let mut out: Vec<(String, f32)> = hits
             .into_iter()
@@ -355,6 +389,17 @@ impl VectorIndex {
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         out.truncate(k);
         out
+    }
+
+    /// Removes chunk `id`'s own vector and all its passages.
+    pub(super) fn remove_chunk(&mut self, id: &str) {
+        self.remove(id);
+        self.passages.remove_chunk(id);
+    }
+
+    /// Moves `passages` in, replacing those with the same ids.
+    pub(super) fn absorb_passages(&mut self, passages: Passages) {
+        self.passages.absorb(passages);
     }
 
     /// Live chunk vectors (passages not counted).
@@ -418,6 +463,47 @@ impl VectorIndex {
 
 /// A chunk id and its embedding.
 type Entry = (String, Vec<f32>);
+
+/// Vectors gathered from their stored bytes (`index::codec`) for
+/// [`VectorIndex::build_stored`] or [`VectorIndex::extend_stored`]: chunks' own as floats,
+/// passages kept in their int8 form (widened to f32 first, a rebuild of 100k chunks held
+/// 2.7 GB of passages it then quantised back).
+pub(crate) struct Stored {
+    chunks: Vec<Entry>,
+    passages: Passages,
+}
+
+impl Stored {
+    pub(crate) fn new(dims: usize) -> Stored {
+        Stored {
+            chunks: Vec::new(),
+            passages: Passages::new(dims),
+        }
+    }
+
+    /// Adds vector `id` from its stored bytes; the error names it.
+    pub(crate) fn push(&mut self, id: &str, bytes: &[u8]) -> Result<()> {
+        let bad = |message: String| invalid(&format!("vector {id}"), message);
+        if passage::is_passage(id) {
+            if let Some((inv_norm, codes)) = codec::int8_parts(bytes) {
+                return self
+                    .passages
+                    .insert_int8(id.to_string(), inv_norm, codes)
+                    .map_err(bad);
+            }
+        }
+        let vector =
+            codec::decode(bytes).ok_or_else(|| bad("neither f32 nor int8 bytes".into()))?;
+        match passage::is_passage(id) {
+            true => {
+                check_vector(id, &vector, self.passages.dims())?;
+                self.passages.insert(id.to_string(), &vector);
+            }
+            false => self.chunks.push((id.to_string(), vector)),
+        }
+        Ok(())
+    }
+}
 
 /// Drops all but the last entry of each id, checks every vector and normalises it; the
 /// flags say which chunk vectors are non-zero. Passages come back apart, quantised.

@@ -19,12 +19,19 @@
 //! Passage vectors (`crate::passage`) are not points: they sit beside the chunks as int8
 //! rows and rescore the chunks a search found (`passages`).
 //!
+//! A sync that changes a few chunks does not rewrite the index: it appends a delta (the
+//! chunks removed, the vectors added), and searches read the saved index and its deltas as
+//! one ([`Layered`]) until the writer folds them into a new snapshot.
+//!
 //! The pieces: `index` (the [`VectorIndex`] type: building, updating, searching), `exact`
 //! (the matrix scan and its top-k heap), `graph` (the hnsw_rs graph), `passages` (the int8
-//! passage rows), `snapshot` (the checksummed files on disk); [`UnitCosine`], the distance the graph walks with, is here.
+//! passage rows), `snapshot` (the checksummed files on disk), `delta` (one sync's change
+//! as a file), `layered` (a snapshot and its deltas, as searches read them); [`UnitCosine`], the distance the graph walks with, is here.
+mod delta;
 mod exact;
 mod graph;
 mod index;
+mod layered;
 mod passages;
 mod snapshot;
 #[cfg(test)]
@@ -33,7 +40,9 @@ mod tests;
 use hnsw_rs::anndists::dist::distances::Distance;
 
 use crate::simd::dot;
+pub(crate) use index::Stored;
 pub use index::{VectorIndex, VectorParams};
+pub use layered::Layered;
 
 /// Cosine distance between unit vectors: `1 - a·b`, clamped to `[0, 2]` so rounding can
 /// never produce the negative distance hnsw_rs asserts against. Only ever given vectors

@@ -58,6 +58,29 @@ impl Passages {
         });
     }
 
+    /// Stores (or replaces) passage `id` from its int8 form (`index::codec`) as it is; the
+    /// error says what is wrong with it.
+    pub(super) fn insert_int8(
+        &mut self,
+        id: String,
+        inv_norm: f32,
+        codes: &[u8],
+    ) -> Result<(), String> {
+        if codes.len() != self.dims {
+            return Err(format!(
+                "passage {id} has {} dimensions, the index has {}",
+                codes.len(),
+                self.dims
+            ));
+        }
+        self.replace(Packed {
+            id,
+            inv_norm,
+            codes: codes.iter().map(|&b| b as i8).collect(),
+        });
+        Ok(())
+    }
+
     /// Moves `other`'s passages in, replacing those with the same ids.
     pub(super) fn absorb(&mut self, other: Passages) {
         for packed in other.by_chunk.into_values().flatten() {
@@ -96,6 +119,13 @@ impl Passages {
         true
     }
 
+    /// Removes every passage of chunk `chunk`.
+    pub(super) fn remove_chunk(&mut self, chunk: &str) {
+        if let Some(list) = self.by_chunk.remove(chunk) {
+            self.count -= list.len();
+        }
+    }
+
     pub(super) fn contains(&self, id: &str) -> bool {
         self.by_chunk
             .get(passage::chunk_of(id))
@@ -111,6 +141,10 @@ impl Passages {
 
     pub(super) fn len(&self) -> usize {
         self.count
+    }
+
+    pub(super) fn dims(&self) -> usize {
+        self.dims
     }
 
     pub(super) fn is_empty(&self) -> bool {

@@ -9,7 +9,14 @@
 //! <snap>.f32                exact: the matrix, little-endian rows in slot order
 //! <snap>.hnsw.graph/.data   HNSW: hnsw_rs `file_dump` (graph topology, vectors)
 //! <snap>.passages           passage vectors, int8 (`passages`; the last file listed)
+//! <snap>.d<tag>-<n>.delta   the changes of one sync since the snapshot (`delta`), in order
 //! ```
+//!
+//! A sync that changes a few chunks of a large index appends a delta
+//! ([`VectorIndex::append`]): it writes the delta's file, then `meta.json` listing it after
+//! the others, by the same atomic rename. Readers apply the deltas to the snapshot
+//! (`layered`). The writer folds them into a new snapshot ([`VectorIndex::save`]) when they
+//! would outgrow an exact scan or hide too much of the snapshot.
 //!
 //! [`VectorIndex::save`] writes a new snapshot's files under a fresh name, fsyncs them, then
 //! replaces `meta.json` by an atomic rename (fsyncing the directory), and only then deletes
@@ -31,13 +38,16 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::Arc;
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
 use serde::{Deserialize, Serialize};
 
+use super::delta::Delta;
 use super::graph::{GraphHolder, GraphStore, LoadedGraph, Slot};
-use super::index::{invalid_path, slots_in, Kind, Store, VectorIndex, VectorParams};
+use super::index::{check_vector, invalid_path, slots_in, Kind, Store, VectorIndex, VectorParams};
+use super::layered::Layered;
 use super::passages::Passages;
 use super::UnitCosine;
 use crate::atomic::write_atomic;
@@ -47,7 +57,9 @@ use crate::error::{Error, Result};
 /// Bumped when the files' layout or meaning changes; an old index then fails to load and
 /// is rebuilt from the catalog.
 /// 2: passages moved out of the graph into `<snap>.passages`; CRC-32 instead of sha256.
-const FORMAT_VERSION: u32 = 2;
+/// 3: deltas after the snapshot (`delta`); a format 2 `meta.json` reads as one without.
+const FORMAT_VERSION: u32 = 3;
+const OLDEST_READ: u32 = 2;
 pub(super) const META: &str = "meta.json";
 
 impl VectorIndex {
@@ -143,6 +155,9 @@ impl VectorIndex {
             slots: self.ids.len(),
             graph_points,
             files,
+            deltas: Vec::new(),
+            delta_chunks: 0,
+            delta_removed: 0,
         };
         let bytes = serde_json::to_vec_pretty(&meta).map_err(|e| invalid_path(dir, e))?;
         write_atomic(&dir.join(META), &bytes)?;
@@ -165,27 +180,136 @@ impl VectorIndex {
         Ok(())
     }
 
-    /// Loads the index saved in `dir` and the tag it was saved with; `None` if nothing was
-    /// ever saved there. Damaged or partial files are an error naming the file.
+    /// Loads the snapshot saved in `dir`, without the deltas after it (what the writer folds
+    /// them into, having the catalog to tell what changed), and the tag the index with its
+    /// deltas is at;
+    /// `None` if nothing was ever saved there. Damaged or partial files are an error naming
+    /// the file. Searches read [`Layered::load`].
     pub fn load(dir: &Path) -> Result<Option<(VectorIndex, u64)>> {
+        with_meta(dir, |meta| {
+            let index = load_snapshot(dir, meta)?;
+            Ok((index, meta.tag))
+        })
+    }
+
+    /// What `meta.json` in `dir` says of the saved index, without loading it; `None` if
+    /// nothing was ever saved there.
+    pub(crate) fn saved(dir: &Path) -> Result<Option<Saved>> {
+        Ok(read_meta(&dir.join(META))?.map(|meta| Saved {
+            tag: meta.tag,
+            dims: meta.dims,
+            graph: meta.kind == Kind::Hnsw,
+            slots: meta.slots,
+            delta_chunks: meta.delta_chunks,
+            delta_removed: meta.delta_removed,
+        }))
+    }
+
+    /// Appends one delta to the index saved in `dir` (which must be at tag `before`): the
+    /// chunks `removed` (their vectors and passages) go, the `added` vectors (chunk or
+    /// passage ids) come, and the index is at tag `tag`. Atomic, as [`save`](Self::save) is.
+    pub(crate) fn append(
+        dir: &Path,
+        before: u64,
+        tag: u64,
+        removed: Vec<String>,
+        added: Vec<(String, Vec<f32>)>,
+    ) -> Result<()> {
         let meta_path = dir.join(META);
-        let mut attempt = 0;
-        loop {
-            let Some(meta) = read_meta(&meta_path)? else {
-                return Ok(None);
-            };
-            match load_snapshot(dir, &meta) {
-                Ok(index) => return Ok(Some((index, meta.tag))),
-                // A concurrent save switched snapshots and deleted this one's files.
-                Err(Error::Io { source, .. })
-                    if source.kind() == io::ErrorKind::NotFound
-                        && attempt < 3
-                        && read_meta(&meta_path)?.map(|m| m.snapshot) != Some(meta.snapshot) =>
-                {
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
+        let mut meta = read_meta(&meta_path)?
+            .filter(|meta| meta.tag == before)
+            .ok_or_else(|| invalid_path(&meta_path, format!("not the index of tag {before}")))?;
+        for (id, vector) in &added {
+            check_vector(id, vector, meta.dims)?;
+        }
+        let removals = removed.len();
+        let delta = Delta::new(meta.dims, removed, added);
+        let nanos = clock::now().as_nanos();
+        let name = format!("{}.d{tag:06}-{nanos:x}.delta", meta.snapshot);
+        meta.deltas
+            .push(write_file(dir, &name, &delta.encode(meta.dims))?);
+        meta.tag = tag;
+        meta.delta_chunks += delta.chunks.len();
+        meta.delta_removed += removals;
+        let bytes = serde_json::to_vec_pretty(&meta).map_err(|e| invalid_path(dir, e))?;
+        write_atomic(&meta_path, &bytes)?;
+        // Deltas of interrupted appends (best effort, as in `save`).
+        let listed: Vec<&str> = meta.deltas.iter().map(|d| d.name.as_str()).collect();
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".delta") && !listed.contains(&name.as_str()) {
+                let _ = fs::remove_file(entry.path());
             }
+        }
+        Ok(())
+    }
+}
+
+impl Layered {
+    /// Loads the index saved in `dir`, snapshot and deltas, and the tag it is at; `None` if
+    /// nothing was ever saved there. The snapshot of `previous` is kept when it is still the
+    /// saved one, so only the deltas are read. Damaged or partial files are an error naming
+    /// the file.
+    pub fn load(dir: &Path, previous: Option<&Layered>) -> Result<Option<(Layered, u64)>> {
+        with_meta(dir, |meta| {
+            let base = match previous.filter(|p| p.snapshot == meta.snapshot) {
+                Some(previous) => previous.base.clone(),
+                None => Arc::new(load_snapshot(dir, meta)?),
+            };
+            let mut layered = Layered::new(meta.snapshot.clone(), base)?;
+            for sum in &meta.deltas {
+                let path = dir.join(&sum.name);
+                if !sum.name.starts_with(&format!("{}.d", meta.snapshot))
+                    || sum.name.contains(['/', '\\'])
+                {
+                    return Err(invalid_path(&dir.join(META), "unexpected delta file name"));
+                }
+                let delta = Delta::decode(&read_checked(&path, sum)?, meta.dims)
+                    .map_err(|e| invalid_path(&path, e))?;
+                layered.apply(delta)?;
+            }
+            Ok((layered, meta.tag))
+        })
+    }
+}
+
+/// What the writer reads of a saved index (`meta.json`) to choose between a delta and a
+/// new snapshot.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Saved {
+    /// The tag of the last save or delta.
+    pub(crate) tag: u64,
+    pub(crate) dims: usize,
+    /// Whether the snapshot is a graph (else an exact matrix).
+    pub(crate) graph: bool,
+    /// The snapshot's slots, tombstones included.
+    pub(crate) slots: usize,
+    /// Chunks the deltas add.
+    pub(crate) delta_chunks: usize,
+    /// Chunk ids the deltas remove (an added chunk replaces one only when its id was
+    /// there already, which content-derived ids make rare, so added ones are not counted).
+    pub(crate) delta_removed: usize,
+}
+
+/// Reads `meta.json` and runs `load` with it; retries when a concurrent save switched
+/// snapshots and deleted the files `load` was reading.
+fn with_meta<T>(dir: &Path, load: impl Fn(&Meta) -> Result<T>) -> Result<Option<T>> {
+    let meta_path = dir.join(META);
+    let mut attempt = 0;
+    loop {
+        let Some(meta) = read_meta(&meta_path)? else {
+            return Ok(None);
+        };
+        match load(&meta) {
+            Ok(loaded) => return Ok(Some(loaded)),
+            Err(Error::Io { source, .. })
+                if source.kind() == io::ErrorKind::NotFound
+                    && attempt < 3
+                    && read_meta(&meta_path)?.map(|m| m.snapshot) != Some(meta.snapshot) =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
         }
     }
 }
@@ -203,6 +327,15 @@ pub(super) struct Meta {
     /// Points in the HNSW graph, tombstones included (0 for exact).
     graph_points: usize,
     pub(super) files: Vec<FileSum>,
+    /// Deltas after the snapshot, oldest first (format 3).
+    #[serde(default)]
+    deltas: Vec<FileSum>,
+    /// Chunks the deltas add.
+    #[serde(default)]
+    delta_chunks: usize,
+    /// Chunk ids the deltas remove.
+    #[serde(default)]
+    delta_removed: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -233,7 +366,7 @@ pub(super) fn read_meta(path: &Path) -> Result<Option<Meta>> {
         Err(e) => return Err(Error::io(path, e)),
     };
     let meta: Meta = serde_json::from_slice(&bytes).map_err(|e| invalid_path(path, e))?;
-    if meta.format != FORMAT_VERSION {
+    if !(OLDEST_READ..=FORMAT_VERSION).contains(&meta.format) {
         return Err(invalid_path(
             path,
             format!(

@@ -452,3 +452,152 @@ fn the_distance_type_name_is_stable() {
         "memoria::index::vector::UnitCosine"
     );
 }
+
+/// One delta: the chunk ids removed, the vectors added.
+type Step = (Vec<String>, Vec<(String, Vec<f32>)>);
+
+/// The final set of a sequence of deltas, as one index would hold it: `base` minus every
+/// removed id, plus the added entries (later ones replacing earlier).
+fn apply_by_hand(base: &[(String, Vec<f32>)], steps: &[Step]) -> Vec<(String, Vec<f32>)> {
+    let mut all: std::collections::BTreeMap<String, Vec<f32>> = base.iter().cloned().collect();
+    for (removed, added) in steps {
+        for id in removed {
+            let passages = format!("{id}#");
+            all.retain(|key, _| key != id && !key.starts_with(&passages));
+        }
+        for (id, _) in added {
+            if !crate::passage::is_passage(id) {
+                let passages = format!("{id}#");
+                all.retain(|key, _| !key.starts_with(&passages));
+            }
+        }
+        all.extend(added.iter().cloned());
+    }
+    all.into_iter().collect()
+}
+
+#[test]
+fn deltas_answer_as_the_index_they_stand_for() {
+    for (params, n) in [(exact_params(), 400), (hnsw_params(), 600)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dims = 32;
+        let vectors = clustered(n + 200, dims, 8, 7);
+        let mut base = entries(&vectors[..n]);
+        // Chunk 1's passages, stored in the snapshot.
+        base.push((format!("{}#1", id(1)), vectors[n + 199].clone()));
+        VectorIndex::build(dims, base.clone(), &params)
+            .unwrap()
+            .save(tmp.path(), 1)
+            .unwrap();
+        let steps = vec![
+            // Removes 0..40 (and chunk 1's passage), adds new chunks, one with a passage.
+            (
+                (0..40).map(id).collect::<Vec<_>>(),
+                (n..n + 100)
+                    .map(|i| (id(i), vectors[i].clone()))
+                    .chain([(format!("{}#1", id(n)), vectors[n + 150].clone())])
+                    .collect::<Vec<_>>(),
+            ),
+            // Replaces 50..60 with other vectors, removes one of the first delta's chunks.
+            (
+                vec![id(n + 3)],
+                (50..60)
+                    .map(|i| (id(i), vectors[i + 100].clone()))
+                    .collect(),
+            ),
+        ];
+        for (tag, (removed, added)) in steps.iter().enumerate() {
+            let tag = tag as u64;
+            VectorIndex::append(tmp.path(), tag + 1, tag + 2, removed.clone(), added.clone())
+                .unwrap();
+        }
+        let final_set = apply_by_hand(&base, &steps);
+        let expected = VectorIndex::build(dims, final_set, &exact_params()).unwrap();
+        let (layered, tag) = Layered::load(tmp.path(), None).unwrap().unwrap();
+        assert_eq!(tag, 3);
+        let (mut agree, mut total) = (0, 0);
+        for q in clustered(20, dims, 8, 99) {
+            let want = expected.search(&q, 10);
+            let got = layered.search(&q, 10);
+            assert!(
+                got.iter().all(|(id, _)| expected.contains(id)),
+                "a removed chunk came back"
+            );
+            if params.exact_threshold == usize::MAX {
+                assert_eq!(ids_of(&got), ids_of(&want));
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((g.1 - w.1).abs() < 1e-5, "{g:?} {w:?}");
+                }
+            }
+            total += want.len();
+            agree += ids_of(&got)
+                .iter()
+                .filter(|id| ids_of(&want).contains(id))
+                .count();
+        }
+        assert!(
+            agree as f64 >= 0.95 * total as f64,
+            "recall {agree}/{total}"
+        );
+
+        // A reload after another delta keeps the snapshot it already holds.
+        VectorIndex::append(tmp.path(), 3, 4, vec![id(100)], Vec::new()).unwrap();
+        let (again, _) = Layered::load(tmp.path(), Some(&layered)).unwrap().unwrap();
+        assert!(std::sync::Arc::ptr_eq(&again.base, &layered.base));
+        let q = &vectors[100];
+        assert!(layered
+            .search(q, 3)
+            .iter()
+            .any(|(id, _)| *id == self::id(100)));
+        assert!(again
+            .search(q, 3)
+            .iter()
+            .all(|(id, _)| *id != self::id(100)));
+        // The snapshot alone, for the writer to fold the deltas into.
+        let (snapshot, _) = VectorIndex::load(tmp.path()).unwrap().unwrap();
+        assert_eq!(snapshot.len(), n);
+    }
+}
+
+#[test]
+fn deltas_are_checked_and_appended_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vectors = clustered(20, 8, 2, 3);
+    VectorIndex::build(8, entries(&vectors), &exact_params())
+        .unwrap()
+        .save(tmp.path(), 5)
+        .unwrap();
+    // Only onto the tag it was computed from.
+    let err = VectorIndex::append(tmp.path(), 4, 6, vec![id(1)], Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("not the index of tag 4"), "{err}");
+    let err = VectorIndex::append(tmp.path(), 5, 6, Vec::new(), vec![(id(30), vec![0.0; 3])])
+        .unwrap_err();
+    assert!(err.to_string().contains("3 dimensions"), "{err}");
+    VectorIndex::append(tmp.path(), 5, 6, vec![id(1)], Vec::new()).unwrap();
+    let saved = VectorIndex::saved(tmp.path()).unwrap().unwrap();
+    assert_eq!((saved.tag, saved.slots, saved.delta_removed), (6, 20, 1));
+    // A damaged delta is an error naming it.
+    let delta = fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "delta"))
+        .unwrap();
+    let mut bytes = fs::read(&delta).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&delta, bytes).unwrap();
+    let err = Layered::load(tmp.path(), None).err().unwrap();
+    assert!(
+        err.to_string().contains(&delta.display().to_string()),
+        "{err}"
+    );
+    // A new snapshot drops the deltas.
+    VectorIndex::build(8, entries(&vectors), &exact_params())
+        .unwrap()
+        .save(tmp.path(), 7)
+        .unwrap();
+    assert!(!delta.exists());
+    let (layered, _) = Layered::load(tmp.path(), None).unwrap().unwrap();
+    assert_eq!(layered.search(&vectors[1], 1)[0].0, id(1));
+}
