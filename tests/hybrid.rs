@@ -1289,3 +1289,34 @@ fn a_small_change_appends_a_vector_delta_that_searches_read() {
     assert!(vector_deltas(&state).iter().all(|(_, n)| *n == 0));
     assert_eq!(hits(&memory, "harbour ferries").len(), 10);
 }
+
+/// The vector index is the one copy of a vector once it holds it: damaged vector files
+/// mark what they held unembedded, and the next sync embeds it again through the
+/// embedding cache, without calling the embedder.
+#[test]
+fn lost_vector_files_are_embedded_again_through_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = settings(tmp.path());
+    s.query.hybrid.enabled = false;
+    let embedder = HashEmbedder::new(64);
+    let memory = open(s.clone(), embedder.clone());
+    memory.sync(false, &|_| {}).unwrap();
+    let before = paths_found(&memory, "postgres cutover replica");
+    let vectors = memory.status().unwrap().vectors;
+    assert_eq!(vectors, Some(4));
+    let embedded = embedder.documents.load(Ordering::SeqCst);
+    for (dir, _) in vector_deltas(&tmp.path().join("state")) {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_name() != "meta.json" {
+                fs::write(entry.path(), b"damaged").unwrap();
+            }
+        }
+    }
+    // The first sync finds the loss, the next embeds again.
+    let reopened = open(s.clone(), embedder.clone());
+    reopened.sync(false, &|_| {}).unwrap();
+    reopened.sync(false, &|_| {}).unwrap();
+    assert_eq!(reopened.status().unwrap().vectors, vectors);
+    assert_eq!(paths_found(&reopened, "postgres cutover replica"), before);
+    assert_eq!(embedder.documents.load(Ordering::SeqCst), embedded);
+}

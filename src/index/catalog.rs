@@ -229,18 +229,22 @@ impl Catalog {
                 .collect();
             stale.sort_unstable();
             for id in &stale {
-                chunks.remove(id.as_str()).map_err(|e| self.err(e))?;
-                if vectors
+                let existed = chunks
                     .remove(id.as_str())
                     .map_err(|e| self.err(e))?
-                    .is_some()
-                {
+                    .is_some();
+                vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
+                let missing = unembedded
+                    .remove(id.as_str())
+                    .map_err(|e| self.err(e))?
+                    .is_some();
+                // A chunk with its own vector has it here or in the vector index.
+                if existed && !missing {
                     gone += 1;
+                    pending
+                        .insert(id.as_str(), REMOVED)
+                        .map_err(|e| self.err(e))?;
                 }
-                unembedded.remove(id.as_str()).map_err(|e| self.err(e))?;
-                pending
-                    .insert(id.as_str(), REMOVED)
-                    .map_err(|e| self.err(e))?;
                 let (lo, hi) = passage::id_range(id);
                 let passages: Vec<String> = vectors
                     .range(lo.as_str()..hi.as_str())
@@ -337,36 +341,43 @@ impl Catalog {
         Ok((removed, added))
     }
 
-    /// Records that the vector index caught up with vector seq `seq`: the pending changes
-    /// are done (the vector seq is not bumped).
-    pub fn vectors_caught_up(&self, seq: u64) -> Result<()> {
+    /// Records that the vector index caught up with vector seq `seq`, holding the
+    /// `absorbed` chunks' vectors now: the pending changes are done and those vectors leave
+    /// the catalog, which keeps a vector only until the vector index has it (the vector
+    /// seq is not bumped).
+    pub fn vectors_caught_up(&self, seq: u64, absorbed: &[String]) -> Result<()> {
         let txn = self.begin_write()?;
         {
             let mut pending = txn.open_table(PENDING).map_err(|e| self.err(e))?;
             pending.retain(|_, _| false).map_err(|e| self.err(e))?;
+            let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+            let mut absorbed: Vec<&String> = absorbed.iter().collect();
+            absorbed.sort_unstable();
+            for id in absorbed {
+                vectors.remove(id.as_str()).map_err(|e| self.err(e))?;
+                let (lo, hi) = passage::id_range(id);
+                vectors
+                    .retain_in(lo.as_str()..hi.as_str(), |_, _| false)
+                    .map_err(|e| self.err(e))?;
+            }
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             meta.insert("vectors_saved", seq).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
     }
 
-    /// The stored vectors of these chunks, own and passages, as `(id, vector)` (chunks
-    /// without any are skipped).
-    pub fn chunk_vectors(&self, chunks: &[String]) -> Result<Vec<(String, Vec<f32>)>> {
+    /// Calls `f` with the stored vectors of these chunks, own and passages, as id and bytes
+    /// (`codec`'s forms); chunks without any are skipped.
+    pub fn visit_chunk_vectors(
+        &self,
+        chunks: &[String],
+        mut f: impl FnMut(&str, &[u8]) -> Result<()>,
+    ) -> Result<()> {
         let txn = self.begin_read()?;
         let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        let mut push = |key: &str, value: &[u8]| -> Result<()> {
-            let vector = codec::decode(value).ok_or_else(|| Error::Corrupt {
-                path: self.path.clone(),
-                message: format!("vector {key:?} is neither f32 nor int8 bytes"),
-            })?;
-            out.push((key.to_string(), vector));
-            Ok(())
-        };
         for id in chunks {
             if let Some(value) = table.get(id.as_str()).map_err(|e| self.err(e))? {
-                push(id, value.value())?;
+                f(id, value.value())?;
             }
             let (lo, hi) = passage::id_range(id);
             for row in table
@@ -374,10 +385,72 @@ impl Catalog {
                 .map_err(|e| self.err(e))?
             {
                 let (key, value) = row.map_err(|e| self.err(e))?;
-                push(key.value(), value.value())?;
+                f(key.value(), value.value())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The chunks whose own vector is stored here (not yet in the vector index).
+    pub fn complete_chunks(&self) -> Result<Vec<String>> {
+        let txn = self.begin_read()?;
+        let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (key, _) = row.map_err(|e| self.err(e))?;
+            if !passage::is_passage(key.value()) {
+                out.push(key.value().to_string());
             }
         }
         Ok(out)
+    }
+
+    /// Those of `ids` that are not chunks with their own vector (gone, or unembedded).
+    pub fn not_embedded(&self, ids: Vec<String>) -> Result<Vec<String>> {
+        let txn = self.begin_read()?;
+        let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+        let unembedded = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for id in ids {
+            let known = chunks.get(id.as_str()).map_err(|e| self.err(e))?.is_some();
+            let missing = unembedded
+                .get(id.as_str())
+                .map_err(|e| self.err(e))?
+                .is_some();
+            if !known || missing {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Marks unembedded every chunk counted as embedded whose own vector is neither here
+    /// nor `indexed` (its vector index was lost), so the next sync embeds it again; returns
+    /// how many.
+    pub fn mark_lost(&self, indexed: impl Fn(&str) -> bool) -> Result<u64> {
+        let txn = self.begin_write()?;
+        let mut lost = 0;
+        {
+            let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+            let vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+            let mut unembedded = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            for row in chunks.iter().map_err(|e| self.err(e))? {
+                let (key, _) = row.map_err(|e| self.err(e))?;
+                let id = key.value();
+                if indexed(id)
+                    || unembedded.get(id).map_err(|e| self.err(e))?.is_some()
+                    || vectors.get(id).map_err(|e| self.err(e))?.is_some()
+                {
+                    continue;
+                }
+                unembedded.insert(id, ()).map_err(|e| self.err(e))?;
+                lost += 1;
+            }
+            add(&mut meta, "vectored", -lost).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(lost as u64)
     }
 
     /// The vectors not stored yet: each chunk's own, and with `passages` its passages'
@@ -457,35 +530,6 @@ impl Catalog {
             out.push(value.and_then(|v| codec::decode(v.value())));
         }
         Ok(out)
-    }
-
-    /// The ids of every stored vector, without decoding them.
-    pub fn vector_ids(&self) -> Result<Vec<String>> {
-        let txn = self.begin_read()?;
-        let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for row in table.iter().map_err(|e| self.err(e))? {
-            out.push(row.map_err(|e| self.err(e))?.0.value().to_string());
-        }
-        Ok(out)
-    }
-
-    /// Calls `f` with the id and stored bytes (`codec`'s forms) of every vector whose id
-    /// `keep` accepts, in id order.
-    pub fn visit_vectors(
-        &self,
-        keep: impl Fn(&str) -> bool,
-        mut f: impl FnMut(&str, &[u8]) -> Result<()>,
-    ) -> Result<()> {
-        let txn = self.begin_read()?;
-        let table = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
-        for row in table.iter().map_err(|e| self.err(e))? {
-            let (key, value) = row.map_err(|e| self.err(e))?;
-            if keep(key.value()) {
-                f(key.value(), value.value())?;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -582,31 +626,41 @@ mod tests {
         assert_eq!(catalog.vectored().unwrap(), 2);
         let pending = (vec![], vec!["aa".to_string(), "bb".to_string()]);
         assert_eq!(catalog.pending_vectors().unwrap(), pending);
-        let seq = catalog.vector_seq().unwrap();
-        catalog.vectors_caught_up(seq).unwrap();
-        assert_eq!(catalog.vectors_saved().unwrap(), seq);
-        assert_eq!(catalog.pending_vectors().unwrap(), (vec![], vec![]));
-        let with_passages: Vec<String> = catalog
-            .chunk_vectors(&["aa".to_string()])
-            .unwrap()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
+        let mut with_passages = Vec::new();
+        catalog
+            .visit_chunk_vectors(&["aa".to_string()], |id, _| {
+                with_passages.push(id.to_string());
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(with_passages, ["aa", "aa#1", "aa#2", "aa#3", "aa#4"]);
         let stored = || {
-            let mut ids = Vec::new();
-            catalog
-                .visit_vectors(
-                    |_| true,
-                    |id, _| {
-                        ids.push(id.to_string());
-                        Ok(())
-                    },
-                )
-                .unwrap();
-            ids
+            let ids = ["aa", "aa#1", "aa#2", "aa#3", "aa#4", "bb"];
+            let found = catalog.vectors_by_ids(&ids).unwrap();
+            ids.iter()
+                .zip(found)
+                .filter_map(|(id, v)| v.map(|_| id.to_string()))
+                .collect::<Vec<_>>()
         };
         assert_eq!(stored(), ["aa", "aa#1", "aa#2", "aa#3", "aa#4", "bb"]);
+        assert_eq!(catalog.complete_chunks().unwrap(), ["aa", "bb"]);
+        // Once the vector index has them, the catalog keeps them no more.
+        let seq = catalog.vector_seq().unwrap();
+        catalog.vectors_caught_up(seq, &["aa".to_string()]).unwrap();
+        assert_eq!(stored(), ["bb"]);
+        assert_eq!(catalog.vectors_saved().unwrap(), seq);
+        assert_eq!(catalog.pending_vectors().unwrap(), (vec![], vec![]));
+        assert_eq!(catalog.vectored().unwrap(), 2);
+        assert_eq!(
+            catalog
+                .not_embedded(vec!["aa".into(), "zz".into()])
+                .unwrap(),
+            ["zz"]
+        );
+        // A vector index that lost "aa": it is embedded again by the next sync.
+        assert_eq!(catalog.mark_lost(|_| false).unwrap(), 1);
+        assert_eq!(ids(false), ["aa"]);
+        assert_eq!(catalog.vectored().unwrap(), 1);
         let removal = Batch {
             removals: vec!["memory/a.md".into()],
             ..Batch::default()
@@ -615,7 +669,8 @@ mod tests {
         catalog.commit(&removal, &old).unwrap();
         assert!(stored().is_empty());
         assert_eq!(catalog.vectored().unwrap(), 0);
-        let pending = (vec!["aa".to_string(), "bb".to_string()], vec![]);
+        // Only a chunk the vector index may hold is removed from it.
+        let pending = (vec!["bb".to_string()], vec![]);
         assert_eq!(catalog.pending_vectors().unwrap(), pending);
         assert!(catalog.chunks_without_vectors(true).unwrap().is_empty());
     }

@@ -9,7 +9,7 @@
 //! lags its catalog, or cannot be opened, is rebuilt from the catalog when a writer opens
 //! the generation, never re-embedded.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,8 +19,8 @@ use super::cache::EmbeddingCache;
 use super::catalog::Catalog;
 use super::codec;
 use super::text::{TextIndex, TextWriter};
-use super::vector::{Stored, VectorIndex, VectorParams};
-use super::view::Views;
+use super::vector::{Layered, Stored, VectorIndex, VectorParams};
+use super::view::{self, Views};
 use crate::error::{Error, Result};
 use crate::store::{
     Batch, Begun, FileRecord, Manifest, Reader, Store, StoreCache, Unembedded, Writer,
@@ -103,7 +103,8 @@ struct LocalWriter<'a> {
     /// The generation the manifest named when the sync began.
     committed: Option<u64>,
     /// Its catalog, opened read-only on first use (`None` inside: it could not be).
-    replaced: Option<Option<Catalog>>,
+    /// The replaced generation's vector index and catalog path, once asked for.
+    replaced: Option<Option<(Option<Layered>, PathBuf)>>,
     cache: Option<EmbeddingCache>,
 }
 
@@ -264,16 +265,26 @@ impl Writer for LocalWriter<'_> {
 
     fn replaced_vectors(&mut self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
         if self.replaced.is_none() {
-            let catalog = self.committed.and_then(|n| {
-                let path = self.dir.generation_dir(n).join("catalog.redb");
-                Catalog::open_read_only(&path)
-                    .inspect_err(|err| tracing::warn!("{err}; not reusing its vectors"))
-                    .ok()
+            // Its vector index (and its catalog, for vectors the index did not have yet).
+            let replaced = self.committed.and_then(|n| {
+                let dir = self.dir.generation_dir(n);
+                match Layered::load(&dir.join("vectors"), None) {
+                    Ok(index) => Some((index.map(|(index, _)| index), dir.join("catalog.redb"))),
+                    Err(err) => {
+                        tracing::warn!("{err}; not reusing its vectors");
+                        None
+                    }
+                }
             });
-            self.replaced = Some(catalog);
+            self.replaced = Some(replaced);
         }
         match self.replaced.as_ref().and_then(Option::as_ref) {
-            Some(catalog) => catalog.vectors_by_ids(ids),
+            Some((index, catalog)) => {
+                view::vectors_of(index.as_ref(), catalog, ids).or_else(|err| {
+                    tracing::warn!("{err}; not reusing the replaced generation's vectors");
+                    Ok(vec![None; ids.len()])
+                })
+            }
             None => Ok(vec![None; ids.len()]),
         }
     }
@@ -363,25 +374,30 @@ fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> 
     Ok(text)
 }
 
-/// Every vector of the catalog, in their stored forms.
-fn stored_vectors(catalog: &Catalog, dims: usize) -> Result<Stored> {
+/// The stored vectors (own and passages) of these chunks of the catalog.
+fn stored_vectors(catalog: &Catalog, chunks: &[String], dims: usize) -> Result<Stored> {
     let mut stored = Stored::new(dims);
-    catalog.visit_vectors(|_| true, |id, bytes| stored.push(id, bytes))?;
+    catalog.visit_chunk_vectors(chunks, |id, bytes| stored.push(id, bytes))?;
     Ok(stored)
 }
 
 /// Brings the vector index in `dir` up to the catalog's vector seq and returns the chunks
 /// with a vector.
 ///
+/// A vector lives in the catalog only until the vector index has it: the catalog keeps
+/// what changed since the index caught up (`pending_vectors`, and the new chunks' vectors),
+/// and the index, once it holds them, is the one copy (`Catalog::vectors_caught_up`).
+///
 /// When the index caught up last time (its tag is the catalog's `vectors_saved`), the
-/// catalog's pending changes are the whole difference: they go into one delta, whose cost
-/// is the change's, not the index's. Deltas are folded into a new snapshot once they add
-/// more chunks than an exact scan serves well (`exact_threshold`) or than a quarter of the
-/// snapshot, hide more of the
-/// snapshot than its tombstone share allows, or grow a matrix to the size of a graph; that
-/// path, and any index that did not catch
-/// up (a crash between its save and the catalog's record, damage, an older version),
-/// compares every id with the catalog as before.
+/// pending changes are the whole difference: they go into one delta, whose cost is the
+/// change's, not the index's. Deltas are folded into a new snapshot once they add more
+/// chunks than an exact scan serves well (`exact_threshold`) or than a quarter of the
+/// snapshot, hide more of the snapshot than its tombstone share allows, or grow a matrix
+/// to the size of a graph. That path, and any index that did not catch up (a crash
+/// between its save and the catalog's record, damage, an older version), reconciles the
+/// index with the catalog: chunks the catalog no longer counts as embedded leave it, and
+/// chunks counted as embedded that are in neither (damaged files) are marked unembedded
+/// for the next sync to embed again, through the embedding cache where it still has them.
 fn update_vector_index(
     catalog: &Catalog,
     dir: &Path,
@@ -390,7 +406,7 @@ fn update_vector_index(
 ) -> Result<u64> {
     let seq = catalog.vector_seq()?;
     let saved = VectorIndex::saved(dir).unwrap_or_else(|err| {
-        tracing::warn!("{err}; rebuilding the vector index from the catalog");
+        tracing::warn!("{err}; rebuilding the vector index");
         None
     });
     if let Some(saved) = saved.filter(|s| s.dims == dims) {
@@ -408,47 +424,38 @@ fn update_vector_index(
             // them costs a constant share of the work that came in.
             let max_chunks = params.exact_threshold.min(saved.slots / 4);
             if chunks <= max_chunks && hidden as f64 <= max_hidden && !outgrown {
-                let vectors = catalog.chunk_vectors(&added)?;
+                let vectors = stored_vectors(catalog, &added, dims)?;
                 VectorIndex::append(dir, saved.tag, seq, removed, vectors)?;
-                catalog.vectors_caught_up(seq)?;
+                catalog.vectors_caught_up(seq, &added)?;
                 return catalog.vectored();
             }
         }
     }
-    let loaded = match VectorIndex::load(dir) {
-        Ok(loaded) => loaded,
+    let mut layered = match Layered::load(dir, None) {
+        Ok(Some((layered, _))) if layered.dims() == dims => layered,
+        Ok(_) => Layered::empty(dims, params)?,
         Err(err) => {
-            tracing::warn!("{err}; rebuilding the vector index from the catalog");
-            None
+            tracing::warn!("{err}; rebuilding the vector index");
+            Layered::empty(dims, params)?
         }
     };
-    // An update decodes only the vectors the index lacks (at 10k chunks the catalog holds
-    // ~100k with passages); a rebuild decodes them all.
-    let index = match loaded {
-        Some((mut index, _)) if index.dims() == dims => {
-            let wanted: HashSet<String> = catalog.vector_ids()?.into_iter().collect();
-            let stale: Vec<String> = index
-                .ids()
-                .filter(|id| !wanted.contains(*id))
-                .map(str::to_string)
-                .collect();
-            for id in &stale {
-                index.remove(id);
-            }
-            let mut missing = Stored::new(dims);
-            catalog.visit_vectors(|id| !index.contains(id), |id, v| missing.push(id, v))?;
-            index.extend_stored(missing)?;
-            if index.needs_rebuild() {
-                drop(index);
-                VectorIndex::build_stored(dims, stored_vectors(catalog, dims)?, params)?
-            } else {
-                index
-            }
+    let (removed, _) = catalog.pending_vectors()?;
+    let complete = catalog.complete_chunks()?;
+    layered.apply_change(removed, stored_vectors(catalog, &complete, dims)?)?;
+    let stray = catalog.not_embedded(layered.chunk_ids())?;
+    layered.apply_change(stray, Stored::new(dims))?;
+    let index = layered.fold(params)?;
+    if index.len() as u64 != catalog.vectored()? {
+        let lost = catalog.mark_lost(|id| index.contains(id))?;
+        if lost > 0 {
+            tracing::warn!(
+                "the vector index had lost the vectors of {lost} chunks; the next sync embeds \
+                 them again"
+            );
         }
-        _ => VectorIndex::build_stored(dims, stored_vectors(catalog, dims)?, params)?,
-    };
+    }
     index.save(dir, seq)?;
-    catalog.vectors_caught_up(seq)?;
+    catalog.vectors_caught_up(seq, &complete)?;
     // Chunks with a vector (their passages' vectors are searched, not counted).
     Ok(index.len() as u64)
 }

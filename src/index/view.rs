@@ -163,9 +163,33 @@ impl Reader for GenerationView {
         Catalog::open_read_only(&self.catalog_path)?.files()
     }
 
+    /// From the vector index, else from the catalog (which keeps a vector until the vector
+    /// index has it).
     fn vectors(&self, ids: &[&str]) -> Result<Vec<Option<Vec<f32>>>> {
-        Catalog::open_read_only(&self.catalog_path)?.vectors_by_ids(ids)
+        vectors_of(self.vectors.as_ref(), &self.catalog_path, ids)
     }
+}
+
+/// The vectors of these chunks or passages: from the generation's vector index `index`,
+/// else from its catalog at `catalog_path`, opened read-only only when some are left.
+pub(super) fn vectors_of(
+    index: Option<&Layered>,
+    catalog_path: &Path,
+    ids: &[&str],
+) -> Result<Vec<Option<Vec<f32>>>> {
+    let mut out = match index {
+        Some(index) => index.vectors_of(ids),
+        None => vec![None; ids.len()],
+    };
+    let left: Vec<usize> = (0..ids.len()).filter(|&i| out[i].is_none()).collect();
+    if !left.is_empty() {
+        let wanted: Vec<&str> = left.iter().map(|&i| ids[i]).collect();
+        let found = Catalog::open_read_only(catalog_path)?.vectors_by_ids(&wanted)?;
+        for (i, vector) in left.into_iter().zip(found) {
+            out[i] = vector;
+        }
+    }
+    Ok(out)
 }
 
 /// The current generation's view, kept between searches and reopened when the manifest

@@ -12,6 +12,7 @@
 //! length u16 LE and UTF-8), the added chunks (count u32 LE, then per chunk: id as above and
 //! `dims` f32 LE), then the added passages in the passages file's form (`passages`).
 
+use super::index::Stored;
 use super::passages::Passages;
 use crate::passage;
 
@@ -29,25 +30,17 @@ pub(super) struct Delta {
 }
 
 impl Delta {
-    /// Splits `removed` ids and `added` entries (chunk or passage id, vector of `dims`) into
-    /// a delta. Every added chunk counts as removed too, so it replaces an older vector.
-    pub(super) fn new(dims: usize, removed: Vec<String>, added: Vec<(String, Vec<f32>)>) -> Delta {
-        let mut passages = Passages::new(dims);
-        let mut chunks = Vec::new();
-        for (id, vector) in added {
-            match passage::is_passage(&id) {
-                true => passages.insert(id, &vector),
-                false => chunks.push((id, vector)),
-            }
-        }
+    /// The delta that removes `removed` and adds `added`. Every added chunk counts as
+    /// removed too, so it replaces an older vector.
+    pub(super) fn new(removed: Vec<String>, added: Stored) -> Delta {
         let mut removed = removed;
-        removed.extend(chunks.iter().map(|(id, _)| id.clone()));
+        removed.extend(added.chunks.iter().map(|(id, _)| id.clone()));
         removed.sort_unstable();
         removed.dedup();
         Delta {
             removed,
-            chunks,
-            passages,
+            chunks: added.chunks,
+            passages: added.passages,
         }
     }
 
@@ -150,18 +143,23 @@ mod tests {
 
     #[test]
     fn round_trips_and_rejects_damage() {
-        let added = vec![
-            ("bb".to_string(), vec![0.5, -0.5]),
-            ("bb#1".to_string(), vec![1.0, 0.0]),
-            ("cc".to_string(), vec![0.0, 1.0]),
-        ];
-        let delta = Delta::new(2, vec!["aa".into(), "cc".into()], added);
+        let mut added = Stored::new(2);
+        added.insert("bb".into(), vec![0.5, -0.5]).unwrap();
+        added.insert("bb#1".into(), vec![1.0, 0.0]).unwrap();
+        added.insert("cc".into(), vec![0.0, 1.0]).unwrap();
+        let delta = Delta::new(vec!["aa".into(), "cc".into()], added);
         // Added chunks replace what was there.
         assert_eq!(delta.removed, ["aa", "bb", "cc"]);
         let bytes = delta.encode(2);
         let back = Delta::decode(&bytes, 2).unwrap();
         assert_eq!(back.removed, delta.removed);
-        assert_eq!(back.chunks, delta.chunks);
+        assert_eq!(
+            back.chunks,
+            [
+                ("bb".into(), vec![0.5, -0.5]),
+                ("cc".into(), vec![0.0, 1.0])
+            ]
+        );
         assert_eq!(back.passages.len(), 1);
         assert!(back.passages.contains("bb#1"));
 

@@ -402,6 +402,63 @@ impl VectorIndex {
         self.passages.absorb(passages);
     }
 
+    /// The vectors of these chunks or passages, in order, `None` where there is none:
+    /// chunks' normalised, passages' as their int8 form reads back. A graph's vectors are
+    /// found in one pass over its points.
+    pub fn vectors_of(&self, ids: &[&str]) -> Vec<Option<Vec<f32>>> {
+        let mut out = vec![None; ids.len()];
+        let mut wanted: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (i, id) in ids.iter().enumerate() {
+            if passage::is_passage(id) {
+                out[i] = self.passages.get(id);
+            } else if let Some(&slot) = self.slot_of.get(*id) {
+                wanted.entry(slot).or_default().push(i);
+            }
+        }
+        self.for_each_live(|slot, vector| {
+            for &i in wanted.get(&slot).into_iter().flatten() {
+                out[i] = Some(vector.to_vec());
+            }
+        });
+        out
+    }
+
+    /// Calls `f` with every live chunk slot and its normalised vector (all zeros for a
+    /// zero vector).
+    fn for_each_live(&self, mut f: impl FnMut(usize, &[f32])) {
+        match &self.store {
+            Store::Exact { rows } => {
+                for (slot, row) in rows.chunks_exact(self.dims).enumerate() {
+                    f(slot, row);
+                }
+            }
+            Store::Graph(g) => {
+                g.graph.with(|graph| {
+                    for point in graph.get_point_indexation() {
+                        let slot = point.get_origin_id();
+                        if g.state.get(slot) == Some(&Slot::Live) {
+                            f(slot, point.get_v());
+                        }
+                    }
+                });
+                let zero = vec![0.0; self.dims];
+                for slot in slots_in(&g.state, Slot::Zero) {
+                    f(slot, &zero);
+                }
+            }
+        }
+    }
+
+    /// Every live vector, chunks' and passages', to build another index from.
+    pub(super) fn into_stored(self) -> Stored {
+        let mut chunks = Vec::with_capacity(self.len());
+        self.for_each_live(|slot, vector| chunks.push((self.ids[slot].clone(), vector.to_vec())));
+        Stored {
+            chunks,
+            passages: self.passages,
+        }
+    }
+
     /// Live chunk vectors (passages not counted).
     pub fn len(&self) -> usize {
         self.slot_of.len()
@@ -423,6 +480,11 @@ impl VectorIndex {
             true => self.passages.contains(id),
             false => self.slot_of.contains_key(id),
         }
+    }
+
+    /// The live chunk ids (passages' not included), in no particular order.
+    pub(super) fn chunk_ids(&self) -> impl Iterator<Item = &str> + '_ {
+        self.slot_of.keys().map(String::as_str)
     }
 
     /// The live chunk and passage ids, in no particular order.
@@ -469,8 +531,8 @@ type Entry = (String, Vec<f32>);
 /// passages kept in their int8 form (widened to f32 first, a rebuild of 100k chunks held
 /// 2.7 GB of passages it then quantised back).
 pub(crate) struct Stored {
-    chunks: Vec<Entry>,
-    passages: Passages,
+    pub(super) chunks: Vec<Entry>,
+    pub(super) passages: Passages,
 }
 
 impl Stored {
@@ -494,12 +556,15 @@ impl Stored {
         }
         let vector =
             codec::decode(bytes).ok_or_else(|| bad("neither f32 nor int8 bytes".into()))?;
-        match passage::is_passage(id) {
-            true => {
-                check_vector(id, &vector, self.passages.dims())?;
-                self.passages.insert(id.to_string(), &vector);
-            }
-            false => self.chunks.push((id.to_string(), vector)),
+        self.insert(id.to_string(), vector)
+    }
+
+    /// Adds vector `id`, which must have the index's dimensions and finite values.
+    pub(crate) fn insert(&mut self, id: String, vector: Vec<f32>) -> Result<()> {
+        check_vector(&id, &vector, self.passages.dims())?;
+        match passage::is_passage(&id) {
+            true => self.passages.insert(id, &vector),
+            false => self.chunks.push((id, vector)),
         }
         Ok(())
     }

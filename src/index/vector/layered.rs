@@ -13,8 +13,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::delta::Delta;
-use super::index::{VectorIndex, VectorParams};
+use super::index::{invalid, Stored, VectorIndex, VectorParams};
 use crate::error::Result;
+use crate::passage;
 
 /// A snapshot and the deltas after it.
 pub struct Layered {
@@ -63,5 +64,77 @@ impl Layered {
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         hits.truncate(k);
         hits
+    }
+
+    /// An index with nothing in it yet.
+    pub(crate) fn empty(dims: usize, params: &VectorParams) -> Result<Layered> {
+        let base = VectorIndex::build(dims, Vec::new(), params)?;
+        Layered::new(String::new(), Arc::new(base))
+    }
+
+    /// Dimensions of every vector.
+    pub(crate) fn dims(&self) -> usize {
+        self.base.dims()
+    }
+
+    /// Applies a change that is not written anywhere: `removed` chunks go, `added` come.
+    pub(crate) fn apply_change(&mut self, removed: Vec<String>, added: Stored) -> Result<()> {
+        self.apply(Delta::new(removed, added))
+    }
+
+    /// The live chunk ids, in no particular order.
+    pub(crate) fn chunk_ids(&self) -> Vec<String> {
+        let base = self
+            .base
+            .chunk_ids()
+            .filter(|id| !self.hidden.contains(*id));
+        base.chain(self.recent.chunk_ids())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The vectors of these chunks or passages, in order (see [`VectorIndex::vectors_of`]).
+    pub fn vectors_of(&self, ids: &[&str]) -> Vec<Option<Vec<f32>>> {
+        let in_recent = |id: &str| self.hidden.contains(passage::chunk_of(id));
+        let (recent, base): (Vec<&str>, Vec<&str>) = ids.iter().partition(|id| in_recent(id));
+        let mut recent = self.recent.vectors_of(&recent).into_iter();
+        let mut base = self.base.vectors_of(&base).into_iter();
+        ids.iter()
+            .map(|id| match in_recent(id) {
+                true => recent.next().flatten(),
+                false => base.next().flatten(),
+            })
+            .collect()
+    }
+
+    /// The snapshot and its deltas as one index, to save as the next snapshot: the
+    /// snapshot with the hidden chunks removed and the deltas' inserted, or, when that
+    /// leaves too many tombstones or the wrong representation for its size, rebuilt with
+    /// `params` from its live vectors.
+    pub(crate) fn fold(self, params: &VectorParams) -> Result<VectorIndex> {
+        let dims = self.dims();
+        let Layered {
+            base,
+            hidden,
+            recent,
+            ..
+        } = self;
+        let mut base = Arc::into_inner(base)
+            .ok_or_else(|| invalid("vector index", "its snapshot is still being read".into()))?;
+        for id in &hidden {
+            base.remove_chunk(id);
+        }
+        let recent = recent.into_stored();
+        if base.needs_rebuild() {
+            let mut all = base.into_stored();
+            all.chunks.extend(recent.chunks);
+            all.passages.absorb(recent.passages);
+            return VectorIndex::build_stored(dims, all, params);
+        }
+        base.extend_stored(recent)?;
+        match base.needs_rebuild() {
+            true => VectorIndex::build_stored(dims, base.into_stored(), params),
+            false => Ok(base),
+        }
     }
 }

@@ -119,6 +119,13 @@ impl Passages {
         true
     }
 
+    /// Passage `id`'s vector as its int8 form reads back (`index::codec`).
+    pub(super) fn get(&self, id: &str) -> Option<Vec<f32>> {
+        let list = self.by_chunk.get(passage::chunk_of(id))?;
+        let p = list.iter().find(|p| p.id == id)?;
+        Some(p.codes.iter().map(|&c| f32::from(c) * p.inv_norm).collect())
+    }
+
     /// Removes every passage of chunk `chunk`.
     pub(super) fn remove_chunk(&mut self, chunk: &str) {
         if let Some(list) = self.by_chunk.remove(chunk) {

@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use super::delta::Delta;
 use super::graph::{GraphHolder, GraphStore, LoadedGraph, Slot};
-use super::index::{check_vector, invalid_path, slots_in, Kind, Store, VectorIndex, VectorParams};
+use super::index::{invalid_path, slots_in, Kind, Store, Stored, VectorIndex, VectorParams};
 use super::layered::Layered;
 use super::passages::Passages;
 use super::UnitCosine;
@@ -193,9 +193,15 @@ impl VectorIndex {
     }
 
     /// What `meta.json` in `dir` says of the saved index, without loading it; `None` if
-    /// nothing was ever saved there.
+    /// nothing was ever saved there. A file it lists that is missing or not of the length
+    /// it records is an error (checksums are left to the load: reading every byte of a
+    /// large index is what a small sync must not do).
     pub(crate) fn saved(dir: &Path) -> Result<Option<Saved>> {
-        Ok(read_meta(&dir.join(META))?.map(|meta| Saved {
+        let meta = read_meta(&dir.join(META))?;
+        for sum in meta.iter().flat_map(|m| m.files.iter().chain(&m.deltas)) {
+            check_len(&dir.join(&sum.name), sum)?;
+        }
+        Ok(meta.map(|meta| Saved {
             tag: meta.tag,
             dims: meta.dims,
             graph: meta.kind == Kind::Hnsw,
@@ -213,17 +219,24 @@ impl VectorIndex {
         before: u64,
         tag: u64,
         removed: Vec<String>,
-        added: Vec<(String, Vec<f32>)>,
+        added: Stored,
     ) -> Result<()> {
         let meta_path = dir.join(META);
         let mut meta = read_meta(&meta_path)?
             .filter(|meta| meta.tag == before)
             .ok_or_else(|| invalid_path(&meta_path, format!("not the index of tag {before}")))?;
-        for (id, vector) in &added {
-            check_vector(id, vector, meta.dims)?;
+        if added.passages.dims() != meta.dims {
+            return Err(invalid_path(
+                &meta_path,
+                format!(
+                    "a delta of {} dimensions for an index of {}",
+                    added.passages.dims(),
+                    meta.dims
+                ),
+            ));
         }
         let removals = removed.len();
-        let delta = Delta::new(meta.dims, removed, added);
+        let delta = Delta::new(removed, added);
         let nanos = clock::now().as_nanos();
         let name = format!("{}.d{tag:06}-{nanos:x}.delta", meta.snapshot);
         meta.deltas

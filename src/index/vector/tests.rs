@@ -456,6 +456,15 @@ fn the_distance_type_name_is_stable() {
 /// One delta: the chunk ids removed, the vectors added.
 type Step = (Vec<String>, Vec<(String, Vec<f32>)>);
 
+/// `entries` gathered for a delta.
+fn stored(dims: usize, entries: &[(String, Vec<f32>)]) -> Stored {
+    let mut stored = Stored::new(dims);
+    for (id, vector) in entries {
+        stored.insert(id.clone(), vector.clone()).unwrap();
+    }
+    stored
+}
+
 /// The final set of a sequence of deltas, as one index would hold it: `base` minus every
 /// removed id, plus the added entries (later ones replacing earlier).
 fn apply_by_hand(base: &[(String, Vec<f32>)], steps: &[Step]) -> Vec<(String, Vec<f32>)> {
@@ -508,8 +517,14 @@ fn deltas_answer_as_the_index_they_stand_for() {
         ];
         for (tag, (removed, added)) in steps.iter().enumerate() {
             let tag = tag as u64;
-            VectorIndex::append(tmp.path(), tag + 1, tag + 2, removed.clone(), added.clone())
-                .unwrap();
+            VectorIndex::append(
+                tmp.path(),
+                tag + 1,
+                tag + 2,
+                removed.clone(),
+                stored(dims, added),
+            )
+            .unwrap();
         }
         let final_set = apply_by_hand(&base, &steps);
         let expected = VectorIndex::build(dims, final_set, &exact_params()).unwrap();
@@ -541,7 +556,7 @@ fn deltas_answer_as_the_index_they_stand_for() {
         );
 
         // A reload after another delta keeps the snapshot it already holds.
-        VectorIndex::append(tmp.path(), 3, 4, vec![id(100)], Vec::new()).unwrap();
+        VectorIndex::append(tmp.path(), 3, 4, vec![id(100)], stored(dims, &[])).unwrap();
         let (again, _) = Layered::load(tmp.path(), Some(&layered)).unwrap().unwrap();
         assert!(std::sync::Arc::ptr_eq(&again.base, &layered.base));
         let q = &vectors[100];
@@ -568,12 +583,11 @@ fn deltas_are_checked_and_appended_in_order() {
         .save(tmp.path(), 5)
         .unwrap();
     // Only onto the tag it was computed from.
-    let err = VectorIndex::append(tmp.path(), 4, 6, vec![id(1)], Vec::new()).unwrap_err();
+    let err = VectorIndex::append(tmp.path(), 4, 6, vec![id(1)], stored(8, &[])).unwrap_err();
     assert!(err.to_string().contains("not the index of tag 4"), "{err}");
-    let err = VectorIndex::append(tmp.path(), 5, 6, Vec::new(), vec![(id(30), vec![0.0; 3])])
-        .unwrap_err();
-    assert!(err.to_string().contains("3 dimensions"), "{err}");
-    VectorIndex::append(tmp.path(), 5, 6, vec![id(1)], Vec::new()).unwrap();
+    let err = VectorIndex::append(tmp.path(), 5, 6, Vec::new(), stored(3, &[])).unwrap_err();
+    assert!(err.to_string().contains("a delta of 3 dimensions"), "{err}");
+    VectorIndex::append(tmp.path(), 5, 6, vec![id(1)], stored(8, &[])).unwrap();
     let saved = VectorIndex::saved(tmp.path()).unwrap().unwrap();
     assert_eq!((saved.tag, saved.slots, saved.delta_removed), (6, 20, 1));
     // A damaged delta is an error naming it.
