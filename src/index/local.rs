@@ -7,7 +7,8 @@
 //! keeps its work; once at the end for a new generation, which no reader sees until the
 //! manifest names it); then vectors, then `vectors/`, then the manifest. A text index that
 //! lags its catalog, or cannot be opened, is rebuilt from the catalog when a writer opens
-//! the generation, never re-embedded.
+//! the generation, never re-embedded. A vector stays in the catalog until `vectors/` has
+//! saved it, which is then its one copy (`update_vector_index`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -431,13 +432,21 @@ fn update_vector_index(
             }
         }
     }
+    // Damage (or no index) starts from nothing; any other failure (a file that cannot be
+    // read just now) fails the sync, which the next one retries, rather than count every
+    // vector lost and embed it again.
     let mut layered = match Layered::load(dir, None) {
         Ok(Some((layered, _))) if layered.dims() == dims => layered,
         Ok(_) => Layered::empty(dims, params)?,
-        Err(err) => {
+        Err(err @ Error::Corrupt { .. }) => {
             tracing::warn!("{err}; rebuilding the vector index");
             Layered::empty(dims, params)?
         }
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            tracing::warn!("a vector index file is missing; rebuilding the vector index");
+            Layered::empty(dims, params)?
+        }
+        Err(err) => return Err(err),
     };
     let (removed, _) = catalog.pending_vectors()?;
     let complete = catalog.complete_chunks()?;
