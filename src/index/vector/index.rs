@@ -27,11 +27,12 @@ const PASSAGE_WIDEN: usize = 4;
 
 /// Tuning of the vector index. The defaults come from `benches/vector.rs` (100k clustered
 /// 768-d vectors, 2 shared cores): the exact scan's p50 is 1.6 ms at 10k vectors but 3.7 ms
-/// at 20k and 21 ms at 50k, so graphs start at 10k; M = 16 with ef_construction = 100
-/// builds 100k vectors in 210-290 s (ef_construction = 200: ~650 s, no recall gained) and
-/// reaches recall@10 1.000 against the exact scan from ef_search = 64 (p50 ~1.1-1.3 ms);
-/// 96 is the default for margin on data less tidy than synthetic clusters (a dense 3k-point
-/// 64-d test set gets 0.95 at 64), at p50 ~1.3-1.9 ms.
+/// at 20k and 21 ms at 50k, so graphs start at 10k. M = 16; ef_construction = 64 builds
+/// 100k vectors at 2,386 a second with recall@10 0.999 against the exact scan at
+/// ef_search 96, where 100 built at 1,218 a second with recall 1.000, and 48 at 3,223 a
+/// second with 0.994 (one quiet window, 2026-11-29; 200 took twice as long as 100 for no
+/// recall). ef_search = 96 leaves margin on data less tidy than synthetic clusters (a
+/// dense 3k-point 64-d test set gets 0.95 at 64), at p50 ~0.8-1.9 ms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VectorParams {
     /// Below this many searchable (non-zero) vectors the index is an exact scan.
@@ -51,7 +52,7 @@ impl Default for VectorParams {
         VectorParams {
             exact_threshold: 10_000,
             m: 16,
-            ef_construction: 100,
+            ef_construction: 64,
             ef_search: 96,
             max_tombstone_fraction: 0.2,
         }
