@@ -1319,4 +1319,24 @@ fn lost_vector_files_are_embedded_again_through_the_cache() {
     assert_eq!(reopened.status().unwrap().vectors, vectors);
     assert_eq!(paths_found(&reopened, "postgres cutover replica"), before);
     assert_eq!(embedder.documents.load(Ordering::SeqCst), embedded);
+
+    // A flipped byte keeps the length, which a sync checks: the search that finds the bad
+    // checksum reports it, and the syncs after it heal as above.
+    for (dir, _) in vector_deltas(&tmp.path().join("state")) {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_name() != "meta.json" {
+                let mut bytes = fs::read(entry.path()).unwrap();
+                let last = bytes.len() - 1;
+                bytes[last] ^= 0x5a;
+                fs::write(entry.path(), bytes).unwrap();
+            }
+        }
+    }
+    let searcher = open(s.clone(), embedder.clone());
+    let _ = searcher.search("postgres", &SearchOptions::default());
+    searcher.sync(false, &|_| {}).unwrap();
+    searcher.sync(false, &|_| {}).unwrap();
+    assert_eq!(searcher.status().unwrap().vectors, vectors);
+    assert_eq!(paths_found(&searcher, "postgres cutover replica"), before);
+    assert_eq!(embedder.documents.load(Ordering::SeqCst), embedded);
 }

@@ -10,7 +10,7 @@ use super::agent_dir::AgentDir;
 use super::catalog::Catalog;
 use super::open::{self, Cell};
 use super::text::TextIndex;
-use super::vector::Layered;
+use super::vector::{Layered, VectorIndex};
 use crate::error::{Error, Result};
 use crate::store::{ChunkKey, ChunkRecord, FileRecord, KeywordHit, Manifest, Reader, StoreCache};
 
@@ -78,6 +78,9 @@ impl GenerationView {
                 Ok(loaded) => loaded.map(|(index, _)| index),
                 Err(err) => {
                     tracing::warn!("{err}; searching without vectors");
+                    if matches!(err, Error::Corrupt { .. }) {
+                        VectorIndex::report_damage(&gen_dir.join("vectors"));
+                    }
                     None
                 }
             };

@@ -10,6 +10,8 @@
 //! <snap>.hnsw.graph/.data   HNSW: hnsw_rs `file_dump` (graph topology, vectors)
 //! <snap>.passages           passage vectors, int8 (`passages`; the last file listed)
 //! <snap>.d<tag>-<n>.delta   the changes of one sync since the snapshot (`delta`), in order
+//! damaged                   left by a reader whose load failed a check: the next sync
+//!                           rebuilds (removed by the next save)
 //! ```
 //!
 //! A sync that changes a few chunks of a large index appends a delta
@@ -61,6 +63,8 @@ use crate::error::{Error, Result};
 const FORMAT_VERSION: u32 = 3;
 const OLDEST_READ: u32 = 2;
 pub(super) const META: &str = "meta.json";
+/// Left by a reader whose load found a damaged file (`report_damage`).
+const DAMAGED: &str = "damaged";
 
 impl VectorIndex {
     /// Writes the index into `dir` (created if needed) as the state of catalog seq `tag`.
@@ -192,11 +196,21 @@ impl VectorIndex {
         })
     }
 
+    /// Leaves word in `dir` that a reader found the index damaged (a checksum the sync's
+    /// length check cannot see), so the next sync rebuilds it. Best effort: a reader may
+    /// not be able to write there (a read-only mount); the next save removes the word.
+    pub(crate) fn report_damage(dir: &Path) {
+        let _ = fs::write(dir.join(DAMAGED), b"");
+    }
+
     /// What `meta.json` in `dir` says of the saved index, without loading it; `None` if
     /// nothing was ever saved there. A file it lists that is missing or not of the length
-    /// it records is an error (checksums are left to the load: reading every byte of a
-    /// large index is what a small sync must not do).
+    /// it records is an error, and so is a reader's report of damage (checksums are left to
+    /// the load: reading every byte of a large index is what a small sync must not do).
     pub(crate) fn saved(dir: &Path) -> Result<Option<Saved>> {
+        if dir.join(DAMAGED).exists() {
+            return Err(invalid_path(dir, "a search found the vector index damaged"));
+        }
         let meta = read_meta(&dir.join(META))?;
         for sum in meta.iter().flat_map(|m| m.files.iter().chain(&m.deltas)) {
             check_len(&dir.join(&sum.name), sum)?;
