@@ -68,7 +68,6 @@ impl Catalog {
         {
             txn.open_table(FILES).map_err(|e| catalog.err(e))?;
             txn.open_table(CHUNKS).map_err(|e| catalog.err(e))?;
-            txn.open_table(META).map_err(|e| catalog.err(e))?;
             txn.open_table(PENDING).map_err(|e| catalog.err(e))?;
             let vectors = txn.open_table(VECTORS).map_err(|e| catalog.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| catalog.err(e))?;
