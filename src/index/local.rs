@@ -375,8 +375,8 @@ fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> 
     Ok(text)
 }
 
-/// The stored vectors (own and passages) of these chunks of the catalog.
-fn stored_vectors(catalog: &Catalog, chunks: &[String], dims: usize) -> Result<Stored> {
+/// The vectors (own and passages) the catalog holds for these chunks.
+fn catalog_vectors(catalog: &Catalog, chunks: &[String], dims: usize) -> Result<Stored> {
     let mut stored = Stored::new(dims);
     catalog.visit_chunk_vectors(chunks, |id, bytes| stored.push(id, bytes))?;
     Ok(stored)
@@ -425,7 +425,7 @@ fn update_vector_index(
             // them costs a constant share of the work that came in.
             let max_chunks = params.exact_threshold.min(saved.slots / 4);
             if chunks <= max_chunks && hidden as f64 <= max_hidden && !outgrown {
-                let vectors = stored_vectors(catalog, &added, dims)?;
+                let vectors = catalog_vectors(catalog, &added, dims)?;
                 VectorIndex::append(dir, saved.tag, seq, removed, vectors)?;
                 catalog.vectors_caught_up(seq, &added)?;
                 return catalog.vectored();
@@ -450,7 +450,7 @@ fn update_vector_index(
     };
     let (removed, _) = catalog.pending_vectors()?;
     let complete = catalog.complete_chunks()?;
-    layered.apply_change(removed, stored_vectors(catalog, &complete, dims)?)?;
+    layered.apply_change(removed, catalog_vectors(catalog, &complete, dims)?)?;
     let stray = catalog.not_embedded(layered.chunk_ids())?;
     layered.apply_change(stray, Stored::new(dims))?;
     let index = layered.fold(params)?;

@@ -166,21 +166,10 @@ impl VectorIndex {
         let bytes = serde_json::to_vec_pretty(&meta).map_err(|e| invalid_path(dir, e))?;
         write_atomic(&dir.join(META), &bytes)?;
 
-        // Older snapshots and debris of interrupted saves. Best effort: whatever stays is
-        // removed by the next save, and nothing reads files meta.json does not name.
-        if let Ok(entries) = fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name != META && !name.starts_with(&format!("{snapshot}.")) {
-                    let path = entry.path();
-                    let _ = if path.is_dir() {
-                        fs::remove_dir_all(&path)
-                    } else {
-                        fs::remove_file(&path)
-                    };
-                }
-            }
-        }
+        // Older snapshots and debris of interrupted saves.
+        remove_unlisted(dir, |name| {
+            name != META && !name.starts_with(&format!("{snapshot}."))
+        });
         Ok(())
     }
 
@@ -260,14 +249,11 @@ impl VectorIndex {
         meta.delta_removed += removals;
         let bytes = serde_json::to_vec_pretty(&meta).map_err(|e| invalid_path(dir, e))?;
         write_atomic(&meta_path, &bytes)?;
-        // Deltas of interrupted appends (best effort, as in `save`).
+        // Deltas of interrupted appends.
         let listed: Vec<&str> = meta.deltas.iter().map(|d| d.name.as_str()).collect();
-        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".delta") && !listed.contains(&name.as_str()) {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
+        remove_unlisted(dir, |name| {
+            name.ends_with(".delta") && !listed.contains(&name)
+        });
         Ok(())
     }
 }
@@ -316,6 +302,21 @@ pub(crate) struct Saved {
     /// Chunk ids the deltas remove (an added chunk replaces one only when its id was
     /// there already, which content-derived ids make rare, so added ones are not counted).
     pub(crate) delta_removed: usize,
+}
+
+/// Removes the entries of `dir` that `stale` names. Best effort: whatever stays is removed
+/// by the next save, and nothing reads files meta.json does not name.
+fn remove_unlisted(dir: &Path, stale: impl Fn(&str) -> bool) {
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if stale(&name) {
+            let path = entry.path();
+            let _ = match path.is_dir() {
+                true => fs::remove_dir_all(&path),
+                false => fs::remove_file(&path),
+            };
+        }
+    }
 }
 
 /// Reads `meta.json` and runs `load` with it; retries when a concurrent save switched
