@@ -312,12 +312,13 @@ impl Writer for LocalWriter<'_> {
     }
 
     fn index_vectors(&mut self, dims: usize) -> Result<u64> {
-        let open = self.open()?;
+        let params = self.vector_params;
+        let open = self.open_mut()?;
         update_vector_index(
-            &open.catalog,
+            &mut open.catalog,
             &open.gen_dir.join("vectors"),
             dims,
-            self.vector_params,
+            params,
         )
     }
 
@@ -400,7 +401,7 @@ fn catalog_vectors(catalog: &Catalog, chunks: &[String], dims: usize) -> Result<
 /// chunks counted as embedded that are in neither (damaged files) are marked unembedded
 /// for the next sync to embed again, through the embedding cache where it still has them.
 fn update_vector_index(
-    catalog: &Catalog,
+    catalog: &mut Catalog,
     dir: &Path,
     dims: usize,
     params: &VectorParams,
@@ -465,6 +466,12 @@ fn update_vector_index(
     }
     index.save(dir, seq)?;
     catalog.vectors_caught_up(seq, &complete)?;
+    // The vectors that just left the catalog were most of it after a first index or a
+    // large change; a fold is rare and costs the index's size, so this is where the
+    // catalog gives that space back.
+    if let Err(err) = catalog.compact_if_sparse() {
+        tracing::warn!("{err}; the catalog keeps its free pages until the next fold");
+    }
     // Chunks with a vector (their passages' vectors are searched, not counted).
     Ok(index.len() as u64)
 }
