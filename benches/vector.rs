@@ -24,8 +24,26 @@
 //!
 //! On a quiet machine (Intel Xeon with AMX, 2 cores, 2026-11-29; one run each) the same
 //! 100k build took 82.1 s (1,218 vectors/s, recall@10 1.0000 at ef_search 96); with
-//! `MEMORIA_VECTOR_EFC=64`, the default since, 41.9 s (2,386 vectors/s, recall@10 0.9990);
-//! with 48, 31.0 s (3,223 vectors/s, 0.9937).
+//! `MEMORIA_VECTOR_EFC=64`, 41.9 s (2,386 vectors/s, recall@10 0.9990); with 48, 31.0 s
+//! (3,223 vectors/s, 0.9937).
+//!
+//! Graph points became f16 (index format 4). The same machine, `MEMORIA_VECTOR_EFC=64
+//! MEMORIA_VECTOR_EXACT_SIZES=10000 MEMORIA_VECTOR_EFS=64,96,128`, f16 and f32 (the version
+//! before) interleaved, two runs each:
+//!
+//! ```text
+//! f16  build 2,617 / 2,537 vectors/s; recall@10 at ef_search 96 0.9974 / 0.9972, p50 0.81 / 0.78 ms; 215 MB
+//! f32  build 2,091 / 2,041 vectors/s; recall@10 at ef_search 96 0.9992 / 0.9996, p50 0.90 / 1.00 ms; 368 MB
+//! ```
+//!
+//! With `MEMORIA_VECTOR_REAL` (3,729 real EmbeddingGemma vectors of SciFact, XQuAD and LoCoMo
+//! text, 2,019 real queries) the narrow build showed what synthetic clusters hid: at
+//! ef_construction 64, recall@10 at ef_search 96 was 0.972 (f32 0.972, f16 0.974). The
+//! defaults became ef_construction 80 and ef_search 192 (real 0.991; 100k synthetic: 2,086
+//! vectors/s, recall 0.9994, p50 1.88 ms); the table is in `VectorParams`'s docs. Int8 points
+//! (the passages' codes, 772 bytes) were tried first: 3,317 vectors/s and 138 MB, but recall@10
+//! 0.9868 on the synthetic set at any ef_search (rounding swaps near-ties) and 0.966 on the real
+//! one, so they were not kept.
 //!
 //! ef_construction=200 built in 647 s for the same recall; noise 1.2 (looser clusters):
 //! recall 0.9830 / 0.9996 / 1.0000 at ef_search 32 / 48 / 64; 128-d vectors: 119 s build,
@@ -35,7 +53,9 @@
 //! `MEMORIA_VECTOR_N` [100000], `MEMORIA_VECTOR_QUERIES` [500], `MEMORIA_VECTOR_DIMS` [768],
 //! `MEMORIA_VECTOR_M` [default M], `MEMORIA_VECTOR_EFC` [default ef_construction],
 //! `MEMORIA_VECTOR_EFS` [32,64,96,128,192,256], `MEMORIA_VECTOR_NOISE` [0.8],
-//! `MEMORIA_VECTOR_EXACT_SIZES` [10000,20000,50000,100000].
+//! `MEMORIA_VECTOR_EXACT_SIZES` [10000,20000,50000,100000]; `MEMORIA_VECTOR_REAL=DIR` takes
+//! the data and queries from `DIR/dvec.jsonl` and `DIR/qvec.jsonl`, `memoria embed` output
+//! (documents and queries), instead of generating them.
 
 use std::time::{Duration, Instant};
 
@@ -76,6 +96,24 @@ fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
         .ok()
         .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| default.to_vec())
+}
+
+/// The vectors of a `memoria embed` output (`{"embedding": [...]}` lines).
+fn read_vectors(path: &std::path::Path) -> Vec<Vec<f32>> {
+    let text = std::fs::read_to_string(path).expect("MEMORIA_VECTOR_REAL: read the vectors");
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            let values = value["embedding"].as_array().expect("an embedding array");
+            unit(
+                values
+                    .iter()
+                    .map(|x| x.as_f64().unwrap_or(0.0) as f32)
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -145,23 +183,43 @@ fn main() {
     let k = 10;
 
     let start = Instant::now();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let centres: Vec<Vec<f32>> = (0..1000)
-        .map(|_| unit((0..dims).map(|_| rng.normal()).collect()))
-        .collect();
-    let data = clustered(&mut rng, &centres, n, noise);
-    let queries = clustered(&mut rng, &centres, nq, noise);
+    let (data, queries) = match std::env::var_os("MEMORIA_VECTOR_REAL") {
+        Some(dir) => {
+            let dir = std::path::PathBuf::from(dir);
+            let (data, queries) = (
+                read_vectors(&dir.join("dvec.jsonl")),
+                read_vectors(&dir.join("qvec.jsonl")),
+            );
+            println!(
+                "data: {} real vectors and {} real queries from {} (memoria embed), k={k}",
+                data.len(),
+                queries.len(),
+                dir.display()
+            );
+            (data, queries)
+        }
+        None => {
+            let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+            let centres: Vec<Vec<f32>> = (0..1000)
+                .map(|_| unit((0..dims).map(|_| rng.normal()).collect()))
+                .collect();
+            let data = clustered(&mut rng, &centres, n, noise);
+            let queries = clustered(&mut rng, &centres, nq, noise);
+            println!(
+                "data: {n} x {dims}-d unit vectors, 1000 clusters, noise {noise}, {nq} queries, \
+                 k={k} (generated in {:.1}s, {} rayon threads)",
+                start.elapsed().as_secs_f64(),
+                rayon::current_num_threads()
+            );
+            (data, queries)
+        }
+    };
+    let (n, dims) = (data.len(), data[0].len());
     let entries: Vec<(String, Vec<f32>)> = data
         .iter()
         .enumerate()
         .map(|(i, v)| (format!("{i:032x}"), v.clone()))
         .collect();
-    println!(
-        "data: {n} x {dims}-d unit vectors, 1000 clusters, noise {noise}, {nq} queries, k={k} \
-         (generated in {:.1}s, {} rayon threads)",
-        start.elapsed().as_secs_f64(),
-        rayon::current_num_threads()
-    );
 
     // Exact scan at several sizes; the largest also gives the ground truth.
     let exact_params = VectorParams {

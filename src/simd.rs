@@ -266,6 +266,201 @@ fn dot_lanes<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// `a · b` of two f16 vectors (IEEE half-precision bits), accumulated in f32, converted
+/// with F16C (AVX2) or AVX-512 when the CPU has them: the distance an f16 graph is built and
+/// walked with, so most of a graph build's arithmetic.
+#[inline]
+pub(crate) fn dot_f16(a: &[u16], b: &[u16]) -> f32 {
+    dot_half(a, b)
+}
+
+/// `a · q` of an f16 vector (half-precision bits) and a float one.
+#[inline]
+pub(crate) fn dot_f16_f32(a: &[u16], q: &[f32]) -> f32 {
+    dot_half(a, q)
+}
+
+/// The right-hand side of [`dot_half`]: f16 bits or floats.
+trait HalfRhs {
+    fn len(&self) -> usize;
+    fn at(&self, i: usize) -> f32;
+    /// Sixteen values from `i` as floats.
+    ///
+    /// # Safety
+    /// AVX-512F; `i + 16 <= self.len()`.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load16(&self, i: usize) -> std::arch::x86_64::__m512;
+    /// Eight values from `i` as floats.
+    ///
+    /// # Safety
+    /// AVX and F16C; `i + 8 <= self.len()`.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load8(&self, i: usize) -> std::arch::x86_64::__m256;
+}
+
+impl HalfRhs for &[u16] {
+    fn len(&self) -> usize {
+        <[u16]>::len(self)
+    }
+    fn at(&self, i: usize) -> f32 {
+        half::f16::from_bits(self[i]).to_f32()
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load16(&self, i: usize) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        _mm512_cvtph_ps(_mm256_loadu_si256(self.as_ptr().add(i) as *const __m256i))
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(&self, i: usize) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        _mm256_cvtph_ps(_mm_loadu_si128(self.as_ptr().add(i) as *const __m128i))
+    }
+}
+
+impl HalfRhs for &[f32] {
+    fn len(&self) -> usize {
+        <[f32]>::len(self)
+    }
+    fn at(&self, i: usize) -> f32 {
+        self[i]
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load16(&self, i: usize) -> std::arch::x86_64::__m512 {
+        std::arch::x86_64::_mm512_loadu_ps(self.as_ptr().add(i))
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(&self, i: usize) -> std::arch::x86_64::__m256 {
+        std::arch::x86_64::_mm256_loadu_ps(self.as_ptr().add(i))
+    }
+}
+
+#[inline]
+fn dot_half<R: HalfRhs>(a: &[u16], b: R) -> f32 {
+    let n = a.len().min(b.len());
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: `level` only reports features the CPU has; the loads stay below `n`.
+        Level::Avx512 => return unsafe { dot_half_avx512(&a[..n], b, n) },
+        // SAFETY: as above (the AVX2 level includes F16C and FMA).
+        Level::Avx2 => return unsafe { dot_half_avx2(&a[..n], b, n) },
+        Level::Scalar => {}
+    }
+    (0..n).map(|i| (&a[..n]).at(i) * b.at(i)).sum()
+}
+
+/// [`dot_half`] on AVX-512: two accumulators of sixteen lanes.
+///
+/// # Safety
+/// The CPU must have AVX-512F and FMA; `a.len() == n <= b.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn dot_half_avx512<R: HalfRhs>(a: &[u16], b: R, n: usize) -> f32 {
+    use std::arch::x86_64::*;
+    let (mut acc0, mut acc1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+    let mut i = 0;
+    while i + 32 <= n {
+        acc0 = _mm512_fmadd_ps(a.load16(i), b.load16(i), acc0);
+        acc1 = _mm512_fmadd_ps(a.load16(i + 16), b.load16(i + 16), acc1);
+        i += 32;
+    }
+    if i + 16 <= n {
+        acc0 = _mm512_fmadd_ps(a.load16(i), b.load16(i), acc0);
+        i += 16;
+    }
+    let mut sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    for j in i..n {
+        sum += a.at(j) * b.at(j);
+    }
+    sum
+}
+
+/// [`dot_half`] on AVX2 with F16C: two accumulators of eight lanes.
+///
+/// # Safety
+/// The CPU must have AVX2, F16C and FMA; `a.len() == n <= b.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,fma")]
+unsafe fn dot_half_avx2<R: HalfRhs>(a: &[u16], b: R, n: usize) -> f32 {
+    use std::arch::x86_64::*;
+    let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let mut i = 0;
+    while i + 16 <= n {
+        acc0 = _mm256_fmadd_ps(a.load8(i), b.load8(i), acc0);
+        acc1 = _mm256_fmadd_ps(a.load8(i + 8), b.load8(i + 8), acc1);
+        i += 16;
+    }
+    if i + 8 <= n {
+        acc0 = _mm256_fmadd_ps(a.load8(i), b.load8(i), acc0);
+        i += 8;
+    }
+    let mut lanes = [0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), _mm256_add_ps(acc0, acc1));
+    let mut sum: f32 = lanes.iter().sum();
+    for j in i..n {
+        sum += a.at(j) * b.at(j);
+    }
+    sum
+}
+
+/// `codes · query`: an int8 row against a float query (the rescoring of int8 vectors),
+/// compiled for AVX-512 and AVX2 with FMA when the CPU has them.
+#[inline]
+pub(crate) fn dot_i8_f32(codes: &[i8], query: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: `level` only reports features the CPU has.
+        Level::Avx512 => return unsafe { dot_i8_f32_avx512(codes, query) },
+        // SAFETY: as above.
+        Level::Avx2 => return unsafe { dot_i8_f32_avx2(codes, query) },
+        Level::Scalar => {}
+    }
+    dot_i8_f32_lanes(codes, query)
+}
+
+/// [`dot_i8_f32_lanes`] compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must have AVX-512F, AVX-512BW and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,fma")]
+unsafe fn dot_i8_f32_avx512(codes: &[i8], query: &[f32]) -> f32 {
+    dot_i8_f32_lanes(codes, query)
+}
+
+/// [`dot_i8_f32_lanes`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_i8_f32_avx2(codes: &[i8], query: &[f32]) -> f32 {
+    dot_i8_f32_lanes(codes, query)
+}
+
+/// 32 independent sums so the compiler can vectorise the widening and the adds.
+#[inline(always)]
+fn dot_i8_f32_lanes(codes: &[i8], query: &[f32]) -> f32 {
+    const LANES: usize = 32;
+    let mut acc = [0f32; LANES];
+    let (cc, cq) = (codes.chunks_exact(LANES), query.chunks_exact(LANES));
+    let tail: f32 = cc
+        .remainder()
+        .iter()
+        .zip(cq.remainder())
+        .map(|(&c, &q)| f32::from(c) * q)
+        .sum();
+    for (c, q) in cc.zip(cq) {
+        for i in 0..LANES {
+            acc[i] += f32::from(c[i]) * q[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
 /// Scales `v` to unit length, accumulating the norm in f64 (as PyTorch's `normalize` does
 /// for the embedder's output). A zero or non-finite vector becomes all zeros and the answer
 /// is false: it has no direction.
@@ -300,6 +495,58 @@ mod tests {
                 .map(|(x, y)| f64::from(*x) * f64::from(*y))
                 .sum();
             assert!((f64::from(dot(&a, &b)) - want).abs() < 1e-4, "len {len}");
+        }
+    }
+
+    #[test]
+    fn int8_and_f16_dots_match_a_plain_sum_at_every_length() {
+        for len in [0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 768] {
+            let codes: Vec<i8> = (0..len as i32)
+                .map(|i| ((i * 37) % 255 - 127) as i8)
+                .collect();
+            let a: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
+            let q: Vec<f32> = (0..len).map(|i| (i as f32 * 0.11).cos()).collect();
+            let want: f64 = codes
+                .iter()
+                .zip(&q)
+                .map(|(&x, &y)| f64::from(x) * f64::from(y))
+                .sum();
+            assert!(
+                (f64::from(dot_i8_f32(&codes, &q)) - want).abs() < 1e-2,
+                "len {len}"
+            );
+            // f16 keeps 11 significant bits: each product within ~1e-3 relative.
+            let half = |v: &[f32]| -> Vec<u16> {
+                v.iter()
+                    .map(|&x| half::f16::from_f32(x).to_bits())
+                    .collect()
+            };
+            let (ha, hq) = (half(&a), half(&q));
+            let want: f64 = a
+                .iter()
+                .zip(&q)
+                .map(|(&x, &y)| f64::from(x) * f64::from(y))
+                .sum();
+            assert!(
+                (f64::from(dot_f16(&ha, &hq)) - want).abs() < 1e-2,
+                "len {len}"
+            );
+            assert!(
+                (f64::from(dot_f16_f32(&ha, &q)) - want).abs() < 1e-2,
+                "len {len}"
+            );
+            let exact: f64 = ha
+                .iter()
+                .zip(&hq)
+                .map(|(&x, &y)| {
+                    f64::from(half::f16::from_bits(x).to_f32())
+                        * f64::from(half::f16::from_bits(y).to_f32())
+                })
+                .sum();
+            assert!(
+                (f64::from(dot_f16(&ha, &hq)) - exact).abs() < 1e-4,
+                "len {len}"
+            );
         }
     }
 

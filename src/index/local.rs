@@ -411,7 +411,8 @@ fn update_vector_index(
         tracing::warn!("{err}; rebuilding the vector index");
         None
     });
-    if let Some(saved) = saved.filter(|s| s.dims == dims) {
+    // A graph of f32 points (before index format 4) takes the rebuild below once.
+    if let Some(saved) = saved.filter(|s| s.dims == dims && !s.f32_graph) {
         if saved.tag == seq {
             return catalog.vectored();
         }

@@ -1,20 +1,26 @@
 //! The HNSW side of the vector index: the hnsw_rs graph (built here, or reloaded from a
 //! snapshot and kept with its loader), and top-k search over it with tombstones skipped.
 //!
-//! The graph walks with [`UnitCosine`]. Why not one of hnsw_rs's distances: `DistDot` asserts `dot <= 1` and panics on vectors
-//! whose norm is a hair above 1; `DistCosine` is safe but computes three scalar `f64` sums
-//! per call (~10x a vectorised dot product): a 20k-vector graph took 284 s to build (M 16,
-//! ef_construction 200; 83 s with this distance) and searched at the exact scan's speed
-//! (p50 3.7 ms at ef_search 64 against 0.95 ms with this distance; exact: 4.9 ms). Every
-//! vector the graph sees is normalised here, so [`UnitCosine`] is `1 - dot`, clamped to `[0, 2]`:
-//! the same ordering and scores as `DistCosine`, no assertion, no panic.
+//! **Points are f16** (index format 4): a point is the unit vector in IEEE half precision,
+//! 1,536 bytes at 768 dimensions where f32 took 3,072, on disk and in memory. The graph is
+//! built and walked with [`HalfCosine`]. Half precision keeps 11 significant bits: a
+//! cosine moves by ~1e-5, where int8 codes (the passages' form) moved it by up to 0.002
+//! and cost recall@10 against an exact f32 scan (real EmbeddingGemma vectors: 0.9958 for
+//! the codes alone, 0.966 against f32's 0.972 through the graph at ef_search 96; f16: 1.0
+//! alone). `benches/vector.rs` measures it.
+//!
+//! Why not one of hnsw_rs's distances (format 3 walked f32 points with
+//! [`super::UnitCosine`], `1 - dot`, for this reason): `DistDot` asserts `dot <= 1` and
+//! panics on vectors whose norm is a hair above 1; `DistCosine` is safe but computes three
+//! scalar `f64` sums per call (~10x a vectorised dot product): a 20k-vector graph took 284 s
+//! to build (M 16, ef_construction 200; 83 s with `UnitCosine`).
 
 use hnsw_rs::hnsw::Hnsw;
 use hnsw_rs::hnswio::HnswIo;
 
 use super::exact::{Hit, TopK};
-use super::UnitCosine;
-use crate::simd::dot;
+use super::HalfCosine;
+use crate::simd::dot_f16_f32;
 
 /// `hnsw_rs` layers; its maximum (`NB_LAYER_MAX`). A graph reloaded from disk always has
 /// this many, so inserting after a reload never meets a missing layer.
@@ -44,7 +50,22 @@ pub(super) struct GraphStore {
     pub(super) dead: usize,
 }
 
-pub(super) type Graph<'a> = Hnsw<'a, f32, UnitCosine>;
+pub(super) type Graph<'a> = Hnsw<'a, u16, HalfCosine>;
+
+/// The graph point of the unit vector `unit`: its values as f16 bits.
+pub(super) fn to_point(unit: &[f32]) -> Vec<u16> {
+    unit.iter()
+        .map(|&x| half::f16::from_f32(x).to_bits())
+        .collect()
+}
+
+/// The unit vector a point stands for.
+pub(super) fn point_vector(point: &[u16]) -> Vec<f32> {
+    point
+        .iter()
+        .map(|&bits| half::f16::from_bits(bits).to_f32())
+        .collect()
+}
 
 // Why a self-referential cell: `HnswIo::load_hnsw*` returns `Hnsw<'b, ..>` with `'b` tied
 // to a borrow of the `HnswIo` (hnsw_rs issue #19), because a graph reloaded with mmap
@@ -98,6 +119,7 @@ impl GraphStore {
         let want = k.min(live_points);
         let mut hits = Vec::new();
         if want > 0 {
+            let point = to_point(q);
             hits = g.graph.with(|graph| {
                 // Over-fetch by the tombstoned share, then retry wider; a graph search can
                 // come back short (unreachable points), so the last resort is a full scan.
@@ -106,7 +128,7 @@ impl GraphStore {
                 for _ in 0..3 {
                     let ef = ef_search.max(fetch);
                     let hits: Vec<Hit> = graph
-                        .search(q, fetch, ef)
+                        .search(&point, fetch, ef)
                         .into_iter()
                         .filter(|n| live(n.d_id))
                         .map(|n| Hit {
@@ -124,11 +146,11 @@ impl GraphStore {
                     fetch = (fetch * 4).min(g.points);
                 }
                 let mut top = TopK::new(want);
-                for point in graph.get_point_indexation() {
-                    let slot = point.get_origin_id();
+                for p in graph.get_point_indexation() {
+                    let slot = p.get_origin_id();
                     if live(slot) {
                         top.push(Hit {
-                            score: dot(q, point.get_v()).clamp(-1.0, 1.0),
+                            score: dot_f16_f32(p.get_v(), q).clamp(-1.0, 1.0),
                             slot,
                         });
                     }

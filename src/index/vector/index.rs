@@ -9,9 +9,11 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::exact::exact_top_k;
-use super::graph::{Graph, GraphHolder, GraphStore, Slot, BUILD_BATCH, MAX_LAYERS};
+use super::graph::{
+    point_vector, to_point, Graph, GraphHolder, GraphStore, Slot, BUILD_BATCH, MAX_LAYERS,
+};
 use super::passages::Passages;
-use super::UnitCosine;
+use super::HalfCosine;
 use crate::error::{Error, Result};
 use crate::index::codec;
 use crate::passage;
@@ -25,14 +27,19 @@ use crate::simd::l2_normalize as normalize;
 /// 0.937); 4 equals what the passages gave as graph points.
 const PASSAGE_WIDEN: usize = 4;
 
-/// Tuning of the vector index. The defaults come from `benches/vector.rs` (100k clustered
-/// 768-d vectors, 2 shared cores): the exact scan's p50 is 1.6 ms at 10k vectors but 3.7 ms
-/// at 20k and 21 ms at 50k, so graphs start at 10k. M = 16; ef_construction = 64 builds
-/// 100k vectors at 2,386 a second with recall@10 0.999 against the exact scan at
-/// ef_search 96, where 100 built at 1,218 a second with recall 1.000, and 48 at 3,223 a
-/// second with 0.994 (one quiet window, 2026-11-29; 200 took twice as long as 100 for no
-/// recall). ef_search = 96 leaves margin on data less tidy than synthetic clusters (a
-/// dense 3k-point 64-d test set gets 0.95 at 64), at p50 ~0.8-1.9 ms.
+/// Tuning of the vector index, from `benches/vector.rs` (2 shared cores). The exact scan's
+/// p50 is 1.6 ms at 10k vectors but 3.7 ms at 20k and 21 ms at 50k, so graphs start at 10k.
+/// M = 16. ef_construction and ef_search are chosen on real EmbeddingGemma vectors (3,729
+/// chunks of SciFact, XQuAD en/es/zh and LoCoMo, 2,019 of their queries; recall@10 against
+/// an exact scan), where synthetic clusters flattered a narrow build (2026-11-29):
+///
+/// | ef_construction | ef_search 96 | 128 | 192 | 256 | build, 100k synthetic |
+/// |---|---|---|---|---|---|
+/// | 64 | 0.972 | 0.976 | 0.984 | 0.987–0.991 | 2,537–2,617 vectors/s |
+/// | 80 | 0.983 | 0.989 | **0.991** | 0.995 | **2,086/s** |
+/// | 100 | 0.988 | 0.991 | 0.994 | 0.996 | ~1,600/s |
+///
+/// ef_search 192 costs ~1 ms more than 96 at 100k (p50 1.9 against 0.8 ms, synthetic).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VectorParams {
     /// Below this many searchable (non-zero) vectors the index is an exact scan.
@@ -52,8 +59,8 @@ impl Default for VectorParams {
         VectorParams {
             exact_threshold: 10_000,
             m: 16,
-            ef_construction: 64,
-            ef_search: 96,
+            ef_construction: 80,
+            ef_search: 192,
             max_tombstone_fraction: 0.2,
         }
     }
@@ -165,14 +172,15 @@ impl VectorIndex {
             searchable,
             MAX_LAYERS,
             params.ef_construction,
-            UnitCosine,
+            HalfCosine,
         );
         let mut ids = Vec::with_capacity(entries.len());
         let mut state = Vec::with_capacity(entries.len());
-        let mut data: Vec<(Vec<f32>, usize)> = Vec::with_capacity(searchable);
+        // Each vector becomes its f16 point as it is taken, so the floats are freed early.
+        let mut data: Vec<(Vec<u16>, usize)> = Vec::with_capacity(searchable);
         for ((id, vector), nonzero) in entries.into_iter().zip(nonzero) {
             if nonzero {
-                data.push((vector, ids.len()));
+                data.push((to_point(&vector), ids.len()));
                 state.push(Slot::Live);
             } else {
                 state.push(Slot::Zero);
@@ -183,7 +191,7 @@ impl VectorIndex {
         // graph has its own copy (peak memory ≈ graph + one batch, not graph + all input).
         while !data.is_empty() {
             let batch = data.split_off(data.len().saturating_sub(BUILD_BATCH));
-            let refs: Vec<(&Vec<f32>, usize)> = batch.iter().map(|(v, s)| (v, *s)).collect();
+            let refs: Vec<(&Vec<u16>, usize)> = batch.iter().map(|(v, s)| (v, *s)).collect();
             graph.parallel_insert(&refs);
         }
         let slot_of = ids
@@ -236,7 +244,8 @@ impl VectorIndex {
         let nonzero = normalize(&mut vector);
         if let Some((vector, slot)) = self.place(id, vector, nonzero) {
             if let Store::Graph(g) = &self.store {
-                g.graph.with(|graph| graph.insert_slice((&vector, slot)));
+                g.graph
+                    .with(|graph| graph.insert_slice((&to_point(&vector), slot)));
             }
         }
         Ok(())
@@ -247,13 +256,14 @@ impl VectorIndex {
     pub fn extend(&mut self, entries: Vec<(String, Vec<f32>)>) -> Result<()> {
         let (entries, nonzero, passages) = prepare(self.dims, entries)?;
         self.passages.absorb(passages);
-        let pending: Vec<(Vec<f32>, usize)> = entries
+        let pending: Vec<(Vec<u16>, usize)> = entries
             .into_iter()
             .zip(nonzero)
             .filter_map(|((id, vector), nonzero)| self.place(id, vector, nonzero))
+            .map(|(vector, slot)| (to_point(&vector), slot))
             .collect();
         if let Store::Graph(g) = &self.store {
-            let refs: Vec<(&Vec<f32>, usize)> = pending.iter().map(|(v, s)| (v, *s)).collect();
+            let refs: Vec<(&Vec<u16>, usize)> = pending.iter().map(|(v, s)| (v, *s)).collect();
             g.graph.with(|graph| graph.parallel_insert(&refs));
         }
         Ok(())
@@ -425,7 +435,7 @@ impl VectorIndex {
     }
 
     /// Calls `f` with every live chunk slot and its normalised vector (all zeros for a
-    /// zero vector).
+    /// zero vector; a graph point's as its f16 form reads back).
     fn for_each_live(&self, mut f: impl FnMut(usize, &[f32])) {
         match &self.store {
             Store::Exact { rows } => {
@@ -438,7 +448,7 @@ impl VectorIndex {
                     for point in graph.get_point_indexation() {
                         let slot = point.get_origin_id();
                         if g.state.get(slot) == Some(&Slot::Live) {
-                            f(slot, point.get_v());
+                            f(slot, &point_vector(point.get_v()));
                         }
                     }
                 });

@@ -6,8 +6,9 @@
 //!   contiguous row-major `f32` matrix of L2-normalised rows; a search is a dot product per
 //!   row (both cores via rayon once the matrix is large) and a bounded heap. Always correct,
 //!   and below the threshold it is as fast as a graph walk.
-//! - **HNSW** (at or above the threshold): an `hnsw_rs` graph with the [`UnitCosine`]
-//!   distance, built in parallel. Removals are tombstones (the graph cannot delete); searches over-fetch and
+//! - **HNSW** (at or above the threshold): an `hnsw_rs` graph of f16 points with the
+//!   [`HalfCosine`] distance, built in parallel (`graph`). Removals are tombstones (the
+//!   graph cannot delete); searches over-fetch and
 //!   drop them. [`VectorIndex::needs_rebuild`] says when tombstones pile up or the size no
 //!   longer suits the representation; the caller then rebuilds from the catalog.
 //!
@@ -26,7 +27,8 @@
 //! The pieces: `index` (the [`VectorIndex`] type: building, updating, searching), `exact`
 //! (the matrix scan and its top-k heap), `graph` (the hnsw_rs graph), `passages` (the int8
 //! passage rows), `snapshot` (the checksummed files on disk), `delta` (one sync's change
-//! as a file), `layered` (a snapshot and its deltas, as searches read them); [`UnitCosine`], the distance the graph walks with, is here.
+//! as a file), `layered` (a snapshot and its deltas, as searches read them); [`HalfCosine`], the
+//! distance the graph walks with, is here.
 mod delta;
 mod exact;
 mod graph;
@@ -39,18 +41,31 @@ mod tests;
 
 use hnsw_rs::anndists::dist::distances::Distance;
 
-use crate::simd::dot;
+use crate::simd::{dot, dot_f16};
 pub(crate) use index::Stored;
 pub use index::{VectorIndex, VectorParams};
 pub use layered::Layered;
 
-/// Cosine distance between unit vectors: `1 - a·b`, clamped to `[0, 2]` so rounding can
-/// never produce the negative distance hnsw_rs asserts against. Only ever given vectors
-/// normalised by `normalize` (non-zero, finite).
+/// Cosine distance between two unit vectors kept as f16 bits (`graph`'s points):
+/// `1 - a·b`, accumulated in f32 and clamped to `[0, 2]` so rounding can never produce
+/// the negative distance hnsw_rs asserts against.
 ///
-/// Its path, `memoria::index::vector::UnitCosine`, is part of the on-disk format: hnsw_rs
+/// Its path, `memoria::index::vector::HalfCosine`, is part of the on-disk format: hnsw_rs
 /// records the distance's type name in every graph dump and refuses to load a dump whose
 /// name differs, so moving this type would make every saved graph rebuild once.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HalfCosine;
+
+impl Distance<u16> for HalfCosine {
+    #[inline]
+    fn eval(&self, a: &[u16], b: &[u16]) -> f32 {
+        (1.0 - dot_f16(a, b)).clamp(0.0, 2.0)
+    }
+}
+
+/// Cosine distance between unit f32 vectors, `1 - a·b` clamped to `[0, 2]`: the distance of
+/// format 3's f32 graphs, kept to read them (`snapshot`). Its path,
+/// `memoria::index::vector::UnitCosine`, is recorded in those dumps.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UnitCosine;
 

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 
 use crate::index::codec::quantize;
 use crate::passage;
+use crate::simd::dot_i8_f32;
 
 const MAGIC: &[u8; 4] = b"MPV1";
 
@@ -163,7 +164,7 @@ impl Passages {
     pub(super) fn best(&self, chunk: &str, query: &[f32]) -> Option<f32> {
         self.by_chunk.get(chunk).and_then(|list| {
             list.iter()
-                .map(|p| dot_i8(&p.codes, query) * p.inv_norm)
+                .map(|p| dot_i8_f32(&p.codes, query) * p.inv_norm)
                 .reduce(f32::max)
         })
     }
@@ -234,24 +235,6 @@ impl Passages {
     }
 }
 
-/// `codes · query`, over eight independent sums so the compiler can vectorise it.
-fn dot_i8(codes: &[i8], query: &[f32]) -> f32 {
-    let mut sums = [0f32; 8];
-    let (c8, c_rest) = codes.split_at(codes.len() - codes.len() % 8);
-    let (q8, q_rest) = query.split_at(c8.len().min(query.len()));
-    for (c, q) in c8.chunks_exact(8).zip(q8.chunks_exact(8)) {
-        for i in 0..8 {
-            sums[i] += f32::from(c[i]) * q[i];
-        }
-    }
-    let tail: f32 = c_rest
-        .iter()
-        .zip(q_rest)
-        .map(|(&c, &q)| f32::from(c) * q)
-        .sum();
-    sums.iter().sum::<f32>() + tail
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,16 +262,16 @@ mod tests {
                 let (v, q) = (unit(seed, dims), unit(seed + 1000, dims));
                 let exact: f32 = v.iter().zip(&q).map(|(a, b)| a * b).sum();
                 let (inv_norm, codes) = quantize(&v);
-                let got = dot_i8(&codes, &q) * inv_norm;
+                let got = dot_i8_f32(&codes, &q) * inv_norm;
                 // Rounding error shrinks with the dimensions (it averages out).
                 let bound = if dims >= 768 { 0.004 } else { 0.02 };
                 assert!((got - exact).abs() < bound, "dims {dims}: {got} vs {exact}");
-                let own = dot_i8(&codes, &v) * inv_norm;
+                let own = dot_i8_f32(&codes, &v) * inv_norm;
                 assert!(own > 1.0 - bound / 4.0, "dims {dims}: {own} against itself");
             }
         }
         let (inv_norm, codes) = quantize(&[0.0; 5]);
-        assert_eq!((inv_norm, dot_i8(&codes, &[1.0; 5])), (0.0, 0.0));
+        assert_eq!((inv_norm, dot_i8_f32(&codes, &[1.0; 5])), (0.0, 0.0));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!                           and the length + CRC-32 of every file of that snapshot
 //! <snap>.ids.json           slot → chunk id, tombstoned slots, zero-vector slots
 //! <snap>.f32                exact: the matrix, little-endian rows in slot order
-//! <snap>.hnsw.graph/.data   HNSW: hnsw_rs `file_dump` (graph topology, vectors)
+//! <snap>.hnsw.graph/.data   HNSW: hnsw_rs `file_dump` (graph topology, f16 points)
 //! <snap>.passages           passage vectors, int8 (`passages`; the last file listed)
 //! <snap>.d<tag>-<n>.delta   the changes of one sync since the snapshot (`delta`), in order
 //! damaged                   left by a reader whose load failed a check: the next sync
@@ -51,7 +51,7 @@ use super::graph::{GraphHolder, GraphStore, LoadedGraph, Slot};
 use super::index::{invalid_path, slots_in, Kind, Store, Stored, VectorIndex, VectorParams};
 use super::layered::Layered;
 use super::passages::Passages;
-use super::UnitCosine;
+use super::{HalfCosine, UnitCosine};
 use crate::atomic::write_atomic;
 use crate::clock;
 use crate::error::{Error, Result};
@@ -60,7 +60,9 @@ use crate::error::{Error, Result};
 /// is rebuilt from the catalog.
 /// 2: passages moved out of the graph into `<snap>.passages`; CRC-32 instead of sha256.
 /// 3: deltas after the snapshot (`delta`); a format 2 `meta.json` reads as one without.
-const FORMAT_VERSION: u32 = 3;
+/// 4: f16 graph points (`graph`). A format 2 or 3 graph of f32 points still reads, as an
+///    exact matrix of its vectors, and the next sync rebuilds it as a graph ([`Saved`]).
+const FORMAT_VERSION: u32 = 4;
 const OLDEST_READ: u32 = 2;
 pub(super) const META: &str = "meta.json";
 /// Left by a reader whose load found a damaged file (`report_damage`).
@@ -208,6 +210,7 @@ impl VectorIndex {
             tag: meta.tag,
             dims: meta.dims,
             graph: meta.kind == Kind::Hnsw,
+            f32_graph: meta.kind == Kind::Hnsw && meta.format < 4,
             slots: meta.slots,
             delta_chunks: meta.delta_chunks,
             delta_removed: meta.delta_removed,
@@ -295,6 +298,9 @@ pub(crate) struct Saved {
     pub(crate) dims: usize,
     /// Whether the snapshot is a graph (else an exact matrix).
     pub(crate) graph: bool,
+    /// Whether it is a graph of f32 points (format 2 or 3), which loads as an exact matrix
+    /// until the writer rebuilds it.
+    pub(crate) f32_graph: bool,
     /// The snapshot's slots, tombstones included.
     pub(crate) slots: usize,
     /// Chunks the deltas add.
@@ -526,11 +532,15 @@ fn load_graph(
         verify_file(&dir.join(&sum.name), sum)?;
     }
     let loader = HnswIo::new(dir, &meta.snapshot);
+    if meta.format < 4 {
+        return load_f32_graph(&loader, meta, ids, &state, params, passages)
+            .map_err(|m| invalid_path(&graph_path, m));
+    }
     // The files are exactly what hnsw_rs wrote (checked above), so this should not
     // fail; catch_unwind turns its asserts into an error in case it still does.
     let loaded = panic::catch_unwind(AssertUnwindSafe(|| {
         LoadedGraph::try_new(loader, |loader| {
-            loader.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine)
+            loader.load_hnsw_with_dist::<u16, HalfCosine>(HalfCosine)
         })
     }));
     let cell = match loaded {
@@ -539,43 +549,12 @@ fn load_graph(
         Err(_) => return Err(invalid_path(&graph_path, "hnsw_rs could not read it")),
     };
     let graph = GraphHolder::Loaded(cell);
-    // Cross-check graph and slot table: every point is a live or dead slot of its
-    // own, every live non-zero slot is a point.
-    let points = graph.with(|g| -> std::result::Result<usize, String> {
-        let points = g.get_nb_point();
-        if points == 0 {
-            return Err("empty graph".into());
-        }
-        let dims = g.get_point_indexation().get_data_dimension();
-        if dims != meta.dims {
-            return Err(format!("{dims} dimensions, meta.json says {}", meta.dims));
-        }
-        let mut seen = vec![false; meta.slots];
-        for point in g.get_point_indexation() {
-            let slot = point.get_origin_id();
-            match (seen.get(slot), state.get(slot)) {
-                (Some(false), Some(Slot::Live | Slot::Dead)) => seen[slot] = true,
-                _ => return Err(format!("point with unexpected data id {slot}")),
-            }
-        }
-        let live_points = state.iter().filter(|s| **s == Slot::Live).count();
-        let live_seen = (0..meta.slots)
-            .filter(|&s| seen[s] && state[s] == Slot::Live)
-            .count();
-        if live_seen != live_points {
-            return Err(format!(
-                "{live_seen} live points, the slot table has {live_points}"
-            ));
-        }
-        Ok(points)
+    let points = graph.with(|g| {
+        let points = g.get_point_indexation();
+        let slots = points.into_iter().map(|p| p.get_origin_id());
+        check_points(meta, &state, points.get_data_dimension(), slots)
     });
     let points = points.map_err(|m| invalid_path(&graph_path, m))?;
-    if points != meta.graph_points {
-        return Err(invalid_path(
-            &graph_path,
-            format!("{points} points, meta.json says {}", meta.graph_points),
-        ));
-    }
     let live_points = state.iter().filter(|s| **s == Slot::Live).count();
     Ok(VectorIndex {
         dims: meta.dims,
@@ -591,6 +570,96 @@ fn load_graph(
         }),
         passages,
     })
+}
+
+/// A format 2 or 3 graph of f32 points, as an exact index of its live vectors (with the
+/// saved parameters, so it asks to be rebuilt as a graph: `VectorIndex::needs_rebuild`).
+fn load_f32_graph(
+    loader: &HnswIo,
+    meta: &Meta,
+    ids: IdsFileOwned,
+    state: &[Slot],
+    params: VectorParams,
+    passages: Passages,
+) -> std::result::Result<VectorIndex, String> {
+    let loaded = panic::catch_unwind(AssertUnwindSafe(|| {
+        loader
+            .load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine)
+            .map(|graph| {
+                let points = graph.get_point_indexation();
+                let vectors: Vec<(usize, Vec<f32>)> = points
+                    .into_iter()
+                    .map(|p| (p.get_origin_id(), p.get_v().to_vec()))
+                    .collect();
+                (points.get_data_dimension(), vectors)
+            })
+    }));
+    let (dims, vectors) = match loaded {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(e)) => return Err(format!("{e:#}")),
+        Err(_) => return Err("hnsw_rs could not read it".into()),
+    };
+    check_points(meta, state, dims, vectors.iter().map(|v| v.0))?;
+    let mut entries: Vec<(String, Vec<f32>)> = vectors
+        .into_iter()
+        .filter(|(slot, _)| state[*slot] == Slot::Live)
+        .map(|(slot, vector)| (ids.ids[slot].clone(), vector))
+        .collect();
+    entries.extend(
+        ids.zero
+            .iter()
+            .map(|&slot| (ids.ids[slot].clone(), vec![0.0; dims])),
+    );
+    let exact = VectorParams {
+        exact_threshold: usize::MAX,
+        ..params.clone()
+    };
+    let mut index = VectorIndex::build(meta.dims, entries, &exact).map_err(|e| e.to_string())?;
+    index.params = params;
+    index.passages = passages;
+    Ok(index)
+}
+
+/// Cross-checks a graph's points (their data ids, `slots`, of vectors of `dims`) against
+/// `meta.json` and the slot table: every point is a live or dead slot of its own, every
+/// live non-zero slot is a point. Returns the number of points.
+fn check_points(
+    meta: &Meta,
+    state: &[Slot],
+    dims: usize,
+    slots: impl Iterator<Item = usize>,
+) -> std::result::Result<usize, String> {
+    if dims != meta.dims {
+        return Err(format!("{dims} dimensions, meta.json says {}", meta.dims));
+    }
+    let mut seen = vec![false; meta.slots];
+    let mut points = 0;
+    for slot in slots {
+        match (seen.get(slot), state.get(slot)) {
+            (Some(false), Some(Slot::Live | Slot::Dead)) => seen[slot] = true,
+            _ => return Err(format!("point with unexpected data id {slot}")),
+        }
+        points += 1;
+    }
+    if points == 0 {
+        return Err("empty graph".into());
+    }
+    let live_points = state.iter().filter(|s| **s == Slot::Live).count();
+    let live_seen = (0..meta.slots)
+        .filter(|&s| seen[s] && state[s] == Slot::Live)
+        .count();
+    if live_seen != live_points {
+        return Err(format!(
+            "{live_seen} live points, the slot table has {live_points}"
+        ));
+    }
+    if points != meta.graph_points {
+        return Err(format!(
+            "{points} points, meta.json says {}",
+            meta.graph_points
+        ));
+    }
+    Ok(points)
 }
 
 /// Live id → slot, rejecting empty or repeated live ids.
