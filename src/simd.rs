@@ -501,9 +501,7 @@ mod tests {
     #[test]
     fn int8_and_f16_dots_match_a_plain_sum_at_every_length() {
         for len in [0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 768] {
-            let codes: Vec<i8> = (0..len as i32)
-                .map(|i| ((i * 37) % 255 - 127) as i8)
-                .collect();
+            let codes: Vec<i8> = (0..len).map(|i| ((i * 37) % 255 - 127) as i8).collect();
             let a: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
             let q: Vec<f32> = (0..len).map(|i| (i as f32 * 0.11).cos()).collect();
             let want: f64 = codes
