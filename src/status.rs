@@ -344,6 +344,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
     if let Some(note) = vectors_note(agent, &stats) {
         warnings.push(note);
     }
+    warnings.extend(agent.store().damage());
     warnings.extend(agent.embedder_retry());
     if let Some(error) = agent.sync_error() {
         warnings.push(format!("the last sync failed: {error}"));

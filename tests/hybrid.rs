@@ -1334,7 +1334,18 @@ fn lost_vector_files_are_embedded_again_through_the_cache() {
     }
     let searcher = open(s.clone(), embedder.clone());
     let _ = searcher.search("postgres", &SearchOptions::default());
+    // `status` says what the search found until a sync repairs it.
+    let damaged = |memory: &Memory| {
+        let warnings = memory.status().unwrap().warnings;
+        warnings.iter().any(|w| w.contains("vector index damaged"))
+    };
+    assert!(
+        damaged(&searcher),
+        "{:?}",
+        searcher.status().unwrap().warnings
+    );
     searcher.sync(false, &|_| {}).unwrap();
+    assert!(!damaged(&searcher));
     searcher.sync(false, &|_| {}).unwrap();
     assert_eq!(searcher.status().unwrap().vectors, vectors);
     assert_eq!(paths_found(&searcher, "postgres cutover replica"), before);

@@ -67,6 +67,19 @@ impl Store for LocalStore {
         Some(self.views.cache())
     }
 
+    fn damage(&self) -> Option<String> {
+        let manifest = self.dir.manifest().ok()??;
+        let vectors = self.dir.generation_dir(manifest.generation).join("vectors");
+        VectorIndex::damage_reported(&vectors).then(|| {
+            format!(
+                "a search found the vector index damaged ({}): searches are keyword-only \
+                 until the next sync rebuilds it and embeds the chunks it lost again (from \
+                 the embedding cache where it has them)",
+                vectors.display()
+            )
+        })
+    }
+
     fn writer(&self) -> Result<Box<dyn Writer + '_>> {
         Ok(Box::new(LocalWriter {
             lock: self.dir.lock_writer()?,

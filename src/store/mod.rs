@@ -88,6 +88,11 @@ pub(crate) trait Store: Send + Sync {
     fn cache(&self) -> Option<StoreCache> {
         None
     }
+    /// What a search found wrong with the committed index that the next sync repairs, in
+    /// words; `None` when nothing is known.
+    fn damage(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One committed generation, for searches.

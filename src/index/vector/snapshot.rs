@@ -194,6 +194,11 @@ impl VectorIndex {
         let _ = fs::write(dir.join(DAMAGED), b"");
     }
 
+    /// Whether a reader left word of damage in `dir` that no save has cleared yet.
+    pub(crate) fn damage_reported(dir: &Path) -> bool {
+        dir.join(DAMAGED).exists()
+    }
+
     /// What `meta.json` in `dir` says of the saved index, without loading it; `None` if
     /// nothing was ever saved there. A file it lists that is missing or not of the length
     /// it records is an error, and so is a reader's report of damage (checksums are left to
