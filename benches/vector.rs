@@ -55,7 +55,8 @@
 //! `MEMORIA_VECTOR_EFS` [32,64,96,128,192,256], `MEMORIA_VECTOR_NOISE` [0.8],
 //! `MEMORIA_VECTOR_EXACT_SIZES` [10000,20000,50000,100000]; `MEMORIA_VECTOR_REAL=DIR` takes
 //! the data and queries from `DIR/dvec.jsonl` and `DIR/qvec.jsonl`, `memoria embed` output
-//! (documents and queries), instead of generating them.
+//! (documents and queries), instead of generating them; `benches/real_vectors.py` makes the
+//! set measured here from `../shared/eval`.
 
 use std::time::{Duration, Instant};
 

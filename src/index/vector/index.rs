@@ -30,8 +30,9 @@ const PASSAGE_WIDEN: usize = 4;
 /// Tuning of the vector index, from `benches/vector.rs` (2 shared cores). The exact scan's
 /// p50 is 1.6 ms at 10k vectors but 3.7 ms at 20k and 21 ms at 50k, so graphs start at 10k.
 /// M = 16. ef_construction and ef_search are chosen on real EmbeddingGemma vectors (3,729
-/// chunks of SciFact, XQuAD en/es/zh and LoCoMo, 2,019 of their queries; recall@10 against
-/// an exact scan), where synthetic clusters flattered a narrow build (2026-11-29):
+/// chunks of SciFact, XQuAD en/es/zh and LoCoMo, 2,019 of their queries, made by
+/// `benches/real_vectors.py`; recall@10 against an exact scan), where synthetic clusters
+/// flattered a narrow build (2026-11-29):
 ///
 /// | ef_construction | ef_search 96 | 128 | 192 | 256 | build, 100k synthetic |
 /// |---|---|---|---|---|---|

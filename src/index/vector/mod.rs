@@ -8,9 +8,9 @@
 //!   and below the threshold it is as fast as a graph walk.
 //! - **HNSW** (at or above the threshold): an `hnsw_rs` graph of f16 points with the
 //!   [`HalfCosine`] distance, built in parallel (`graph`). Removals are tombstones (the
-//!   graph cannot delete); searches over-fetch and
-//!   drop them. [`VectorIndex::needs_rebuild`] says when tombstones pile up or the size no
-//!   longer suits the representation; the caller then rebuilds from the catalog.
+//!   graph cannot delete); searches over-fetch and drop them.
+//!   [`VectorIndex::needs_rebuild`] says when tombstones pile up or the size no longer
+//!   suits the representation; the caller then rebuilds from the catalog.
 //!
 //! Vectors are keyed by chunk id and normalised on the way in, so scores are cosines even
 //! when the embedder's norm is off by a rounding error. An all-zero vector has no
@@ -27,8 +27,8 @@
 //! The pieces: `index` (the [`VectorIndex`] type: building, updating, searching), `exact`
 //! (the matrix scan and its top-k heap), `graph` (the hnsw_rs graph), `passages` (the int8
 //! passage rows), `snapshot` (the checksummed files on disk), `delta` (one sync's change
-//! as a file), `layered` (a snapshot and its deltas, as searches read them); [`HalfCosine`], the
-//! distance the graph walks with, is here.
+//! as a file), `layered` (a snapshot and its deltas, as searches read them);
+//! [`HalfCosine`], the distance the graph walks with, is here.
 mod delta;
 mod exact;
 mod graph;
