@@ -204,7 +204,7 @@ impl VectorIndex {
     /// it records is an error, and so is a reader's report of damage (checksums are left to
     /// the load: reading every byte of a large index is what a small sync must not do).
     pub(crate) fn saved(dir: &Path) -> Result<Option<Saved>> {
-        if dir.join(DAMAGED).exists() {
+        if VectorIndex::damage_reported(dir) {
             return Err(invalid_path(dir, "a search found the vector index damaged"));
         }
         let meta = read_meta(&dir.join(META))?;
