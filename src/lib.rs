@@ -55,6 +55,7 @@ mod atomic;
 mod builder;
 mod chunk;
 mod clock;
+mod codec;
 pub mod config;
 mod digest;
 pub mod embed;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-use super::codec;
+use crate::codec;
 use crate::error::{Error, Result};
 
 /// key → (stamp u64 LE, vector in either of `codec`'s forms).

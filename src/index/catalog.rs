@@ -21,7 +21,7 @@ use serde::Deserialize;
 use crate::passage;
 use crate::store::{unembedded, Batch, ChunkRecord, FileRecord, Unembedded, Upsert};
 
-use super::codec;
+use crate::codec;
 use crate::error::{Error, Result};
 
 const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use super::agent_dir::{AgentDir, WriterLock};
 use super::cache::EmbeddingCache;
 use super::catalog::Catalog;
-use super::codec;
 use super::text::{TextIndex, TextWriter};
 use super::vector::{Layered, Stored, VectorIndex, VectorParams};
 use super::view::{self, Views};
+use crate::codec;
 use crate::error::{Error, Result};
 use crate::store::{
     Batch, Begun, FileRecord, Manifest, Reader, Store, StoreCache, Unembedded, Writer,
@@ -179,6 +179,7 @@ impl Writer for LocalWriter<'_> {
                 generation: n,
                 rebuilt: false,
                 files,
+                note: None,
             });
         }
         let generation = self.dir.next_generation(current);
@@ -200,6 +201,7 @@ impl Writer for LocalWriter<'_> {
             generation,
             rebuilt: true,
             files: HashMap::new(),
+            note: None,
         })
     }
 

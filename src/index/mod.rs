@@ -34,7 +34,6 @@
 pub(crate) mod agent_dir;
 pub(crate) mod cache;
 pub(crate) mod catalog;
-pub(crate) mod codec;
 mod local;
 mod open;
 pub(crate) mod text;

@@ -16,7 +16,9 @@
 //!                 chunks_<g>   id, path, source, lines, hash, title, annotations, text,
 //!                              terms (full-text index over memoria's analyzed terms)
 //!                 vectors_<g>  id, vector (a chunk's own)
-//!                 passages_<g> id, chunk, vector (a long chunk's passages)
+//!                 passages_<g> chunk, ids, codes (a long chunk's passages, one row per
+//!                              chunk and write: their vectors in the int8 form of
+//!                              `crate::codec`, end to end)
 //! <uri>/.shared/embedding_cache  key (embedder × text), vector
 //! ```
 //!

@@ -38,6 +38,9 @@ pub(super) struct LanceReader {
     chunks: Table,
     vectors: Option<Table>,
     passages: Option<Table>,
+    /// The columns a search reads of `passages`, as its layout names them (each column is
+    /// one more object-store read per row).
+    passage_columns: [&'static str; 2],
     /// Chunks in the generation (BM25's document count).
     documents: usize,
     /// Whether `chunks` has its full-text index.
@@ -62,27 +65,42 @@ impl LanceReader {
     ) -> Result<Self> {
         let generation = committed.manifest.generation;
         let versions = committed.versions;
-        let (files, chunks, vectors, passages, documents, indexed) = block(location, async move {
-            let mut tables = Vec::new();
-            for (kind, version) in TABLES.iter().zip(versions) {
-                tables.push(open_at(&db, &table_name(kind, generation), version).await?);
-            }
-            let [files, chunks, vectors, passages]: [Option<Table>; 4] = tables
-                .try_into()
-                .map_err(|_| runtime_error("four tables".into()))?;
-            let (Some(files), Some(chunks)) = (files, chunks) else {
-                return Err(runtime_error(format!(
-                    "the manifest names no files_{generation} or chunks_{generation} table"
-                )));
-            };
-            let documents = chunks.count_rows(None).await?;
-            let indexed = chunks
-                .list_indices()
-                .await?
-                .iter()
-                .any(|i| i.columns.iter().any(|c| c == "terms"));
-            Ok((files, chunks, vectors, passages, documents, indexed))
-        })?;
+        let (files, chunks, vectors, passages, passage_columns, documents, indexed) =
+            block(location, async move {
+                let mut tables = Vec::new();
+                for (kind, version) in TABLES.iter().zip(versions) {
+                    tables.push(open_at(&db, &table_name(kind, generation), version).await?);
+                }
+                let [files, chunks, vectors, passages]: [Option<Table>; 4] = tables
+                    .try_into()
+                    .map_err(|_| runtime_error("four tables".into()))?;
+                let (Some(files), Some(chunks)) = (files, chunks) else {
+                    return Err(runtime_error(format!(
+                        "the manifest names no files_{generation} or chunks_{generation} table"
+                    )));
+                };
+                let passage_columns = match &passages {
+                    Some(table) if rows::one_row_per_passage(&*table.schema().await?) => {
+                        ["chunk", "vector"]
+                    }
+                    _ => ["chunk", "codes"],
+                };
+                let documents = chunks.count_rows(None).await?;
+                let indexed = chunks
+                    .list_indices()
+                    .await?
+                    .iter()
+                    .any(|i| i.columns.iter().any(|c| c == "terms"));
+                Ok((
+                    files,
+                    chunks,
+                    vectors,
+                    passages,
+                    passage_columns,
+                    documents,
+                    indexed,
+                ))
+            })?;
         Ok(LanceReader {
             location: location.to_string(),
             manifest: committed.manifest,
@@ -90,6 +108,7 @@ impl LanceReader {
             chunks,
             vectors,
             passages,
+            passage_columns,
             documents,
             indexed,
             counted: Mutex::new(HashMap::new()),
@@ -112,26 +131,26 @@ impl LanceReader {
         let (own, passages) = (self.vectors.clone(), self.passages.clone());
         let (own, passages) = block(&self.location, async move {
             let mut read = Vec::new();
-            for (table, owner) in [(own, "id"), (passages, "chunk")] {
+            for table in [own, passages] {
                 read.push(match table {
-                    Some(table) => {
-                        collect(table.query().select(Select::columns(&[owner, "vector"]))).await?
-                    }
+                    Some(table) => collect(table.query()).await?,
                     None => Vec::new(),
                 });
             }
             Ok((read.remove(0), read.remove(0)))
         })?;
-        let pairs = |batches: &[arrow_array::RecordBatch], owner: &str| {
-            let mut out = Vec::new();
-            for batch in batches {
-                let owners = rows::text(batch, owner).map_err(|m| self.column_error(m))?;
-                let vectors = rows::vectors(batch, "vector").map_err(|m| self.column_error(m))?;
-                out.extend(owners.into_iter().zip(vectors));
-            }
-            Ok::<_, Error>(out)
-        };
-        let held = Arc::new(Held::new(pairs(&own, "id")?, pairs(&passages, "chunk")?));
+        let mut chunks = Vec::new();
+        for batch in &own {
+            let ids = rows::text(batch, "id").map_err(|m| self.column_error(m))?;
+            let vectors = rows::vectors(batch, "vector").map_err(|m| self.column_error(m))?;
+            chunks.extend(ids.into_iter().zip(vectors));
+        }
+        let mut parts = Vec::new();
+        for batch in &passages {
+            let read = rows::passages(batch).map_err(|m| self.column_error(m))?;
+            parts.extend(read.into_iter().map(|(_, chunk, vector)| (chunk, vector)));
+        }
+        let held = Arc::new(Held::new(chunks, parts));
         held::keep(key, held.clone(), *budget);
         Ok(Some(held))
     }
@@ -203,19 +222,20 @@ impl LanceReader {
         };
         for group in chunks.chunks(IDS_PER_QUERY) {
             let (table, filter) = (passages.clone(), is_in("chunk", group));
+            let columns = self.passage_columns;
             let batches = block(&self.location, async move {
                 collect(
                     table
                         .query()
                         .only_if(filter)
-                        .select(Select::columns(&["chunk", "vector"])),
+                        .select(Select::columns(&columns)),
                 )
                 .await
             })?;
             for batch in &batches {
-                let owners = rows::text(batch, "chunk").map_err(|m| self.column_error(m))?;
-                let vectors = rows::vectors(batch, "vector").map_err(|m| self.column_error(m))?;
-                for (owner, vector) in owners.into_iter().zip(vectors) {
+                let read =
+                    rows::passage_vectors(batch, query.len()).map_err(|m| self.column_error(m))?;
+                for (owner, vector) in read {
                     let score = unit_cosine(query, &vector);
                     let entry = best.entry(owner).or_insert(f32::MIN);
                     *entry = entry.max(score);
@@ -288,9 +308,8 @@ pub(super) fn vectors_by_ids(
     let mut found: HashMap<String, Vec<f32>> = HashMap::new();
     let (passage_ids, own_ids): (Vec<&str>, Vec<&str>) =
         ids.iter().partition(|id| passage::is_passage(id));
-    for (table, wanted) in [(own, own_ids), (passages, passage_ids)] {
-        let Some(table) = table else { continue };
-        for group in wanted.chunks(IDS_PER_QUERY) {
+    if let Some(table) = own {
+        for group in own_ids.chunks(IDS_PER_QUERY) {
             let (table, filter) = (table.clone(), is_in("id", group));
             let batches = block(location, async move {
                 collect(
@@ -305,6 +324,23 @@ pub(super) fn vectors_by_ids(
                 let ids = rows::text(batch, "id").map_err(fail)?;
                 let vectors = rows::vectors(batch, "vector").map_err(fail)?;
                 found.extend(ids.into_iter().zip(vectors));
+            }
+        }
+    }
+    // Passages are read by their chunks' rows (one per chunk, or one per passage in the
+    // layout before), then picked out by id.
+    let mut chunks: Vec<&str> = passage_ids.iter().map(|id| passage::chunk_of(id)).collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    if let Some(table) = passages {
+        for group in chunks.chunks(IDS_PER_QUERY) {
+            let (table, filter) = (table.clone(), is_in("chunk", group));
+            let batches = block(location, async move {
+                collect(table.query().only_if(filter)).await
+            })?;
+            for batch in &batches {
+                let read = rows::passages(batch).map_err(fail)?;
+                found.extend(read.into_iter().map(|(id, _, vector)| (id, vector)));
             }
         }
     }

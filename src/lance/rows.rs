@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, ListBuilder};
+use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, ListBuilder, StringBuilder};
 use arrow_array::{
     Array, ArrayRef, BinaryArray, FixedSizeListArray, Float32Array, Int64Array, ListArray,
     RecordBatch, RecordBatchIterator, StringArray, UInt64Array,
@@ -12,6 +12,8 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::analyzer::{terms, AnalyzerMode};
 use crate::annotation::Annotations;
+use crate::codec;
+use crate::passage;
 use crate::store::{ChunkRecord, FileRecord};
 
 /// What a column read back was not.
@@ -58,13 +60,24 @@ pub(super) fn vectors_schema(dims: usize) -> SchemaRef {
     Arc::new(Schema::new(vec![utf8("id"), vector_field(dims)]))
 }
 
-/// `passages_<g>`: a passage's vector, with its chunk.
-pub(super) fn passages_schema(dims: usize) -> SchemaRef {
+/// `passages_<g>`: a long chunk's passages, one row per chunk (and per write: a chunk whose
+/// passages a sync wrote in two pieces has two rows): their ids, and their vectors in the
+/// int8 form (`crate::codec`, the local store's form for passages), end to end. A search
+/// that rescores its candidates by their passages reads one row per candidate, where one
+/// row per passage cost about a hundred object-store reads a search.
+pub(super) fn passages_schema() -> SchemaRef {
+    let item = Arc::new(Field::new("item", DataType::Utf8, true));
     Arc::new(Schema::new(vec![
-        utf8("id"),
         utf8("chunk"),
-        vector_field(dims),
+        Field::new("ids", DataType::List(item), false),
+        Field::new("codes", DataType::Binary, false),
     ]))
+}
+
+/// Whether `schema` is the passages' layout before [`passages_schema`]: one row per passage
+/// (`id`, `chunk`, `vector` in f32), written by an earlier memoria.
+pub(super) fn one_row_per_passage(schema: &Schema) -> bool {
+    schema.field_with_name("vector").is_ok()
 }
 
 /// `manifest`: one row (`entry = 'manifest'`), the manifest (JSON) and the version of each
@@ -187,14 +200,59 @@ pub(super) fn vectors_batch(rows: &[(&str, &[f32])], dims: usize) -> RecordBatch
     )
 }
 
-/// Passages' vectors as rows, with their chunks.
-pub(super) fn passages_batch(rows: &[(&str, &str, &[f32])], dims: usize) -> RecordBatch {
-    let vectors: Vec<&[f32]> = rows.iter().map(|(_, _, v)| *v).collect();
+/// Passages' vectors as rows: `(id, vector)` pairs sorted by id, so a chunk's passages are
+/// together, one row per chunk.
+pub(super) fn passages_batch(passages: &[(&str, &[f32])]) -> RecordBatch {
+    let mut chunks: Vec<&str> = Vec::new();
+    let mut ids = ListBuilder::new(StringBuilder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Utf8,
+        true,
+    )));
+    let mut codes: Vec<Vec<u8>> = Vec::new();
+    for (id, vector) in passages {
+        let chunk = passage::chunk_of(id);
+        if chunks.last() != Some(&chunk) {
+            if !chunks.is_empty() {
+                ids.append(true);
+            }
+            chunks.push(chunk);
+            codes.push(Vec::new());
+        }
+        ids.values().append_value(id);
+        if let Some(row) = codes.last_mut() {
+            row.extend(codec::encode_int8(vector));
+        }
+    }
+    if !chunks.is_empty() {
+        ids.append(true);
+    }
     batch(
-        passages_schema(dims),
+        passages_schema(),
         vec![
-            strings(rows.iter().map(|(id, _, _)| *id)),
-            strings(rows.iter().map(|(_, chunk, _)| *chunk)),
+            strings(chunks.iter().copied()),
+            Arc::new(ids.finish()),
+            Arc::new(BinaryArray::from_iter_values(codes)),
+        ],
+    )
+}
+
+/// Passages as the layout before [`passages_schema`] kept them, one row per passage
+/// (tests: a store an earlier memoria wrote).
+#[cfg(test)]
+pub(super) fn passages_batch_one_row_each(passages: &[(String, String, Vec<f32>)]) -> RecordBatch {
+    let dims = passages.first().map_or(0, |(_, _, v)| v.len());
+    let schema = Arc::new(Schema::new(vec![
+        utf8("id"),
+        utf8("chunk"),
+        vector_field(dims),
+    ]));
+    let vectors: Vec<&[f32]> = passages.iter().map(|(_, _, v)| v.as_slice()).collect();
+    batch(
+        schema,
+        vec![
+            strings(passages.iter().map(|(id, _, _)| id.as_str())),
+            strings(passages.iter().map(|(_, chunk, _)| chunk.as_str())),
             fixed_vectors(&vectors, dims),
         ],
     )
@@ -314,6 +372,109 @@ pub(super) fn vectors(batch: &RecordBatch, name: &str) -> Result<Vec<Vec<f32>>, 
     (0..array.len()).map(|i| values(&array.value(i))).collect()
 }
 
+/// Passages read back as `(id, chunk, vector)`, from rows of either layout: one row per
+/// chunk ([`passages_schema`]; vectors as the int8 form reads back, unit length) or one row
+/// per passage (the layout before, which a store keeps until its next sync rebuilds it).
+pub(super) fn passages(
+    batch: &RecordBatch,
+) -> Result<Vec<(String, String, Vec<f32>)>, ColumnError> {
+    let chunks = text(batch, "chunk")?;
+    if one_row_per_passage(&batch.schema()) {
+        let ids = text(batch, "id")?;
+        let vectors = vectors(batch, "vector")?;
+        return Ok(ids
+            .into_iter()
+            .zip(chunks)
+            .zip(vectors)
+            .map(|((id, chunk), vector)| (id, chunk, vector))
+            .collect());
+    }
+    let ids = column::<ListArray>(batch, "ids")?;
+    let codes = column::<BinaryArray>(batch, "codes")?;
+    let mut out = Vec::new();
+    for (row, chunk) in chunks.into_iter().enumerate() {
+        let listed = listed_text(&ids.value(row))?;
+        let bytes = codes.value(row);
+        let stride = bytes.len().checked_div(listed.len()).unwrap_or(0);
+        if stride * listed.len() != bytes.len() {
+            return Err(format!(
+                "chunk {chunk}: {} passage ids for {} bytes of codes",
+                listed.len(),
+                bytes.len()
+            ));
+        }
+        for (id, vector) in listed.into_iter().zip(int8_vectors(&chunk, bytes, stride)?) {
+            out.push((id, chunk.clone(), vector));
+        }
+    }
+    Ok(out)
+}
+
+/// Passages' vectors by their chunks, `dims` wide, from the columns a search reads: `chunk`
+/// and `codes` ([`passages_schema`]), or `chunk` and `vector` (the layout before).
+pub(super) fn passage_vectors(
+    batch: &RecordBatch,
+    dims: usize,
+) -> Result<Vec<(String, Vec<f32>)>, ColumnError> {
+    let chunks = text(batch, "chunk")?;
+    if batch.column_by_name("vector").is_some() {
+        return Ok(chunks.into_iter().zip(vectors(batch, "vector")?).collect());
+    }
+    let codes = column::<BinaryArray>(batch, "codes")?;
+    let stride = codec::int8_len(dims);
+    let mut out = Vec::new();
+    for (row, chunk) in chunks.into_iter().enumerate() {
+        let bytes = codes.value(row);
+        if bytes.len() % stride != 0 {
+            return Err(format!(
+                "chunk {chunk}: {} bytes of codes are no whole number of {dims}-wide passages",
+                bytes.len()
+            ));
+        }
+        for vector in int8_vectors(&chunk, bytes, stride)? {
+            out.push((chunk.clone(), vector));
+        }
+    }
+    Ok(out)
+}
+
+/// `bytes` cut into int8-form vectors of `stride` bytes each, read back.
+fn int8_vectors(chunk: &str, bytes: &[u8], stride: usize) -> Result<Vec<Vec<f32>>, ColumnError> {
+    bytes
+        .chunks(stride.max(1))
+        .map(|code| {
+            codec::int8_parts(code)
+                .and_then(|_| codec::decode(code))
+                .ok_or_else(|| format!("chunk {chunk}: its passages' codes are not the int8 form"))
+        })
+        .collect()
+}
+
+/// The passage ids of `batch`'s rows, of either layout.
+pub(super) fn passage_ids(batch: &RecordBatch) -> Result<Vec<String>, ColumnError> {
+    if one_row_per_passage(&batch.schema()) {
+        return text(batch, "id");
+    }
+    let ids = column::<ListArray>(batch, "ids")?;
+    let mut out = Vec::new();
+    for row in 0..ids.len() {
+        out.extend(listed_text(&ids.value(row))?);
+    }
+    Ok(out)
+}
+
+/// The values of one row of a list-of-text column.
+fn listed_text(values: &ArrayRef) -> Result<Vec<String>, ColumnError> {
+    let values = values
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .ok_or_else(|| "column `ids` holds no text".to_string())?;
+    Ok(values
+        .iter()
+        .map(|id| id.unwrap_or_default().to_string())
+        .collect())
+}
+
 /// Chunks read back, with their ids: every column of [`chunks_schema`] but `terms`.
 pub(super) fn chunk_records(
     batch: &RecordBatch,
@@ -416,6 +577,72 @@ mod tests {
         );
         let listed = cache_batch(&[("k", &a)]);
         assert_eq!(vectors(&listed, "vector").unwrap(), vec![a.to_vec()]);
+    }
+
+    #[test]
+    fn passages_read_back_one_row_per_chunk_and_in_the_layout_before() {
+        let unit = |v: &[f32]| {
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.iter().map(|x| x / n).collect::<Vec<f32>>()
+        };
+        let (a, b, c) = (
+            unit(&[1.0, 2.0, 3.0]),
+            unit(&[0.0, -1.0, 0.5]),
+            unit(&[3.0, 0.0, 0.0]),
+        );
+        let written = [("x#0", a.as_slice()), ("x#1", &b), ("y#0", &c)];
+        let batch = passages_batch(&written);
+        assert_eq!(batch.num_rows(), 2, "one row per chunk");
+        assert_eq!(passage_ids(&batch).unwrap(), ["x#0", "x#1", "y#0"]);
+        let read = passages(&batch).unwrap();
+        let owners: Vec<(&str, &str)> = read
+            .iter()
+            .map(|(id, ch, _)| (id.as_str(), ch.as_str()))
+            .collect();
+        assert_eq!(owners, [("x#0", "x"), ("x#1", "x"), ("y#0", "y")]);
+        // The int8 form: within rounding of the vector written.
+        for ((_, _, got), (_, want)) in read.iter().zip(written) {
+            let cosine: f32 = got.iter().zip(want).map(|(g, w)| g * w).sum();
+            assert!(cosine > 0.999, "{cosine}");
+        }
+        // A store an earlier memoria wrote reads the same.
+        let before = passages_batch_one_row_each(&read);
+        assert!(one_row_per_passage(&before.schema()));
+        assert!(!one_row_per_passage(&batch.schema()));
+        assert_eq!(passages(&before).unwrap(), read);
+        assert_eq!(passage_ids(&before).unwrap(), ["x#0", "x#1", "y#0"]);
+        // What a search reads: chunks and vectors, no ids.
+        let by_chunk: Vec<(String, Vec<f32>)> = read
+            .iter()
+            .map(|(_, ch, v)| (ch.clone(), v.clone()))
+            .collect();
+        for layout in [&batch, &before] {
+            let columns: Vec<&str> = ["chunk", "codes", "vector"]
+                .into_iter()
+                .filter(|c| layout.column_by_name(c).is_some())
+                .collect();
+            let searched = layout
+                .project(
+                    &columns
+                        .iter()
+                        .map(|c| layout.schema().index_of(c).unwrap())
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+            assert_eq!(passage_vectors(&searched, 3).unwrap(), by_chunk);
+        }
+    }
+
+    #[test]
+    fn damaged_passage_codes_are_named() {
+        let batch = passages_batch(&[("x#0", &[1.0, 0.0][..])]);
+        let mut columns = batch.columns().to_vec();
+        columns[2] = Arc::new(BinaryArray::from_iter_values([b"oops".as_slice()]));
+        let damaged = RecordBatch::try_new(batch.schema(), columns).unwrap();
+        let err = passages(&damaged).unwrap_err();
+        assert!(err.contains("chunk x"), "{err}");
+        let err = passage_vectors(&damaged, 2).unwrap_err();
+        assert!(err.contains("chunk x"), "{err}");
     }
 
     #[test]

@@ -130,6 +130,42 @@ impl LanceStore {
         })
     }
 
+    /// Rewrites the committed generation's passages in the layout before one row per chunk
+    /// (one row per passage, f32 vectors), as an earlier memoria left them (tests: the
+    /// upgrade).
+    #[cfg(test)]
+    pub(crate) fn write_passages_one_row_each(&self) -> Result<()> {
+        use super::tables::{collect, open_at, runtime_error, table_name};
+        let Some(committed) = self.committed()? else {
+            return Ok(());
+        };
+        let db = self.db()?;
+        block(&self.location, async move {
+            let name = table_name("passages", committed.manifest.generation);
+            let Some(table) = open_at(&db, &name, committed.versions[3]).await? else {
+                return Ok(());
+            };
+            let mut passages = Vec::new();
+            for batch in collect(table.query()).await? {
+                passages.extend(super::rows::passages(&batch).map_err(runtime_error)?);
+            }
+            db.drop_table(&name, &[]).await?;
+            let old = super::rows::passages_batch_one_row_each(&passages);
+            let table = db.create_table(&name, old).execute().await?;
+            let mut versions = committed.versions;
+            versions[3] = table.version().await?;
+            let json = serde_json::to_string(&committed.manifest)
+                .map_err(|err| runtime_error(err.to_string()))?;
+            let manifest = db.open_table("manifest").execute().await?;
+            manifest
+                .add(super::rows::manifest_batch(&json, versions))
+                .mode(lancedb::table::AddDataMode::Overwrite)
+                .execute()
+                .await?;
+            Ok(())
+        })
+    }
+
     fn connect(&self, slot: &Mutex<Option<Connection>>, uri: &str) -> Result<Connection> {
         let mut slot = lock(slot);
         if let Some(db) = slot.as_ref() {

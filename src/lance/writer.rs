@@ -118,13 +118,13 @@ impl LanceWriter {
             .filter(|(id, _)| !passage::is_passage(id))
             .map(|(id, v)| (id.as_str(), v.as_slice()))
             .collect();
-        let parts: Vec<(&str, &str, &[f32])> = held
+        let parts: Vec<(&str, &[f32])> = held
             .iter()
             .filter(|(id, _)| passage::is_passage(id))
-            .map(|(id, v)| (id.as_str(), passage::chunk_of(id), v.as_slice()))
+            .map(|(id, v)| (id.as_str(), v.as_slice()))
             .collect();
         let own_batch = (!own.is_empty()).then(|| rows::vectors_batch(&own, dims));
-        let parts_batch = (!parts.is_empty()).then(|| rows::passages_batch(&parts, dims));
+        let parts_batch = (!parts.is_empty()).then(|| rows::passages_batch(&parts));
         let generation = open.generation;
         let (vectors, passages) = (open.vectors.clone(), open.passages.clone());
         let (vectors, passages) = block(&location, async move {
@@ -207,11 +207,6 @@ async fn restore(
     Ok(tables)
 }
 
-/// Every value of column `column` of `table`.
-async fn column(table: &Table, column: &'static str) -> lancedb::Result<Vec<RecordBatch>> {
-    collect(table.query().select(Select::columns(&[column]))).await
-}
-
 /// Appends `batch` to `table`, creating it as `name` when absent.
 async fn append(
     db: &Connection,
@@ -242,7 +237,25 @@ impl Writer for LanceWriter {
         let db = self.db.clone();
         let committed = block(&self.location, async move { read_committed(&db).await })?;
         let named = committed.as_ref().map(|c| c.manifest.generation);
-        let fresh = rebuild || current.is_none();
+        // Passages one row each (an earlier memoria's layout) are rewritten one row per chunk
+        // by a rebuild, which takes every vector from the generation it replaces.
+        let relayout = match (&committed, rebuild || current.is_none()) {
+            (Some(c), false) if c.versions[3] != 0 => {
+                let (db, name, version) = (
+                    self.db.clone(),
+                    table_name("passages", c.manifest.generation),
+                    c.versions[3],
+                );
+                block(&self.location, async move {
+                    Ok(match open_at(&db, &name, version).await? {
+                        Some(table) => rows::one_row_per_passage(&*table.schema().await?),
+                        None => false,
+                    })
+                })?
+            }
+            _ => false,
+        };
+        let fresh = rebuild || current.is_none() || relayout;
         // A new generation follows every one named, so it never replaces the committed one.
         let generation = match fresh {
             true => current.max(named).map_or(1, |n| n + 1),
@@ -281,13 +294,19 @@ impl Writer for LanceWriter {
         };
 
         let (f, v, p) = (files_table.clone(), vectors.clone(), passages.clone());
-        let (file_batches, id_batches) = block(&self.location, async move {
+        let (file_batches, own_ids, passage_ids) = block(&self.location, async move {
             let files = collect(f.query()).await?;
-            let mut ids = Vec::new();
-            for table in [v, p].into_iter().flatten() {
-                ids.extend(column(&table, "id").await?);
+            let mut read = Vec::new();
+            for (table, column) in [(v, "id"), (p, "ids")] {
+                read.push(match table {
+                    Some(table) => {
+                        collect(table.query().select(Select::columns(&[column]))).await?
+                    }
+                    None => Vec::new(),
+                });
             }
-            Ok((files, ids))
+            let passages = read.pop().unwrap_or_default();
+            Ok((files, read.pop().unwrap_or_default(), passages))
         })?;
         let mut files = BTreeMap::new();
         for batch in &file_batches {
@@ -300,8 +319,11 @@ impl Writer for LanceWriter {
             }
         }
         let mut embedded = HashSet::new();
-        for batch in &id_batches {
+        for batch in &own_ids {
             embedded.extend(rows::text(batch, "id").map_err(|m| self.fail(m))?);
+        }
+        for batch in &passage_ids {
+            embedded.extend(rows::passage_ids(batch).map_err(|m| self.fail(m))?);
         }
         let chunks = files
             .values()
@@ -310,6 +332,13 @@ impl Writer for LanceWriter {
         let begun = Begun {
             generation,
             rebuilt: fresh,
+            note: relayout.then(|| {
+                format!(
+                    "passages_{} kept one row per passage (an earlier memoria's layout); \
+                     rebuilt as generation {generation}, one row per chunk, from its vectors",
+                    named.unwrap_or_default()
+                )
+            }),
             files: files.clone().into_iter().collect(),
         };
         self.committed = committed;

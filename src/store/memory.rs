@@ -298,6 +298,7 @@ impl Writer for MemoryWriter<'_> {
             generation: draft.number,
             rebuilt: rebuild || current.is_none(),
             files: draft.files.clone().into_iter().collect(),
+            note: None,
         };
         self.draft = Some(draft);
         Ok(begun)

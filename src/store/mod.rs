@@ -163,6 +163,9 @@ pub(crate) struct Begun {
     pub rebuilt: bool,
     /// The files it holds, by path (none when new).
     pub files: HashMap<String, FileRecord>,
+    /// Why the store rebuilt a generation the sync asked it to update (a layout it no
+    /// longer writes), for the sync's warnings.
+    pub note: Option<String>,
 }
 
 /// One sync's access to a store, holding its writer lock.

@@ -406,9 +406,9 @@ fn a_large_lancedb_generation_is_indexed_and_answers_alike() {
             "# Note {n}\n\nThe code word of note {n} is {}, kept by the {animal}.\n",
             code(n)
         );
-        // Every tenth note is long enough for passages.
-        if n % 10 == 0 {
-            for line in 0..60 {
+        // Every other note is long enough for passages (a row each: past the threshold).
+        if n % 2 == 0 {
+            for line in 0..12 {
                 text.push_str(&format!(
                     "line {line} of the long note {n} about the {animal}\n"
                 ));
@@ -504,4 +504,71 @@ fn a_large_lancedb_generation_is_indexed_and_answers_alike() {
         .iter()
         .all(|h| h.path != "memory/notes/n417.md"));
     assert_eq!(firsts(&indexed), firsts(&plain));
+}
+
+/// A LanceDB store an earlier memoria wrote, its passages one row each, answers as before;
+/// its next sync rewrites them one row per chunk, from the vectors it holds (nothing is
+/// embedded again), and says why it rebuilt.
+#[cfg(feature = "fleet")]
+#[test]
+fn lancedb_passages_one_row_each_are_rebuilt_one_row_per_chunk_from_their_vectors() {
+    let workspace = tempfile::tempdir().unwrap();
+    write_workspace(workspace.path());
+    let state = tempfile::tempdir().unwrap();
+    let location = crate::lance::Location {
+        uri: state.path().join("lancedb").display().to_string(),
+        options: Vec::new(),
+    };
+    let words = Arc::new(Words {
+        documents: AtomicUsize::new(0),
+    });
+    let opened = location.clone();
+    let agent = agent(
+        workspace.path(),
+        state.path(),
+        Semantics::Documented,
+        Some(words.clone()),
+        move |settings| Box::new(crate::lance::LanceStore::new(&opened, &settings.agent_id)),
+    );
+    let first = agent.sync(false, &|_| {}).unwrap();
+    let answers = |agent: &Agent| -> Vec<(String, f64)> {
+        let response = search(agent, "which line is about the rain barrel");
+        assert_eq!(response.served.mode, Mode::Hybrid);
+        response
+            .hits
+            .iter()
+            .map(|h| (h.path.clone(), h.score))
+            .collect()
+    };
+    let fresh = answers(&agent);
+    assert_eq!(fresh[0].0, "memory/projects/garden.md", "{fresh:?}");
+
+    crate::lance::LanceStore::new(&location, "main")
+        .write_passages_one_row_each()
+        .unwrap();
+    let before = answers(&agent);
+    assert_eq!(before.len(), fresh.len());
+    for ((path, score), (want_path, want)) in before.iter().zip(&fresh) {
+        // f32 rows hold the int8 form's values: the same scores, within rounding.
+        assert_eq!(path, want_path);
+        assert!((score - want).abs() < 1e-4, "{before:?} {fresh:?}");
+    }
+
+    let embedded = words.documents.load(Ordering::SeqCst);
+    let report = agent.sync(false, &|_| {}).unwrap();
+    assert!(report.rebuilt, "{report:?}");
+    assert_eq!(report.generation, first.generation + 1);
+    assert_eq!(report.embedded, 0, "{report:?}");
+    assert_eq!(words.documents.load(Ordering::SeqCst), embedded);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("one row per passage")),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(answers(&agent), before);
+    // Rebuilt once: the next sync updates the generation in place.
+    assert!(!agent.sync(false, &|_| {}).unwrap().rebuilt);
 }

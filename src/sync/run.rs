@@ -213,6 +213,7 @@ fn begin(
         }
         (Err(err), _) => return Err(err),
     };
+    warnings.extend(begun.note.clone());
     Ok((manifest, begun))
 }
 

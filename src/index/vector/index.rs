@@ -14,8 +14,8 @@ use super::graph::{
 };
 use super::passages::Passages;
 use super::HalfCosine;
+use crate::codec;
 use crate::error::{Error, Result};
-use crate::index::codec;
 use crate::passage;
 use crate::simd::l2_normalize as normalize;
 
@@ -538,7 +538,7 @@ impl VectorIndex {
 /// A chunk id and its embedding.
 type Entry = (String, Vec<f32>);
 
-/// Vectors gathered from their stored bytes (`index::codec`) for
+/// Vectors gathered from their stored bytes (`crate::codec`) for
 /// [`VectorIndex::build_stored`] or [`VectorIndex::extend_stored`]: chunks' own as floats,
 /// passages kept in their int8 form (widened to f32 first, a rebuild of 100k chunks held
 /// 2.7 GB of passages it then quantised back).

@@ -8,7 +8,7 @@
 //! the search walks the graph by chunk vectors, then scores each chunk it found by the
 //! best of its passages' cosines ([`super::VectorIndex::search`]).
 //!
-//! **Quantisation** (`index::codec`, the catalog's form for passages too): a vector `v` is
+//! **Quantisation** (`crate::codec`, the catalog's form for passages too): a vector `v` is
 //! kept as `q = round(127 · v / max|v|)` and `1 / ‖q‖`, so `q · u / ‖q‖` is the cosine of
 //! the stored direction with a unit query `u` (rounding moves a cosine by ~0.001 at 768
 //! dimensions; the table test bounds it). An all-zero vector keeps zeros and scores 0.
@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use crate::index::codec::quantize;
+use crate::codec::quantize;
 use crate::passage;
 use crate::simd::dot_i8_f32;
 
@@ -59,7 +59,7 @@ impl Passages {
         });
     }
 
-    /// Stores (or replaces) passage `id` from its int8 form (`index::codec`) as it is; the
+    /// Stores (or replaces) passage `id` from its int8 form (`crate::codec`) as it is; the
     /// error says what is wrong with it.
     pub(super) fn insert_int8(
         &mut self,
@@ -120,7 +120,7 @@ impl Passages {
         true
     }
 
-    /// Passage `id`'s vector as its int8 form reads back (`index::codec`).
+    /// Passage `id`'s vector as its int8 form reads back (`crate::codec`).
     pub(super) fn get(&self, id: &str) -> Option<Vec<f32>> {
         let list = self.by_chunk.get(passage::chunk_of(id))?;
         let p = list.iter().find(|p| p.id == id)?;
