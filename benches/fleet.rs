@@ -11,7 +11,8 @@
 //! `MEMORIA_BENCH_DIMS` (768, EmbeddingGemma's) for the stand-in embedder (feature-hashed
 //! words, passages embedded as EmbeddingGemma's are: real vectors' bytes, not their cost
 //! to compute); `MEMORIA_BENCH_SEARCHES` (200)
-//! searches per measurement; `MEMORIA_BENCH_STORES` (`local,lancedb`);
+//! searches per measurement; `MEMORIA_BENCH_STORES` (`local,lancedb`; also `lancedb-dir`,
+//! LanceDB on a local directory: the store's own pace, without an S3 server's);
 //! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet). Every agent's notes differ (a seed of
 //! its own), so the shared embedding cache saves nothing here.
 //!
@@ -72,14 +73,16 @@ fn env_number(name: &str, default: u64) -> u64 {
 enum Backend<'a> {
     Local(PathBuf),
     Lance { s3: &'a S3, prefix: String },
+    LanceDir(PathBuf),
 }
 
 /// What a cold node is told to search, as JSON in `MEMORIA_BENCH_COLD`: the bench runs
 /// itself once per cold search, so that nothing is cached in the process.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ColdSearch {
-    /// The local store's directory, or the S3 endpoint and prefix.
+    /// The local store's directory, LanceDB's directory, or the S3 endpoint and prefix.
     local: Option<PathBuf>,
+    lance_dir: Option<PathBuf>,
     endpoint: Option<String>,
     prefix: String,
     state: PathBuf,
@@ -94,9 +97,10 @@ fn cold_child(job: &str) {
     let job: ColdSearch = serde_json::from_str(job).expect("MEMORIA_BENCH_COLD");
     let embedder = stand_in(job.dims);
     let asked = Instant::now();
-    let settings = match &job.local {
-        Some(dir) => settings(Place::Local(dir), &job.state, &job.agent, &job.notes),
-        None => settings(
+    let settings = match (&job.local, &job.lance_dir) {
+        (Some(dir), _) => settings(Place::Local(dir), &job.state, &job.agent, &job.notes),
+        (None, Some(dir)) => settings(Place::LanceDir(dir), &job.state, &job.agent, &job.notes),
+        (None, None) => settings(
             Place::Lance {
                 endpoint: job.endpoint.as_deref().unwrap_or_default(),
                 prefix: &job.prefix,
@@ -140,6 +144,7 @@ fn cold_search(job: &ColdSearch) -> Duration {
 enum Place<'a> {
     Local(&'a Path),
     Lance { endpoint: &'a str, prefix: &'a str },
+    LanceDir(&'a Path),
 }
 
 impl Backend<'_> {
@@ -147,13 +152,14 @@ impl Backend<'_> {
         match self {
             Backend::Local(_) => "local",
             Backend::Lance { .. } => "lancedb on S3",
+            Backend::LanceDir(_) => "lancedb on a directory",
         }
     }
 
     /// Bytes stored for all agents.
     fn bytes(&self) -> u64 {
         match self {
-            Backend::Local(dir) => dir_bytes(dir),
+            Backend::Local(dir) | Backend::LanceDir(dir) => dir_bytes(dir),
             Backend::Lance { s3, prefix } => s3
                 .objects(&format!("{prefix}/"))
                 .iter()
@@ -192,6 +198,7 @@ fn open(
             endpoint: &s3.endpoint,
             prefix,
         },
+        Backend::LanceDir(dir) => Place::LanceDir(dir),
     };
     open_settings(settings(store, state, agent, workspace), embedder)
 }
@@ -221,6 +228,12 @@ fn settings(store: Place, state: &Path, agent: &str, workspace: &Path) -> Settin
             settings.store.backend = StoreBackend::LanceDb {
                 uri: format!("s3://fleet/{prefix}"),
                 options,
+            };
+        }
+        Place::LanceDir(dir) => {
+            settings.store.backend = StoreBackend::LanceDb {
+                uri: dir.display().to_string(),
+                options: Vec::new(),
             };
         }
     }
@@ -343,12 +356,16 @@ fn measure(
     let mut cold = Vec::new();
     for n in 0..options.searches.min(agents.len().max(1) * 4) {
         let (agent, notes) = &agents[(rng.next() % agents.len() as u64) as usize];
-        let (local, endpoint, prefix) = match backend {
-            Backend::Local(dir) => (Some(dir.clone()), None, String::new()),
-            Backend::Lance { s3, prefix } => (None, Some(s3.endpoint.clone()), prefix.clone()),
+        let (local, lance_dir, endpoint, prefix) = match backend {
+            Backend::Local(dir) => (Some(dir.clone()), None, None, String::new()),
+            Backend::LanceDir(dir) => (None, Some(dir.clone()), None, String::new()),
+            Backend::Lance { s3, prefix } => {
+                (None, None, Some(s3.endpoint.clone()), prefix.clone())
+            }
         };
         cold.push(cold_search(&ColdSearch {
             local,
+            lance_dir,
             endpoint,
             prefix,
             state: state.join(format!("cold-{n}")),
@@ -432,6 +449,7 @@ fn main() {
     for store in &options.stores {
         match (store.as_str(), &s3) {
             ("local", _) => backends.push(Backend::Local(options.root.join("local"))),
+            ("lancedb-dir", _) => backends.push(Backend::LanceDir(options.root.join("lancedb"))),
             ("lancedb", Some(s3)) => backends.push(Backend::Lance {
                 s3,
                 prefix: String::new(),
@@ -466,6 +484,7 @@ fn main() {
         for backend in &mut backends {
             match backend {
                 Backend::Local(dir) => *dir = options.root.join(format!("local-{name}")),
+                Backend::LanceDir(dir) => *dir = options.root.join(format!("lancedb-{name}")),
                 Backend::Lance { prefix, .. } => *prefix = name.to_string(),
             }
             answers.push(measure(&options, backend, &agents, &queries, &embedder));

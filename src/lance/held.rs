@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::simd;
+use crate::{codec, simd};
 
 /// One generation's vectors, as a search scores them.
 #[derive(Default)]
@@ -20,17 +20,24 @@ pub(super) struct Held {
     /// Chunks' own vectors.
     own: Vec<(String, Vec<f32>)>,
     /// Passages' vectors, by their chunk.
-    passages: HashMap<String, Vec<Vec<f32>>>,
+    passages: HashMap<String, Vec<Codes>>,
 }
+
+/// A passage's vector as the store keeps it: the inverse of its codes' norm and its int8
+/// codes (`crate::codec`), a quarter of f32's memory.
+type Codes = (f32, Box<[i8]>);
 
 impl Held {
     pub(super) fn new(
         own: Vec<(String, Vec<f32>)>,
         passages: impl IntoIterator<Item = (String, Vec<f32>)>,
     ) -> Held {
-        let mut by_chunk: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
+        let mut by_chunk: HashMap<String, Vec<Codes>> = HashMap::new();
         for (chunk, vector) in passages {
-            by_chunk.entry(chunk).or_default().push(vector);
+            by_chunk
+                .entry(chunk)
+                .or_default()
+                .push(codec::quantize(&vector));
         }
         Held {
             own,
@@ -47,7 +54,7 @@ impl Held {
             .chain(
                 self.passages
                     .iter()
-                    .map(|(id, vs)| id.len() + vs.iter().map(|v| v.len() * 4).sum::<usize>()),
+                    .map(|(id, vs)| id.len() + vs.iter().map(|(_, q)| q.len() + 4).sum::<usize>()),
             )
             .sum();
         vectors as u64
@@ -69,7 +76,8 @@ impl Held {
             .map(|(id, own)| {
                 let best = self.passages.get(id).and_then(|vs| {
                     vs.iter()
-                        .map(|v| unit_cosine(query, v))
+                        .filter(|(_, codes)| codes.len() == query.len())
+                        .map(|(inv_norm, codes)| simd::dot_i8_f32(codes, query) * inv_norm)
                         .max_by(f32::total_cmp)
                 });
                 (id.to_string(), best.unwrap_or(own))

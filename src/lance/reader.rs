@@ -269,7 +269,7 @@ impl LanceReader {
                     .distance_type(DistanceType::Cosine)
                     .minimum_nprobes(NPROBES)?
                     .refine_factor(REFINE_FACTOR)
-                    .select(Select::columns(&["id"]))
+                    .select(Select::columns(&["id", "_distance"]))
                     .limit(fetch),
             )
             .await
