@@ -12,7 +12,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::{codec, simd};
+use crate::codec;
+use crate::simd;
 
 /// One generation's vectors, as a search scores them.
 #[derive(Default)]

@@ -42,7 +42,7 @@
 //! index: the terms are memoria's, the scoring LanceDB's. Vectors: the chunks' own vectors
 //! by cosine, the nearest widened and rescored by their best passage, as the local store
 //! does. A generation under 50,000 chunks is scanned whole (exact), in memory once read
-//! ([`held`]); from there its vectors get an IVF-PQ index (candidates re-ranked on their
+//! ([`held`]); from there its vectors get an IVF-HNSW-SQ index (candidates re-ranked on their
 //! full vectors) and the columns searches look rows up by (`chunks.id`, `passages.chunk`)
 //! B-tree indexes, so a search of a large agent reads a small part of it
 //! (`MEMORIA_FLEET_INDEX_ROWS` moves the threshold).

@@ -12,7 +12,9 @@ use lancedb::table::{AddDataMode, CompactionOptions, Duration, OptimizeAction};
 use lancedb::{Connection, Table};
 
 use super::cache::SharedCache;
-use super::indexes::{btree, index_column, update_indexes, vector_index};
+use super::indexes::{
+    btree, drop_other_kind, index_column, update_indexes, vector_index, VECTOR_INDEX,
+};
 use super::lease::Lease;
 use super::reader::{vectors_by_ids, IDS_PER_QUERY};
 use super::rows::{self, is_in};
@@ -658,6 +660,7 @@ impl Writer for LanceWriter {
         let (vectors, passages) = (open.vectors.clone(), open.passages.clone());
         block(&self.location, async move {
             if let Some(vectors) = &vectors {
+                drop_other_kind(vectors, "vector", VECTOR_INDEX).await?;
                 if index_column(vectors, "vector", min_rows, vector_index).await? {
                     update_indexes(vectors).await?;
                 }
