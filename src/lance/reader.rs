@@ -38,9 +38,6 @@ pub(super) struct LanceReader {
     chunks: Table,
     vectors: Option<Table>,
     passages: Option<Table>,
-    /// The columns a search reads of `passages`, as its layout names them (each column is
-    /// one more object-store read per row).
-    passage_columns: [&'static str; 2],
     /// Chunks in the generation (BM25's document count).
     documents: usize,
     /// Whether `chunks` has its full-text index.
@@ -65,42 +62,27 @@ impl LanceReader {
     ) -> Result<Self> {
         let generation = committed.manifest.generation;
         let versions = committed.versions;
-        let (files, chunks, vectors, passages, passage_columns, documents, indexed) =
-            block(location, async move {
-                let mut tables = Vec::new();
-                for (kind, version) in TABLES.iter().zip(versions) {
-                    tables.push(open_at(&db, &table_name(kind, generation), version).await?);
-                }
-                let [files, chunks, vectors, passages]: [Option<Table>; 4] = tables
-                    .try_into()
-                    .map_err(|_| runtime_error("four tables".into()))?;
-                let (Some(files), Some(chunks)) = (files, chunks) else {
-                    return Err(runtime_error(format!(
-                        "the manifest names no files_{generation} or chunks_{generation} table"
-                    )));
-                };
-                let passage_columns = match &passages {
-                    Some(table) if rows::one_row_per_passage(&*table.schema().await?) => {
-                        ["chunk", "vector"]
-                    }
-                    _ => ["chunk", "codes"],
-                };
-                let documents = chunks.count_rows(None).await?;
-                let indexed = chunks
-                    .list_indices()
-                    .await?
-                    .iter()
-                    .any(|i| i.columns.iter().any(|c| c == "terms"));
-                Ok((
-                    files,
-                    chunks,
-                    vectors,
-                    passages,
-                    passage_columns,
-                    documents,
-                    indexed,
-                ))
-            })?;
+        let (files, chunks, vectors, passages, documents, indexed) = block(location, async move {
+            let mut tables = Vec::new();
+            for (kind, version) in TABLES.iter().zip(versions) {
+                tables.push(open_at(&db, &table_name(kind, generation), version).await?);
+            }
+            let [files, chunks, vectors, passages]: [Option<Table>; 4] = tables
+                .try_into()
+                .map_err(|_| runtime_error("four tables".into()))?;
+            let (Some(files), Some(chunks)) = (files, chunks) else {
+                return Err(runtime_error(format!(
+                    "the manifest names no files_{generation} or chunks_{generation} table"
+                )));
+            };
+            let documents = chunks.count_rows(None).await?;
+            let indexed = chunks
+                .list_indices()
+                .await?
+                .iter()
+                .any(|i| i.columns.iter().any(|c| c == "terms"));
+            Ok((files, chunks, vectors, passages, documents, indexed))
+        })?;
         Ok(LanceReader {
             location: location.to_string(),
             manifest: committed.manifest,
@@ -108,7 +90,6 @@ impl LanceReader {
             chunks,
             vectors,
             passages,
-            passage_columns,
             documents,
             indexed,
             counted: Mutex::new(HashMap::new()),
@@ -222,20 +203,12 @@ impl LanceReader {
         };
         for group in chunks.chunks(IDS_PER_QUERY) {
             let (table, filter) = (passages.clone(), is_in("chunk", group));
-            let columns = self.passage_columns;
             let batches = block(&self.location, async move {
-                collect(
-                    table
-                        .query()
-                        .only_if(filter)
-                        .select(Select::columns(&columns)),
-                )
-                .await
+                collect(table.query().only_if(filter)).await
             })?;
             for batch in &batches {
-                let read =
-                    rows::passage_vectors(batch, query.len()).map_err(|m| self.column_error(m))?;
-                for (owner, vector) in read {
+                let read = rows::passages(batch).map_err(|m| self.column_error(m))?;
+                for (_, owner, vector) in read {
                     let score = unit_cosine(query, &vector);
                     let entry = best.entry(owner).or_insert(f32::MIN);
                     *entry = entry.max(score);

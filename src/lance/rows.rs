@@ -410,34 +410,6 @@ pub(super) fn passages(
     Ok(out)
 }
 
-/// Passages' vectors by their chunks, `dims` wide, from the columns a search reads: `chunk`
-/// and `codes` ([`passages_schema`]), or `chunk` and `vector` (the layout before).
-pub(super) fn passage_vectors(
-    batch: &RecordBatch,
-    dims: usize,
-) -> Result<Vec<(String, Vec<f32>)>, ColumnError> {
-    let chunks = text(batch, "chunk")?;
-    if batch.column_by_name("vector").is_some() {
-        return Ok(chunks.into_iter().zip(vectors(batch, "vector")?).collect());
-    }
-    let codes = column::<BinaryArray>(batch, "codes")?;
-    let stride = codec::int8_len(dims);
-    let mut out = Vec::new();
-    for (row, chunk) in chunks.into_iter().enumerate() {
-        let bytes = codes.value(row);
-        if bytes.len() % stride != 0 {
-            return Err(format!(
-                "chunk {chunk}: {} bytes of codes are no whole number of {dims}-wide passages",
-                bytes.len()
-            ));
-        }
-        for vector in int8_vectors(&chunk, bytes, stride)? {
-            out.push((chunk.clone(), vector));
-        }
-    }
-    Ok(out)
-}
-
 /// `bytes` cut into int8-form vectors of `stride` bytes each, read back.
 fn int8_vectors(chunk: &str, bytes: &[u8], stride: usize) -> Result<Vec<Vec<f32>>, ColumnError> {
     bytes
@@ -611,26 +583,6 @@ mod tests {
         assert!(!one_row_per_passage(&batch.schema()));
         assert_eq!(passages(&before).unwrap(), read);
         assert_eq!(passage_ids(&before).unwrap(), ["x#0", "x#1", "y#0"]);
-        // What a search reads: chunks and vectors, no ids.
-        let by_chunk: Vec<(String, Vec<f32>)> = read
-            .iter()
-            .map(|(_, ch, v)| (ch.clone(), v.clone()))
-            .collect();
-        for layout in [&batch, &before] {
-            let columns: Vec<&str> = ["chunk", "codes", "vector"]
-                .into_iter()
-                .filter(|c| layout.column_by_name(c).is_some())
-                .collect();
-            let searched = layout
-                .project(
-                    &columns
-                        .iter()
-                        .map(|c| layout.schema().index_of(c).unwrap())
-                        .collect::<Vec<_>>(),
-                )
-                .unwrap();
-            assert_eq!(passage_vectors(&searched, 3).unwrap(), by_chunk);
-        }
     }
 
     #[test]
@@ -640,8 +592,6 @@ mod tests {
         columns[2] = Arc::new(BinaryArray::from_iter_values([b"oops".as_slice()]));
         let damaged = RecordBatch::try_new(batch.schema(), columns).unwrap();
         let err = passages(&damaged).unwrap_err();
-        assert!(err.contains("chunk x"), "{err}");
-        let err = passage_vectors(&damaged, 2).unwrap_err();
         assert!(err.contains("chunk x"), "{err}");
     }
 
