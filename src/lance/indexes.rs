@@ -64,9 +64,10 @@ pub(super) async fn update_indexes(table: &Table) -> lancedb::Result<()> {
 /// each over the vectors in 8-bit scalar quantisation, its candidates re-ranked on the full
 /// vectors by the reader. Chosen on 48,456 real EmbeddingGemma vectors (SciFact and XQuAD
 /// sentences) and 1,010 real queries, against an exact scan, at the reader's 24 candidates,
-/// 32 probes and 8× re-ranking: recall@10 0.990 (0.997 re-ranking 16×), where IVF-PQ with
-/// LanceDB's default 48 sub-vectors gave 0.906 (0.964 re-ranking 32×) and with 96 gave
-/// 0.978 (0.992 re-ranking 16×, twice the full rows read).
+/// 32 probes and 8× re-ranking (`benches/lance_index_recall.py`, two runs): recall@10 0.990
+/// (0.997 re-ranking 16×), where IVF-PQ with LanceDB's default 48 sub-vectors gave
+/// 0.906–0.913 (0.964–0.972 re-ranking 32×) and with 96 gave 0.978–0.979 (0.991–0.992
+/// re-ranking 16×, twice the full rows read).
 pub(super) fn vector_index() -> Index {
     Index::IvfHnswSq(IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine))
 }

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""How close LanceDB's vector indexes come to an exact scan on real EmbeddingGemma vectors
+(the choice of fleet mode's index, `src/lance/indexes.rs`).
+
+Splits SciFact abstracts and XQuAD paragraphs into sentences (48,456 of them), embeds them
+with `memoria embed` (about 10 minutes on two cores with AMX), and takes every other query
+of `benches/real_vectors.py`'s set (DIR/qvec.jsonl, made first). Then builds each index
+kind over the sentences with LanceDB's Python package (`pip install lancedb numpy`; the
+same Rust core as the crate) and reports recall@10 against an exact scan at the reader's
+24 candidates and 32 probes, for several re-ranking factors.
+
+    python3 benches/real_vectors.py ../shared/eval DIR [MEMORIA_BINARY]
+    python3 benches/lance_index_recall.py ../shared/eval DIR [MEMORIA_BINARY]
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def sentences(eval_dir):
+    out = []
+    with open(f"{eval_dir}/scifact/corpus.jsonl") as f:
+        for line in f:
+            for s in re.split(r"(?<=[.!?])\s+", json.loads(line)["text"]):
+                if len(s) > 40:
+                    out.append(s[:600])
+    for lang in ["en", "es", "zh"]:
+        with open(f"{eval_dir}/xquad/xquad-{lang}/corpus.jsonl") as f:
+            for line in f:
+                for s in re.split(r"(?<=[.!?。])\s*", json.loads(line)["text"]):
+                    if len(s) > 20:
+                        out.append(s[:600])
+    return out
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    eval_dir, out = sys.argv[1], sys.argv[2]
+    memoria = sys.argv[3] if len(sys.argv) > 3 else "memoria"
+    import lancedb
+    import numpy as np
+    import pyarrow as pa
+
+    svec = f"{out}/svec.jsonl"
+    if not os.path.exists(svec):
+        texts = "".join(json.dumps({"text": t}) + "\n" for t in sentences(eval_dir))
+        with open(svec, "w") as f:
+            subprocess.run([memoria, "embed", "--kind", "document"], input=texts.encode(), stdout=f, check=True)
+
+    def load(path):
+        with open(path) as f:
+            v = np.array([json.loads(line)["embedding"] for line in f], dtype=np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    docs, queries = load(svec), load(f"{out}/qvec.jsonl")[::2]
+    exact = np.argsort(-(queries @ docs.T), axis=1)[:, :10]
+    print(f"{len(docs)} sentences, {len(queries)} queries")
+    kinds = [
+        ("IVF_PQ (48 sub-vectors, LanceDB's default)", {"index_type": "IVF_PQ"}),
+        ("IVF_PQ (96 sub-vectors)", {"index_type": "IVF_PQ", "num_sub_vectors": 96}),
+        ("IVF_HNSW_SQ", {"index_type": "IVF_HNSW_SQ"}),
+    ]
+    for name, options in kinds:
+        where = tempfile.mkdtemp()
+        table = lancedb.connect(where).create_table(
+            "v",
+            pa.table({
+                "id": pa.array(np.arange(len(docs))),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(docs.ravel()), docs.shape[1]),
+            }),
+        )
+        started = time.time()
+        table.create_index(metric="cosine", **options)
+        built = time.time() - started
+        for refine in [8, 16, 32]:
+            found, started = 0, time.time()
+            for q, want in zip(queries, exact):
+                hits = (
+                    table.search(q).distance_type("cosine").nprobes(32).refine_factor(refine).limit(24)
+                    .select(["id", "_distance"]).to_arrow()["id"].to_pylist()[:10]
+                )
+                found += len(set(hits) & set(want.tolist()))
+            ms = 1000 * (time.time() - started) / len(queries)
+            print(f"{name}, built in {built:.0f} s: re-rank {refine}x recall@10 {found / (10 * len(queries)):.4f}, {ms:.1f} ms a query")
+        shutil.rmtree(where)
+
+
+if __name__ == "__main__":
+    main()
