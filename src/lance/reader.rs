@@ -201,19 +201,10 @@ impl LanceReader {
         let Some(passages) = &self.passages else {
             return Ok(best);
         };
-        for group in chunks.chunks(IDS_PER_QUERY) {
-            let (table, filter) = (passages.clone(), is_in("chunk", group));
-            let batches = block(&self.location, async move {
-                collect(table.query().only_if(filter)).await
-            })?;
-            for batch in &batches {
-                let read = rows::passages(batch).map_err(|m| self.column_error(m))?;
-                for (_, owner, vector) in read {
-                    let score = unit_cosine(query, &vector);
-                    let entry = best.entry(owner).or_insert(f32::MIN);
-                    *entry = entry.max(score);
-                }
-            }
+        for (_, owner, vector) in passages_of(&self.location, passages, chunks)? {
+            let score = unit_cosine(query, &vector);
+            let entry = best.entry(owner).or_insert(f32::MIN);
+            *entry = entry.max(score);
         }
         Ok(best)
     }
@@ -300,24 +291,38 @@ pub(super) fn vectors_by_ids(
             }
         }
     }
-    // Passages are read by their chunks' rows (one per chunk, or one per passage in the
-    // layout before), then picked out by id.
+    // Passages are read by their chunks' rows, then picked out by id.
     let mut chunks: Vec<&str> = passage_ids.iter().map(|id| passage::chunk_of(id)).collect();
     chunks.sort_unstable();
     chunks.dedup();
-    if let Some(table) = passages {
-        for group in chunks.chunks(IDS_PER_QUERY) {
-            let (table, filter) = (table.clone(), is_in("chunk", group));
-            let batches = block(location, async move {
-                collect(table.query().only_if(filter)).await
-            })?;
-            for batch in &batches {
-                let read = rows::passages(batch).map_err(fail)?;
-                found.extend(read.into_iter().map(|(id, _, vector)| (id, vector)));
-            }
-        }
+    if let Some(table) = &passages {
+        let read = passages_of(location, table, &chunks)?;
+        found.extend(read.into_iter().map(|(id, _, vector)| (id, vector)));
     }
     Ok(ids.iter().map(|id| found.remove(*id)).collect())
+}
+
+/// The passages of `chunks` in `table`, as `(id, chunk, vector)`: their chunks' rows (one per
+/// chunk, or one per passage in the layout before), [`IDS_PER_QUERY`] chunks a query.
+fn passages_of(
+    location: &str,
+    table: &Table,
+    chunks: &[&str],
+) -> Result<Vec<(String, String, Vec<f32>)>> {
+    let mut out = Vec::new();
+    for group in chunks.chunks(IDS_PER_QUERY) {
+        let (table, filter) = (table.clone(), is_in("chunk", group));
+        let batches = block(location, async move {
+            collect(table.query().only_if(filter)).await
+        })?;
+        for batch in &batches {
+            out.extend(rows::passages(batch).map_err(|message| Error::Store {
+                location: location.to_string(),
+                message,
+            })?);
+        }
+    }
+    Ok(out)
 }
 
 impl Reader for LanceReader {

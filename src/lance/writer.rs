@@ -209,6 +209,14 @@ async fn restore(
     Ok(tables)
 }
 
+/// Every value of column `column` of `table` (none without the table).
+async fn column(table: Option<Table>, column: &'static str) -> lancedb::Result<Vec<RecordBatch>> {
+    match table {
+        Some(table) => collect(table.query().select(Select::columns(&[column]))).await,
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Appends `batch` to `table`, creating it as `name` when absent.
 async fn append(
     db: &Connection,
@@ -297,18 +305,11 @@ impl Writer for LanceWriter {
 
         let (f, v, p) = (files_table.clone(), vectors.clone(), passages.clone());
         let (file_batches, own_ids, passage_ids) = block(&self.location, async move {
-            let files = collect(f.query()).await?;
-            let mut read = Vec::new();
-            for (table, column) in [(v, "id"), (p, "ids")] {
-                read.push(match table {
-                    Some(table) => {
-                        collect(table.query().select(Select::columns(&[column]))).await?
-                    }
-                    None => Vec::new(),
-                });
-            }
-            let passages = read.pop().unwrap_or_default();
-            Ok((files, read.pop().unwrap_or_default(), passages))
+            Ok((
+                collect(f.query()).await?,
+                column(v, "id").await?,
+                column(p, "ids").await?,
+            ))
         })?;
         let mut files = BTreeMap::new();
         for batch in &file_batches {
