@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 
+use memoria::config::ProviderKind;
+use memoria::gemma::{ModelLocation, ModelNotFound};
 use memoria::Memory;
 
 use crate::args::{Cli, Serve};
@@ -27,6 +29,21 @@ pub fn watch(memory: Memory) -> Result<ExitCode> {
 /// closes the stream, Ctrl-C or SIGTERM.
 pub fn mcp(cli: &Cli) -> Result<ExitCode> {
     let agents = served_agents(cli)?;
+    // Agents that embed with the local model share one: a second model would double the
+    // process's memory, so agents naming different ones are an error (as `serve`'s).
+    let mut found = Vec::new();
+    for agent in &agents {
+        let settings = agent.memory.settings();
+        if matches!(settings.provider, ProviderKind::Local | ProviderKind::Auto) {
+            let search = model_search(cli, settings)?;
+            if let Ok(location) = memoria::gemma::resolve_model(&search) {
+                found.push((agent.id.as_str(), Ok(location)));
+            }
+        }
+    }
+    if !found.is_empty() {
+        one_model("memoria mcp", found)?;
+    }
     let live = start_live(&agents)?;
     let runtime = runtime()?;
     runtime.block_on(mcp::serve(mcp::Server::new(agents), shutdown_signal()))?;
@@ -53,9 +70,12 @@ pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
     let agents = served_agents(cli)?;
     // Without a model the server has nothing to serve: OpenClaw's memory search through it
     // would fail at every request. Finding the model is quick; loading it is not.
-    let settings = agents[0].memory.settings().clone();
-    let location = memoria::gemma::resolve_model(&model_search(cli, &settings)?)
-        .context("memoria serve embeds with the local model, and there is none")?;
+    let mut found = Vec::new();
+    for agent in &agents {
+        let search = model_search(cli, agent.memory.settings())?;
+        found.push((agent.id.as_str(), memoria::gemma::resolve_model(&search)));
+    }
+    let location = one_model("memoria serve", found)?;
     // The agents' indexing starts with the first MCP request: a server used only for
     // embeddings indexes nothing.
     let live: Arc<Mutex<Option<Vec<memoria::LiveSync>>>> = Arc::default();
@@ -123,6 +143,62 @@ pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
     })?;
     let live = live.lock().ok().and_then(|mut live| live.take());
     stop_live(&runtime, live.unwrap_or_default())
+}
+
+/// The one local model `command` loads: the model each agent's settings find (`found`, in
+/// `--agent` order), where they agree (one directory, however named). Agents whose
+/// settings name different models are an error naming them, since each other model would
+/// be loaded beside the first (and `serve`'s embeddings endpoint serves one); so is an
+/// agent that finds none.
+fn one_model(
+    command: &str,
+    found: Vec<(&str, Result<ModelLocation, ModelNotFound>)>,
+) -> Result<ModelLocation> {
+    let mut chosen: Option<(&str, ModelLocation)> = None;
+    let mut missing = None;
+    for (agent, location) in found {
+        let location = match location {
+            Ok(location) => location,
+            Err(err) => {
+                missing.get_or_insert((agent, err));
+                continue;
+            }
+        };
+        match &chosen {
+            None => chosen = Some((agent, location)),
+            Some((first, model)) if !same_path(&model.dir, &location.dir) => bail!(
+                "{command} loads one model, and agents {first} and {agent} name different \
+                 ones: {} ({}) and {} ({}); give --model DIR (or MEMORIA_MODEL_DIR) for all, \
+                 or make their local.modelPath agree",
+                model.dir.display(),
+                model.reason,
+                location.dir.display(),
+                location.reason
+            ),
+            Some(_) => {}
+        }
+    }
+    match (chosen, missing) {
+        (Some((_, location)), None) => Ok(location),
+        (Some((first, location)), Some((agent, err))) => bail!(
+            "{command} loads one model: agent {first} finds {} ({}), and agent {agent} \
+             finds none ({err}); give --model DIR (or MEMORIA_MODEL_DIR) for all",
+            location.dir.display(),
+            location.reason
+        ),
+        (None, Some((agent, err))) => Err(anyhow::Error::new(err).context(format!(
+            "{command} embeds with the local model, and there is none for agent {agent}"
+        ))),
+        (None, None) => bail!("{command}: no agent to serve"),
+    }
+}
+
+/// Whether two paths name one file or directory (through links, where both exist).
+fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// One memory per `--agent` (each once); their live syncs start apart ([`start_live`]).
@@ -217,4 +293,60 @@ async fn shutdown_signal() -> Result<()> {
         .await
         .context("listening for Ctrl-C")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use memoria::gemma::{ModelLocation, ModelNotFound};
+
+    fn at(dir: &str) -> Result<ModelLocation, ModelNotFound> {
+        Ok(ModelLocation {
+            dir: PathBuf::from(dir),
+            reason: "local.modelPath".into(),
+        })
+    }
+
+    fn none() -> Result<ModelLocation, ModelNotFound> {
+        Err(ModelNotFound::NoDir {
+            origin: "local.modelPath".into(),
+            dir: PathBuf::from("/nowhere"),
+        })
+    }
+
+    /// Each case: the agents' models, then the model served or the words the error has.
+    #[test]
+    fn serve_loads_the_one_model_its_agents_agree_on() {
+        type Found = Vec<(&'static str, Result<ModelLocation, ModelNotFound>)>;
+        let cases: Vec<(Found, Result<&str, &[&str]>)> = vec![
+            (vec![("main", at("/m"))], Ok("/m")),
+            (vec![("main", at("/m")), ("work", at("/m"))], Ok("/m")),
+            (
+                vec![("main", at("/m")), ("work", at("/other"))],
+                Err(&["agents main and work", "/m", "/other", "--model"]),
+            ),
+            (
+                vec![("main", at("/m")), ("work", none())],
+                Err(&["agent main finds /m", "agent work finds none", "/nowhere"]),
+            ),
+            (
+                vec![("main", none()), ("work", none())],
+                Err(&["there is none for agent main", "/nowhere"]),
+            ),
+        ];
+        for (found, want) in cases {
+            let agents: Vec<String> = found.iter().map(|(a, _)| a.to_string()).collect();
+            let got = super::one_model("memoria serve", found).map_err(|e| format!("{e:#}"));
+            match (got, want) {
+                (Ok(location), Ok(dir)) => assert_eq!(location.dir, PathBuf::from(dir)),
+                (Err(message), Err(words)) => {
+                    for word in words {
+                        assert!(message.contains(word), "{agents:?}: {message}");
+                    }
+                }
+                (got, want) => panic!("{agents:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
 }
