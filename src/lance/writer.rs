@@ -71,7 +71,7 @@ impl LanceWriter {
         LanceWriter {
             index_rows,
             location: location.to_string(),
-            cache: SharedCache::new(location, shared),
+            cache: SharedCache::new(location, shared, index_rows),
             db,
             lease,
             committed: None,

@@ -14,8 +14,13 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Chunks embedded per embedder call at most (the embedder groups them by length
-/// internally), and read from the cache per lookup.
+/// internally).
 pub(super) const EMBED_BATCH: usize = 64;
+/// Vectors looked up at once in the embedding cache and the replaced generation: few calls,
+/// since a lookup in fleet mode's shared cache scans the rows its key index does not hold
+/// yet once per call (a thousand agents of a thousand chunks: 110 scans a sync at 64 keys
+/// a call, 2 at this), and a bounded batch (12 MB of vectors at 768 dimensions).
+const LOOKUP_BATCH: usize = 4096;
 
 /// A sync embeds in at least this many calls when it can (batches of 8 to
 /// [`EMBED_BATCH`] texts): a sync killed mid-call loses that call's work alone, at most a
@@ -258,7 +263,7 @@ fn vectors_at_hand(
         .filter(|&i| missing[i].passages == 0)
         .collect();
     let mut todo: Vec<usize> = Vec::new();
-    for batch in wanted.chunks(EMBED_BATCH) {
+    for batch in wanted.chunks(LOOKUP_BATCH) {
         let mut vectors: Vec<Option<Vec<f32>>> = match cache {
             true => {
                 let batch_keys: Vec<String> = batch.iter().map(|&i| keys[i].clone()).collect();
