@@ -10,11 +10,31 @@
 //! chunks; one agent of `MEMORIA_BENCH_BIG_CHUNKS` (1000000; 0 leaves it out);
 //! `MEMORIA_BENCH_DIMS` (768, EmbeddingGemma's) for the stand-in embedder (feature-hashed
 //! words, passages embedded as EmbeddingGemma's are: real vectors' bytes, not their cost
-//! to compute); `MEMORIA_BENCH_SEARCHES` (200)
+//! to compute; `MEMORIA_BENCH_DENSE=1` makes them dense, as a real model's are: a bag of
+//! words is mostly zeros, which LanceDB's encodings compress, so the bytes stored per
+//! chunk are only a real agent's with it); `MEMORIA_BENCH_SEARCHES` (200)
 //! searches per measurement; `MEMORIA_BENCH_STORES` (`local,lancedb`; also `lancedb-dir`,
 //! LanceDB on a local directory: the store's own pace, without an S3 server's);
-//! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet). Every agent's notes differ (a seed of
-//! its own), so the shared embedding cache saves nothing here.
+//! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet); `MEMORIA_BENCH_S3FS`, the path of
+//! an `s3s-fs` binary, serves S3 from s3s-fs (objects in files under the bench's
+//! directory) instead of moto (objects in its memory, too small for the target sizes).
+//! Every agent's notes differ (a seed of its own), so the shared embedding cache saves
+//! nothing here.
+//!
+//! s3s-fs as the target sizes need it (see docs/fleet.md): version 0.14.1 with
+//! `benches/s3s-fs-prefix.patch`, which makes a listing walk only the directories under
+//! its prefix (unpatched, every listing walks the whole bucket, as moto's does), and, as
+//! root, delayed acknowledgements off on loopback (otherwise every GET waits ~40 ms for
+//! one: s3s-fs answers in two writes without `TCP_NODELAY`):
+//!
+//! ```sh
+//! cargo install s3s-fs@0.14.1 --locked --features binary   # fetches its source
+//! cp -r ~/.cargo/registry/src/*/s3s-fs-0.14.1 /tmp/s3s-fs && cd /tmp/s3s-fs
+//! patch -p1 < $MEMORIA/benches/s3s-fs-prefix.patch
+//! cargo install --path . --locked --features binary --root /tmp/s3s-fs-bin
+//! ip route change local 127.0.0.0/8 dev lo proto kernel scope host src 127.0.0.1 \
+//!     table local quickack 1
+//! ```
 //!
 //! "Cold" is a search by a new node: the bench runs itself as a new process for each
 //! (nothing cached in the process; the operating system's page cache and moto's memory
@@ -257,6 +277,7 @@ fn open_settings(settings: Settings, embedder: &Arc<HashEmbedder>) -> Memory {
 fn stand_in(dims: usize) -> Arc<HashEmbedder> {
     Arc::new(HashEmbedder {
         passages: true,
+        dense: std::env::var_os("MEMORIA_BENCH_DENSE").is_some(),
         ..Arc::into_inner(HashEmbedder::new(dims)).expect("a new embedder")
     })
 }
@@ -435,9 +456,15 @@ fn main() {
         ),
     };
     let s3 = if options.stores.iter().any(|s| s == "lancedb") {
-        match S3::start() {
-            Some(s3) => Some(s3),
-            None => return,
+        match std::env::var_os("MEMORIA_BENCH_S3FS") {
+            Some(binary) => Some(S3::start_s3s_fs(
+                Path::new(&binary),
+                &options.root.join("s3s-fs"),
+            )),
+            None => match S3::start() {
+                Some(s3) => Some(s3),
+                None => return,
+            },
         }
     } else {
         None

@@ -14,6 +14,10 @@ pub struct HashEmbedder {
     pub fingerprint: String,
     /// Embeds chunks' passages as the local model does.
     pub passages: bool,
+    /// Adds every dimension a small value derived from the text, so that vectors are dense
+    /// as a real model's are (a bag of words is mostly zeros, which a store's encodings
+    /// compress and a real vector's bytes do not allow).
+    pub dense: bool,
 }
 
 impl HashEmbedder {
@@ -24,6 +28,7 @@ impl HashEmbedder {
             fail: false,
             fingerprint: format!("hash-{dims}"),
             passages: false,
+            dense: false,
         })
     }
 }
@@ -45,6 +50,19 @@ impl Embedder for HashEmbedder {
                         (h ^ b as u64).wrapping_mul(1099511628211)
                     });
                     v[(h % self.dims as u64) as usize] += 1.0;
+                }
+                if self.dense {
+                    let words = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1.0);
+                    let mut h = text.bytes().fold(1469598103934665603u64, |h, b| {
+                        (h ^ b as u64).wrapping_mul(1099511628211)
+                    });
+                    for x in &mut v {
+                        h = h
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        // Uniform within ±1 % of the words' norm: about a sixth of it in all.
+                        *x += words * 0.02 * ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5);
+                    }
                 }
                 let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
                 if norm > 0.0 {

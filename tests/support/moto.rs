@@ -1,6 +1,7 @@
 //! An S3 server on loopback for the fleet tests and bench (shared with `#[path]`): moto's
 //! (`moto[server]` from PyPI), started from `MEMORIA_TEST_MOTO` (its `moto_server`
-//! launcher; `.ci/run` installs it), with one bucket, `fleet`.
+//! launcher; `.ci/run` installs it), with one bucket, `fleet`; the bench can take s3s-fs's
+//! instead.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -12,6 +13,8 @@ use std::time::{Duration, Instant};
 pub struct S3 {
     child: Child,
     port: u16,
+    /// Where s3s-fs keeps the bucket's objects as files (moto: `None`).
+    files: Option<std::path::PathBuf>,
     /// `http://127.0.0.1:<port>`.
     pub endpoint: String,
 }
@@ -25,32 +28,59 @@ impl S3 {
             );
             return None;
         };
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
-        let child = Command::new(&moto)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let port = free_port();
+        let mut command = Command::new(&moto);
+        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+        Some(S3::serve(command, port, None))
+    }
+
+    /// s3s-fs's S3 server (`cargo install s3s-fs --features binary`), keeping the bucket's
+    /// objects as files under `root`: moto keeps them in its memory, which a million
+    /// chunks' worth does not fit.
+    #[allow(dead_code)] // the bench's; the tests run on moto
+    pub fn start_s3s_fs(binary: &Path, root: &Path) -> S3 {
+        let port = free_port();
+        // s3s-fs checks signatures and `request` does not sign, so the bucket (a directory)
+        // is made here.
+        let bucket = root.join("fleet");
+        std::fs::create_dir_all(&bucket).expect("the S3 server's bucket directory");
+        let mut command = Command::new(binary);
+        command
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--access-key", "testing", "--secret-key", "testing"])
+            .arg(root);
+        S3::serve(command, port, Some(bucket))
+    }
+
+    /// Starts `command`, a server that will listen on `port`, and creates the bucket unless
+    /// it is the directory `files`.
+    fn serve(mut command: Command, port: u16, files: Option<std::path::PathBuf>) -> S3 {
+        let program = command.get_program().to_owned();
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|err| panic!("{}: {err}", Path::new(&moto).display()));
+            .unwrap_or_else(|err| panic!("{}: {err}", Path::new(&program).display()));
         let server = S3 {
             child,
             port,
+            files,
             endpoint: format!("http://127.0.0.1:{port}"),
         };
         let started = Instant::now();
         while server.request("GET", "/").is_none() {
             assert!(
                 started.elapsed() < Duration::from_secs(60),
-                "moto_server did not answer on port {port} within 60 s"
+                "{} did not answer on port {port} within 60 s",
+                Path::new(&program).display()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        let created = server.request("PUT", "/fleet").map(|(status, _)| status);
-        assert_eq!(created, Some(200), "creating the bucket");
-        Some(server)
+        if server.files.is_none() {
+            let created = server.request("PUT", "/fleet").map(|(status, _)| status);
+            assert_eq!(created, Some(200), "creating the bucket");
+        }
+        server
     }
 
     /// LanceDB's storage options for this server.
@@ -72,6 +102,11 @@ impl S3 {
     /// The objects of the bucket under `prefix`: key and size, every page of the listing.
     pub fn objects(&self, prefix: &str) -> Vec<(String, u64)> {
         let mut found = Vec::new();
+        if let Some(bucket) = &self.files {
+            files(bucket, Path::new(""), &mut found);
+            found.retain(|(key, _)| key.starts_with(prefix));
+            return found;
+        }
         let mut token: Option<String> = None;
         loop {
             let mut path = format!("/fleet?list-type=2&prefix={}", encode(prefix));
@@ -119,6 +154,29 @@ impl Drop for S3 {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A port free on loopback now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The files under `root/key` (`root`, a bucket directory): their keys and sizes.
+fn files(root: &Path, key: &Path, found: &mut Vec<(String, u64)>) {
+    let Ok(entries) = std::fs::read_dir(root.join(key)) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let key = key.join(entry.file_name());
+        match entry.metadata() {
+            Ok(meta) if meta.is_dir() => files(root, &key, found),
+            Ok(meta) => found.push((key.to_string_lossy().into_owned(), meta.len())),
+            Err(_) => {}
+        }
     }
 }
 
