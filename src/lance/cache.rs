@@ -27,7 +27,7 @@ use lancedb::{Connection, Table};
 
 use super::indexes::{btree, index_column};
 use super::rows::{self, is_in, reader_of};
-use super::tables::{block, collect, runtime_error, PENDING_ROWS};
+use super::tables::{block, collect, prune, runtime_error, PENDING_ROWS};
 use crate::error::{Error, Result};
 
 /// The shared cache's table.
@@ -211,10 +211,9 @@ impl SharedCache {
 /// (1.8 GB of index files after 240 agents). The versions older than [`KEPT`] are pruned
 /// then (a lookup reads the latest version).
 async fn keep_indexed(table: &Table, index_rows: u64) -> lancedb::Result<()> {
-    if !index_column(table, "key", index_rows, btree).await? {
-        return Ok(());
-    }
-    let Some(index) = table.list_indices().await?.into_iter().next() else {
+    let indices = table.list_indices().await?;
+    let Some(index) = indices.iter().find(|i| i.columns == ["key"]) else {
+        index_column(table, "key", index_rows, btree).await?;
         return Ok(());
     };
     let Some(stats) = table.index_stats(&index.name).await? else {
@@ -229,14 +228,7 @@ async fn keep_indexed(table: &Table, index_rows: u64) -> lancedb::Result<()> {
         false => OptimizeOptions::append(),
     };
     table.optimize(OptimizeAction::Index(options)).await?;
-    table
-        .optimize(OptimizeAction::Prune {
-            older_than: Some(KEPT),
-            delete_unverified: None,
-            error_if_tagged_old_versions: None,
-        })
-        .await?;
-    Ok(())
+    prune(table, KEPT).await
 }
 
 #[cfg(test)]

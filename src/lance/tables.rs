@@ -67,6 +67,21 @@ pub(super) async fn collect(
     query.execute().await?.try_collect().await
 }
 
+/// Deletes the files of `table`'s versions older than `older_than` (the latest stays).
+pub(super) async fn prune(
+    table: &Table,
+    older_than: lancedb::table::Duration,
+) -> lancedb::Result<()> {
+    table
+        .optimize(lancedb::table::OptimizeAction::Prune {
+            older_than: Some(older_than),
+            delete_unverified: None,
+            error_if_tagged_old_versions: None,
+        })
+        .await?;
+    Ok(())
+}
+
 pub(super) fn runtime_error(message: String) -> lancedb::Error {
     lancedb::Error::Runtime { message }
 }

@@ -19,7 +19,7 @@ use super::lease::Lease;
 use super::reader::{vectors_by_ids, IDS_PER_QUERY};
 use super::rows::{self, is_in};
 use super::tables::{
-    block, collect, open_at, read_committed, table_name, Committed, PENDING_ROWS, TABLES,
+    block, collect, open_at, prune, read_committed, table_name, Committed, PENDING_ROWS, TABLES,
 };
 use crate::error::{Error, Result};
 use crate::passage;
@@ -197,13 +197,7 @@ async fn restore(
         }
         // Versions an hour old are read by no search (each reads the manifest row first)
         // and named by no manifest: their files go.
-        table
-            .optimize(OptimizeAction::Prune {
-                older_than: Some(Duration::hours(1)),
-                delete_unverified: None,
-                error_if_tagged_old_versions: None,
-            })
-            .await?;
+        prune(&table, Duration::hours(1)).await?;
         tables.push(Some(table));
     }
     Ok(tables)

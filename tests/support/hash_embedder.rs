@@ -33,6 +33,13 @@ impl HashEmbedder {
     }
 }
 
+/// FNV-1a of `text`'s bytes.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(1469598103934665603u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(1099511628211)
+    })
+}
+
 impl Embedder for HashEmbedder {
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Embedding>, EmbedError> {
         if self.fail {
@@ -46,16 +53,11 @@ impl Embedder for HashEmbedder {
             .map(|text| {
                 let mut v = vec![0f32; self.dims];
                 for term in terms(text, AnalyzerMode::Query) {
-                    let h = term.bytes().fold(1469598103934665603u64, |h, b| {
-                        (h ^ b as u64).wrapping_mul(1099511628211)
-                    });
-                    v[(h % self.dims as u64) as usize] += 1.0;
+                    v[(fnv(&term) % self.dims as u64) as usize] += 1.0;
                 }
                 if self.dense {
                     let words = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1.0);
-                    let mut h = text.bytes().fold(1469598103934665603u64, |h, b| {
-                        (h ^ b as u64).wrapping_mul(1099511628211)
-                    });
+                    let mut h = fnv(text);
                     for x in &mut v {
                         h = h
                             .wrapping_mul(6364136223846793005)

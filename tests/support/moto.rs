@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ pub struct S3 {
     child: Child,
     port: u16,
     /// Where s3s-fs keeps the bucket's objects as files (moto: `None`).
-    files: Option<std::path::PathBuf>,
+    files: Option<PathBuf>,
     /// `http://127.0.0.1:<port>`.
     pub endpoint: String,
 }
@@ -54,7 +54,7 @@ impl S3 {
 
     /// Starts `command`, a server that will listen on `port`, and creates the bucket unless
     /// it is the directory `files`.
-    fn serve(mut command: Command, port: u16, files: Option<std::path::PathBuf>) -> S3 {
+    fn serve(mut command: Command, port: u16, files: Option<PathBuf>) -> S3 {
         let program = command.get_program().to_owned();
         let child = command
             .stdout(Stdio::null())

@@ -31,16 +31,12 @@ pub fn mcp(cli: &Cli) -> Result<ExitCode> {
     let agents = served_agents(cli)?;
     // Agents that embed with the local model share one: a second model would double the
     // process's memory, so agents naming different ones are an error (as `serve`'s).
-    let mut found = Vec::new();
-    for agent in &agents {
-        let settings = agent.memory.settings();
-        if matches!(settings.provider, ProviderKind::Local | ProviderKind::Auto) {
-            let search = model_search(cli, settings)?;
-            if let Ok(location) = memoria::gemma::resolve_model(&search) {
-                found.push((agent.id.as_str(), Ok(location)));
-            }
-        }
-    }
+    let local = agents.iter().filter(|agent| {
+        let provider = &agent.memory.settings().provider;
+        matches!(provider, ProviderKind::Local | ProviderKind::Auto)
+    });
+    let mut found = models(cli, local)?;
+    found.retain(|(_, location)| location.is_ok());
     if !found.is_empty() {
         one_model("memoria mcp", found)?;
     }
@@ -70,12 +66,7 @@ pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
     let agents = served_agents(cli)?;
     // Without a model the server has nothing to serve: OpenClaw's memory search through it
     // would fail at every request. Finding the model is quick; loading it is not.
-    let mut found = Vec::new();
-    for agent in &agents {
-        let search = model_search(cli, agent.memory.settings())?;
-        found.push((agent.id.as_str(), memoria::gemma::resolve_model(&search)));
-    }
-    let location = one_model("memoria serve", found)?;
+    let location = one_model("memoria serve", models(cli, agents.iter())?)?;
     // The agents' indexing starts with the first MCP request: a server used only for
     // embeddings indexes nothing.
     let live: Arc<Mutex<Option<Vec<memoria::LiveSync>>>> = Arc::default();
@@ -143,6 +134,19 @@ pub fn serve(cli: &Cli, args: &Serve) -> Result<ExitCode> {
     })?;
     let live = live.lock().ok().and_then(|mut live| live.take());
     stop_live(&runtime, live.unwrap_or_default())
+}
+
+/// The local model each of `agents` finds, by agent id.
+fn models<'a>(
+    cli: &Cli,
+    agents: impl Iterator<Item = &'a mcp::Agent>,
+) -> Result<Vec<(&'a str, Result<ModelLocation, ModelNotFound>)>> {
+    agents
+        .map(|agent| {
+            let search = model_search(cli, agent.memory.settings())?;
+            Ok((agent.id.as_str(), memoria::gemma::resolve_model(&search)))
+        })
+        .collect()
 }
 
 /// The one local model `command` loads: the model each agent's settings find (`found`, in
