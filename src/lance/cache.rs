@@ -1,8 +1,15 @@
-//! The embedding cache agents share, `<uri>/.shared/embedding_cache`: a sync looks its
+//! The embedding cache agents share, `<uri>/.shared/embedding_codes`: a sync looks its
 //! texts up by key (the embedder's fingerprint × the text's hash) before embedding them
 //! and adds what it embedded, so agents with the same notes embed them once. What a sync
 //! adds waits in memory until its commit (or `PENDING_ROWS` entries) and goes in as one
 //! append.
+//!
+//! **Its forms.** An entry holds its vector in `crate::codec`'s bytes, as the local store's
+//! cache does: a passage's in int8, a quarter of f32 (a chunk's passages are most of its
+//! entries), a chunk's own in f32. A passage's vector found here is the one the agent's
+//! tables keep anyway (`passages_<g>` hold int8 codes). memoria before this layout wrote
+//! `embedding_cache`, every vector in f32: its entries are still found (the keys the
+//! current table lacks are looked up there, while it exists), and it is no longer written.
 //!
 //! **At scale.** The table grows with every agent's notes (a thousand agents of a thousand
 //! chunks: about seven million rows, passages included), so no sync may read all of it:
@@ -15,23 +22,34 @@
 //!   rows have come in since, they get an index segment of their own, and `SEGMENTS`
 //!   segments are merged into one ([`keep_indexed`]). A lookup reads the index and the
 //!   rows it names, and scans only the rows no segment holds yet.
+//! - Few fragments: each write adds a fragment, and every commit reads and rewrites the
+//!   manifest that lists them (1,775 fragments after 600 agents, a 150 KB manifest, a sync
+//!   3.6 times slower than the first). Before the rows that came in since the last index
+//!   update get their segment, they are compacted into fragments of `index_rows` rows
+//!   ([`compact`]): written twice, then never again, for they are not compacted with
+//!   indexed fragments after (so the key index is never remapped).
 //! - The keys first: a lookup reads the key column and the found rows' ids, then only
 //!   those rows' vectors. One query for both decoded the vector of every row it scanned
-//!   (LanceDB reads a list column of any width with the filter's column).
+//!   (LanceDB reads a binary or list column with the filter's column).
 
 use std::collections::HashMap;
 
+use arrow_array::RecordBatch;
 use lancedb::query::{QueryBase, Select};
-use lancedb::table::{Duration, OptimizeAction, OptimizeOptions};
+use lancedb::table::{CompactionOptions, Duration, OptimizeAction, OptimizeOptions};
 use lancedb::{Connection, Table};
 
 use super::indexes::{btree, index_column};
 use super::rows::{self, is_in, reader_of};
 use super::tables::{block, collect, prune, runtime_error, PENDING_ROWS};
+use crate::codec;
 use crate::error::{Error, Result};
 
 /// The shared cache's table.
-const CACHE: &str = "embedding_cache";
+const CACHE: &str = "embedding_codes";
+
+/// The shared cache as memoria wrote it before [`CACHE`] (module docs): read, not written.
+const EARLIER: &str = "embedding_cache";
 
 /// Segments of the key index past which they are merged into one.
 const SEGMENTS: usize = 8;
@@ -52,8 +70,10 @@ pub(super) struct SharedCache {
     db: Connection,
     /// The cache's table; `Some(None)` when it does not exist yet; `None` before a look.
     table: Option<Option<Table>>,
-    /// Entries not written yet, by key.
-    pending: HashMap<String, Vec<f32>>,
+    /// [`EARLIER`]'s table, as `table`.
+    earlier: Option<Option<Table>>,
+    /// Entries not written yet, by key, in `crate::codec`'s bytes.
+    pending: HashMap<String, Vec<u8>>,
     /// Rows from which the key is indexed, and rows added since the index's last update
     /// that bring it up to date.
     index_rows: u64,
@@ -65,6 +85,7 @@ impl SharedCache {
             location: location.to_string(),
             db,
             table: None,
+            earlier: None,
             pending: HashMap::new(),
             index_rows,
         }
@@ -82,16 +103,31 @@ impl SharedCache {
         if let Some(table) = &self.table {
             return Ok(table.clone());
         }
+        let table = self.open(CACHE)?;
+        self.table = Some(table.clone());
+        Ok(table)
+    }
+
+    /// [`EARLIER`]'s table, when an earlier memoria left one.
+    fn earlier(&mut self) -> Result<Option<Table>> {
+        if let Some(table) = &self.earlier {
+            return Ok(table.clone());
+        }
+        let table = self.open(EARLIER)?;
+        self.earlier = Some(table.clone());
+        Ok(table)
+    }
+
+    /// Table `name` of the shared database; `None` when it does not exist.
+    fn open(&self, name: &'static str) -> Result<Option<Table>> {
         let db = self.db.clone();
-        let table = block(&self.location, async move {
-            match db.open_table(CACHE).execute().await {
+        block(&self.location, async move {
+            match db.open_table(name).execute().await {
                 Ok(table) => Ok(Some(table)),
                 Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
                 Err(err) => Err(err),
             }
-        })?;
-        self.table = Some(table.clone());
-        Ok(table)
+        })
     }
 
     /// The vectors cached for `keys`, in order (pending or written).
@@ -104,29 +140,67 @@ impl SharedCache {
         let mut found = self.written(&unwritten)?;
         Ok(keys
             .iter()
-            .map(|key| self.pending.get(key).cloned().or_else(|| found.remove(key)))
+            .map(|key| match self.pending.get(key) {
+                Some(bytes) => codec::decode(bytes),
+                None => found.remove(key),
+            })
             .collect())
     }
 
-    /// The written entries of `keys` (those the table holds).
+    /// The written entries of `keys`: those the table holds, then those only [`EARLIER`]'s
+    /// does.
     fn written(&mut self, keys: &[&str]) -> Result<HashMap<String, Vec<f32>>> {
         let mut found = HashMap::new();
         if keys.is_empty() {
             return Ok(found);
         }
-        let Some(table) = self.table()? else {
+        if let Some(table) = self.table()? {
+            for batch in self.lookup(table, keys, "codes")? {
+                let keys = rows::text(&batch, "key").map_err(|m| self.fail(m))?;
+                let codes = rows::binary(&batch, "codes").map_err(|m| self.fail(m))?;
+                for (key, bytes) in keys.into_iter().zip(codes) {
+                    let vector = codec::decode(&bytes)
+                        .ok_or_else(|| self.fail(format!("cache entry {key}: not a vector")))?;
+                    found.insert(key, vector);
+                }
+            }
+        }
+        let missing: Vec<&str> = keys
+            .iter()
+            .copied()
+            .filter(|key| !found.contains_key(*key))
+            .collect();
+        if missing.is_empty() {
             return Ok(found);
-        };
+        }
+        if let Some(table) = self.earlier()? {
+            for batch in self.lookup(table, &missing, "vector")? {
+                let keys = rows::text(&batch, "key").map_err(|m| self.fail(m))?;
+                let vectors = rows::vectors(&batch, "vector").map_err(|m| self.fail(m))?;
+                found.extend(keys.into_iter().zip(vectors));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The rows of `table` that hold `keys`, with their `column` (module docs: the keys
+    /// first, then the found rows' values).
+    fn lookup(
+        &self,
+        table: Table,
+        keys: &[&str],
+        column: &'static str,
+    ) -> Result<Vec<RecordBatch>> {
         // Other nodes' entries since the table was opened, and a version not pruned.
         let latest = table.clone();
         block(
             &self.location,
             async move { latest.checkout_latest().await },
         )?;
+        let mut out = Vec::new();
         for group in keys.chunks(KEYS_PER_QUERY) {
             let (table, filter) = (table.clone(), is_in("key", group));
-            let batches = block(&self.location, async move {
-                // The keys first, then the vectors of the rows found (module docs).
+            out.extend(block(&self.location, async move {
                 let query = table
                     .query()
                     .only_if(filter)
@@ -142,25 +216,21 @@ impl SharedCache {
                 collect(
                     table
                         .take_row_ids(ids)
-                        .select(Select::columns(&["key", "vector"])),
+                        .select(Select::columns(&["key", column])),
                 )
                 .await
-            })?;
-            for batch in &batches {
-                let keys = rows::text(batch, "key").map_err(|m| self.fail(m))?;
-                let vectors = rows::vectors(batch, "vector").map_err(|m| self.fail(m))?;
-                found.extend(keys.into_iter().zip(vectors));
-            }
+            })?);
         }
-        Ok(found)
+        Ok(out)
     }
 
-    /// Adds `items` (key, text, vector); writes when [`PENDING_ROWS`] wait.
+    /// Adds `items` (key, chunk or passage id, vector) in their forms (module docs);
+    /// writes when [`PENDING_ROWS`] wait.
     pub(super) fn put(&mut self, items: &[(String, String, Vec<f32>)]) -> Result<()> {
-        for (key, _, vector) in items {
+        for (key, id, vector) in items {
             self.pending
                 .entry(key.clone())
-                .or_insert_with(|| vector.clone());
+                .or_insert_with(|| codec::encode_for(id, vector));
         }
         if self.pending.len() >= PENDING_ROWS {
             self.write()?;
@@ -168,15 +238,15 @@ impl SharedCache {
         Ok(())
     }
 
-    /// Writes the pending entries in one merge.
+    /// Writes the pending entries in one append.
     pub(super) fn write(&mut self) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
         let pending = std::mem::take(&mut self.pending);
-        let mut entries: Vec<(&str, &[f32])> = pending
+        let mut entries: Vec<(&str, &[u8])> = pending
             .iter()
-            .map(|(key, v)| (key.as_str(), v.as_slice()))
+            .map(|(key, bytes)| (key.as_str(), bytes.as_slice()))
             .collect();
         entries.sort_unstable_by_key(|(key, _)| *key);
         let batch = rows::cache_batch(&entries);
@@ -206,14 +276,17 @@ impl SharedCache {
 }
 
 /// Indexes the cache's key from `index_rows` rows. When as many have come in since, they
-/// get an index segment of their own, and every [`SEGMENTS`] segments are merged into one:
-/// an update that rewrote the whole index each time wrote its size again per 50,000 rows
-/// (1.8 GB of index files after 240 agents). The versions older than [`KEPT`] are pruned
-/// then (a lookup reads the latest version).
+/// are compacted ([`compact`]) and get an index segment of their own, and every
+/// [`SEGMENTS`] segments are merged into one: an update that rewrote the whole index each
+/// time wrote its size again per 50,000 rows (1.8 GB of index files after 240 agents). The
+/// versions older than [`KEPT`] are pruned then (a lookup reads the latest version).
 async fn keep_indexed(table: &Table, index_rows: u64) -> lancedb::Result<()> {
     let indices = table.list_indices().await?;
     let Some(index) = indices.iter().find(|i| i.columns == ["key"]) else {
-        index_column(table, "key", index_rows, btree).await?;
+        if table.count_rows(None).await? as u64 >= index_rows {
+            compact(table, index_rows).await?;
+            index_column(table, "key", index_rows, btree).await?;
+        }
         return Ok(());
     };
     let Some(stats) = table.index_stats(&index.name).await? else {
@@ -222,6 +295,7 @@ async fn keep_indexed(table: &Table, index_rows: u64) -> lancedb::Result<()> {
     if (stats.num_unindexed_rows as u64) < index_rows {
         return Ok(());
     }
+    compact(table, index_rows).await?;
     let segments = stats.num_indices.unwrap_or(1) as usize;
     let options = match segments + 1 >= SEGMENTS {
         true => OptimizeOptions::merge(segments),
@@ -231,16 +305,36 @@ async fn keep_indexed(table: &Table, index_rows: u64) -> lancedb::Result<()> {
     prune(table, KEPT).await
 }
 
+/// Rewrites the small fragments the writes left into fragments of `index_rows` rows. Called
+/// before the rows are indexed, it rewrites only those: a fragment of `index_rows` rows is
+/// no candidate, and LanceDB never compacts indexed fragments with unindexed ones or with
+/// another index segment's (the one small fragment a compaction leaves behind stays as it
+/// is).
+async fn compact(table: &Table, index_rows: u64) -> lancedb::Result<()> {
+    let options = CompactionOptions {
+        target_rows_per_fragment: index_rows as usize,
+        ..CompactionOptions::default()
+    };
+    table
+        .optimize(OptimizeAction::Compact {
+            options,
+            remap_options: None,
+        })
+        .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The cache's key gets its index once the table holds `index_rows` rows; as many
     /// rows later they get a segment of their own, and the segments are merged into one
-    /// when they reach `SEGMENTS`; every lookup finds every key (indexed or not yet),
-    /// through the same node's view or a new one's.
+    /// when they reach `SEGMENTS`; the small fragments of the writes are compacted into
+    /// one of `index_rows` rows before they are indexed; every lookup finds every key
+    /// (indexed or not yet), through the same node's view or a new one's.
     #[test]
-    fn the_shared_cache_indexes_its_keys_as_it_grows_and_finds_every_entry() {
+    fn the_shared_cache_indexes_and_compacts_as_it_grows_and_finds_every_entry() {
         let dir = tempfile::tempdir().unwrap();
         let uri = dir.path().display().to_string();
         let connect = |uri: String| {
@@ -252,42 +346,45 @@ mod tests {
         let vector = |n: usize| vec![n as f32, 1.0, -(n as f32)];
         let key = |n: usize| format!("key-{n:03}");
         let mut cache = SharedCache::new(&uri, connect(uri.clone()), 8);
-        // (unindexed rows, index segments) after each write of eight entries.
+        // (unindexed rows, index segments, fragments) after each step: eight entries, in
+        // two writes (two fragments) of five and three.
         let mut seen = Vec::new();
-        for write in 0..10 {
-            let items: Vec<(String, String, Vec<f32>)> = (write * 8..write * 8 + 8)
-                .map(|n| (key(n), String::new(), vector(n)))
-                .collect();
-            cache.put(&items).unwrap();
-            cache.write().unwrap();
+        for step in 0..10 {
+            for range in [step * 8..step * 8 + 5, step * 8 + 5..step * 8 + 8] {
+                let items: Vec<(String, String, Vec<f32>)> =
+                    range.map(|n| (key(n), String::new(), vector(n))).collect();
+                cache.put(&items).unwrap();
+                cache.write().unwrap();
+            }
             let table = cache.table().unwrap().unwrap();
             seen.push(
                 block(&uri.clone(), async move {
+                    let fragments = table.stats().await?.fragment_stats.num_fragments;
                     let mut state = None;
                     for index in table.list_indices().await? {
                         assert_eq!(index.columns, ["key"]);
                         let stats = table.index_stats(&index.name).await?.unwrap();
                         state = Some((stats.num_unindexed_rows, stats.num_indices));
                     }
-                    Ok(state)
+                    Ok((state, fragments))
                 })
                 .unwrap(),
             );
         }
-        let segments = |n: u32| Some((0, Some(n)));
+        let step = |segments: u32, fragments: usize| (Some((0, Some(segments))), fragments);
         assert_eq!(
             seen,
             [
-                None,
-                segments(1),
-                segments(2),
-                segments(3),
-                segments(4),
-                segments(5),
-                segments(6),
-                segments(7),
-                segments(1),
-                segments(2)
+                step(1, 1),
+                step(2, 2),
+                step(3, 3),
+                step(4, 4),
+                step(5, 5),
+                step(6, 6),
+                step(7, 7),
+                step(1, 8),
+                step(2, 9),
+                step(3, 10)
             ]
         );
         let keys: Vec<String> = (0..81).map(key).collect();
@@ -298,5 +395,63 @@ mod tests {
                 (0..81).map(|n| (n < 80).then(|| vector(n))).collect();
             assert_eq!(found, want);
         }
+    }
+
+    /// A passage's vector is cached in int8 and a chunk's own in f32 (`crate::codec`), and
+    /// an entry only the cache of an earlier memoria (`embedding_cache`, f32) holds is
+    /// still found.
+    #[test]
+    fn entries_keep_their_forms_and_the_earlier_cache_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().display().to_string();
+        let db = block(&uri.clone(), {
+            let uri = uri.clone();
+            async move { lancedb::connect(&uri).execute().await }
+        })
+        .unwrap();
+        let old = [0.5f32, -1.0, 2.0];
+        let earlier = rows::earlier_cache_batch(&[("old", &old)]);
+        block(&uri.clone(), {
+            let db = db.clone();
+            async move { db.create_table(EARLIER, earlier).execute().await }
+        })
+        .unwrap();
+        let vector = [0.25f32, -0.5, 1.0];
+        let passage = crate::passage::id("chunk", 1);
+        let mut cache = SharedCache::new(&uri, db, 1_000);
+        let items = [
+            ("own".to_string(), "chunk".to_string(), vector.to_vec()),
+            ("passage".to_string(), passage, vector.to_vec()),
+        ];
+        cache.put(&items).unwrap();
+        let int8 = codec::decode(&codec::encode_int8(&vector));
+        let want = [Some(old.to_vec()), Some(vector.to_vec()), int8, None];
+        let keys = ["old", "own", "passage", "none"].map(String::from);
+        // Pending, then written, then through a new node's view.
+        assert_eq!(cache.get(&keys).unwrap(), want);
+        cache.write().unwrap();
+        assert_eq!(cache.get(&keys).unwrap(), want);
+        let db = cache.db.clone();
+        assert_eq!(SharedCache::new(&uri, db, 1_000).get(&keys).unwrap(), want);
+        let table = cache.table().unwrap().unwrap();
+        let stored = block(&uri, async move {
+            collect(table.query().select(Select::columns(&["key", "codes"]))).await
+        })
+        .unwrap();
+        let mut lengths: Vec<(String, usize)> = stored
+            .iter()
+            .flat_map(|b| {
+                rows::text(b, "key")
+                    .unwrap()
+                    .into_iter()
+                    .zip(rows::binary(b, "codes").unwrap())
+            })
+            .map(|(key, bytes)| (key, bytes.len()))
+            .collect();
+        lengths.sort();
+        assert_eq!(
+            lengths,
+            [("own".to_string(), 12), ("passage".to_string(), 9)]
+        );
     }
 }

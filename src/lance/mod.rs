@@ -19,7 +19,9 @@
 //!                 passages_<g> chunk, ids, codes (a long chunk's passages, one row per
 //!                              chunk and write: their vectors in the int8 form of
 //!                              `crate::codec`, end to end)
-//! <uri>/.shared/embedding_cache  key (embedder × text), vector
+//! <uri>/.shared/embedding_codes  key (embedder × text), codes (the vector in the form of
+//!                                `crate::codec`: int8 for a passage's, f32 for a chunk's)
+//!               embedding_cache  key, vector (f32): an earlier memoria's, read only
 //! ```
 //!
 //! # Commits

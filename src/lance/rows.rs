@@ -110,8 +110,19 @@ pub(super) fn jobs_schema() -> SchemaRef {
     ]))
 }
 
-/// The shared `embedding_cache`: a vector by its cache key, of any width.
+/// The shared `embedding_codes`: a vector by its cache key, in `crate::codec`'s bytes (a
+/// passage's in int8, a chunk's own in f32, as the local store's cache keeps them).
 pub(super) fn cache_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        utf8("key"),
+        Field::new("codes", DataType::Binary, false),
+    ]))
+}
+
+/// The shared cache as memoria wrote it before `embedding_codes`, `embedding_cache`: every
+/// vector in f32, as a list of any width (read, no longer written).
+#[cfg(test)]
+pub(super) fn earlier_cache_schema() -> SchemaRef {
     let item = Arc::new(Field::new("item", DataType::Float32, true));
     Arc::new(Schema::new(vec![
         utf8("key"),
@@ -297,8 +308,20 @@ pub(super) fn jobs_batch(jobs: &[u8]) -> RecordBatch {
     )
 }
 
-/// Cache entries as rows.
-pub(super) fn cache_batch(rows: &[(&str, &[f32])]) -> RecordBatch {
+/// Cache entries as rows: keys and their vectors' `crate::codec` bytes.
+pub(super) fn cache_batch(rows: &[(&str, &[u8])]) -> RecordBatch {
+    batch(
+        cache_schema(),
+        vec![
+            strings(rows.iter().map(|(key, _)| *key)),
+            Arc::new(BinaryArray::from_iter_values(rows.iter().map(|(_, b)| *b))),
+        ],
+    )
+}
+
+/// Cache entries as memoria wrote them before `embedding_codes` ([`earlier_cache_schema`]).
+#[cfg(test)]
+pub(super) fn earlier_cache_batch(rows: &[(&str, &[f32])]) -> RecordBatch {
     let mut builder = ListBuilder::new(Float32Builder::new()).with_field(Arc::new(Field::new(
         "item",
         DataType::Float32,
@@ -309,7 +332,7 @@ pub(super) fn cache_batch(rows: &[(&str, &[f32])]) -> RecordBatch {
         builder.append(true);
     }
     batch(
-        cache_schema(),
+        earlier_cache_schema(),
         vec![
             strings(rows.iter().map(|(key, _)| *key)),
             Arc::new(builder.finish()),
@@ -547,7 +570,7 @@ mod tests {
             vectors(&fixed, "vector").unwrap(),
             vec![a.to_vec(), b.to_vec()]
         );
-        let listed = cache_batch(&[("k", &a)]);
+        let listed = earlier_cache_batch(&[("k", &a)]);
         assert_eq!(vectors(&listed, "vector").unwrap(), vec![a.to_vec()]);
     }
 
