@@ -16,8 +16,10 @@ use crate::store::Manifest;
 /// trips), and a search reads every data file of a table, so a sync's vectors and cache
 /// entries wait in memory (about 3 KB each at 768 dimensions) and go in few large appends:
 /// at each commit, or when this many wait. Nothing is lost by waiting: what a sync wrote
-/// after its last commit is rolled back by the next one's `begin` anyway.
-pub(super) const PENDING_ROWS: usize = 4096;
+/// after its last commit is rolled back by the next one's `begin` anyway. The tests hold
+/// fewer, so that their syncs write in several appends too (a chunk's passages split
+/// between two, its centroid from both).
+pub(super) const PENDING_ROWS: usize = if cfg!(test) { 64 } else { 4096 };
 
 pub(super) const TABLES: [&str; 4] = ["files", "chunks", "vectors", "passages"];
 

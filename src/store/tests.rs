@@ -474,6 +474,37 @@ fn a_large_lancedb_generation_is_indexed_and_answers_alike() {
     );
     assert_eq!(columns("plain"), ["chunks.terms"]);
     assert_eq!(firsts(&indexed), firsts(&plain));
+    // A long chunk's vector is its passages' centroid, also where the sync wrote its
+    // passages in two appends (the tests' writers hold 64 vectors; see `PENDING_ROWS`).
+    let location = crate::lance::Location {
+        uri: state.path().join("indexed").display().to_string(),
+        options: Vec::new(),
+    };
+    let reader = crate::lance::LanceStore::new(&location, "main")
+        .reader()
+        .unwrap();
+    let mut long = 0;
+    for (_, record) in reader.files().unwrap() {
+        for chunk in &record.chunk_ids {
+            let ids: Vec<String> = (1..=16).map(|n| crate::passage::id(chunk, n)).collect();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let passages: Vec<Vec<f32>> = reader
+                .vectors(&ids)
+                .unwrap()
+                .into_iter()
+                .flatten()
+                .collect();
+            if passages.is_empty() {
+                continue;
+            }
+            long += 1;
+            let own = reader.vectors(&[chunk]).unwrap().remove(0).unwrap();
+            let centroid = crate::passage::centroid(&passages);
+            let cosine: f32 = own.iter().zip(&centroid).map(|(a, b)| a * b).sum();
+            assert!(cosine > 0.999, "chunk {chunk}: cosine {cosine}");
+        }
+    }
+    assert!(long >= 300, "{long} long chunks");
     // (A one-word query's single keyword hit weighs little in the z-score fusion, so the
     // code words are looked up by keyword.)
     let keyword = |agent: &Agent, q: &str| {
