@@ -354,10 +354,23 @@ fn measure(
     let _ = std::fs::remove_dir_all(&state);
     let started = Instant::now();
     let mut chunks = 0;
-    for (agent, notes) in agents {
+    // The pace of the syncs as the store fills: ten reports over the run.
+    let every = (agents.len() / 10).max(1);
+    let mut since = Instant::now();
+    for (n, (agent, notes)) in agents.iter().enumerate() {
         let memory = open(backend, &state, agent, notes, embedder);
         let report = memory.sync(false, &|_| {}).expect("sync");
         chunks += report.chunks as u64;
+        if agents.len() > 1 && (n + 1) % every == 0 {
+            println!(
+                "  {}: agents {}-{}: {:.2} s a sync",
+                backend.name(),
+                n + 2 - every,
+                n + 1,
+                since.elapsed().as_secs_f64() / every as f64
+            );
+            since = Instant::now();
+        }
     }
     let took = started.elapsed().as_secs_f64();
     let bytes = backend.bytes();
