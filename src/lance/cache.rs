@@ -100,34 +100,14 @@ impl SharedCache {
 
     /// The cache's table; `None` before its first entry.
     fn table(&mut self) -> Result<Option<Table>> {
-        if let Some(table) = &self.table {
-            return Ok(table.clone());
-        }
-        let table = self.open(CACHE)?;
-        self.table = Some(table.clone());
-        Ok(table)
+        let (location, db) = (&self.location, &self.db);
+        opened(&mut self.table, || open(location, db, CACHE))
     }
 
     /// [`EARLIER`]'s table, when an earlier memoria left one.
     fn earlier(&mut self) -> Result<Option<Table>> {
-        if let Some(table) = &self.earlier {
-            return Ok(table.clone());
-        }
-        let table = self.open(EARLIER)?;
-        self.earlier = Some(table.clone());
-        Ok(table)
-    }
-
-    /// Table `name` of the shared database; `None` when it does not exist.
-    fn open(&self, name: &'static str) -> Result<Option<Table>> {
-        let db = self.db.clone();
-        block(&self.location, async move {
-            match db.open_table(name).execute().await {
-                Ok(table) => Ok(Some(table)),
-                Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
-                Err(err) => Err(err),
-            }
-        })
+        let (location, db) = (&self.location, &self.db);
+        opened(&mut self.earlier, || open(location, db, EARLIER))
     }
 
     /// The vectors cached for `keys`, in order (pending or written).
@@ -273,6 +253,31 @@ impl SharedCache {
         self.table = Some(Some(table));
         Ok(())
     }
+}
+
+/// The table `slot` holds, looked up by `open` the first time.
+fn opened(
+    slot: &mut Option<Option<Table>>,
+    open: impl FnOnce() -> Result<Option<Table>>,
+) -> Result<Option<Table>> {
+    if let Some(table) = slot {
+        return Ok(table.clone());
+    }
+    let table = open()?;
+    *slot = Some(table.clone());
+    Ok(table)
+}
+
+/// Table `name` of the shared database `db`; `None` when it does not exist.
+fn open(location: &str, db: &Connection, name: &'static str) -> Result<Option<Table>> {
+    let db = db.clone();
+    block(location, async move {
+        match db.open_table(name).execute().await {
+            Ok(table) => Ok(Some(table)),
+            Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
+    })
 }
 
 /// Indexes the cache's key from `index_rows` rows. When as many have come in since, they
