@@ -10,6 +10,7 @@
 //!
 //! Only the holder of the agent directory's writer lock opens the catalog.
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use redb::{
@@ -492,15 +493,26 @@ impl Catalog {
     /// vector only after all its passages (`sync::embedding`), so only the chunks of the
     /// `unembedded` table are read. Whether a catalog has passages
     /// never changes: the index identity holds that choice (`Identity::passages`).
-    pub fn chunks_without_vectors(&self, passages: bool) -> Result<Vec<Unembedded>> {
+    ///
+    /// A page of them: the first `limit` chunks, in id order, whose ids come after `after`.
+    pub fn chunks_without_vectors(
+        &self,
+        passages: bool,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Unembedded>> {
         let txn = self.begin_read()?;
         let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         let vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
         let unembedded_ids = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
         let has =
             |id: &str| -> Result<bool> { Ok(vectors.get(id).map_err(|e| self.err(e))?.is_some()) };
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let page = unembedded_ids
+            .range::<&str>((from, Bound::Unbounded))
+            .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
-        for row in unembedded_ids.iter().map_err(|e| self.err(e))? {
+        for row in page.take(limit) {
             let (key, _) = row.map_err(|e| self.err(e))?;
             let id = key.value();
             let Some(value) = chunks.get(id).map_err(|e| self.err(e))? else {
@@ -513,6 +525,13 @@ impl Catalog {
             out.extend(unembedded(id, chunk, passages, &mut |id| has(id))?);
         }
         Ok(out)
+    }
+
+    /// How many chunks have no vector of their own yet.
+    pub fn unembedded_count(&self) -> Result<u64> {
+        let txn = self.begin_read()?;
+        let unembedded = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
+        unembedded.len().map_err(|e| self.err(e))
     }
 
     /// Stores vectors of existing chunks and their passages (ids whose chunk is no longer in
@@ -629,15 +648,25 @@ mod tests {
             ..Batch::default()
         };
         catalog.commit(&batch, &|_| None).unwrap();
-        let ids = |passages| -> Vec<String> {
-            let missing = catalog.chunks_without_vectors(passages).unwrap();
+        let page = |passages, after, limit| -> Vec<String> {
+            let missing = catalog
+                .chunks_without_vectors(passages, after, limit)
+                .unwrap();
             missing.into_iter().map(|m| m.id).collect()
         };
+        let ids = |passages| page(passages, None, usize::MAX);
         assert_eq!(ids(false), ["aa", "bb"]);
+        assert_eq!(catalog.unembedded_count().unwrap(), 2);
         // A chunk's passages come before its own vector: a sync cut short never leaves a
         // chunk that looks embedded without them.
         assert_eq!(ids(true), ["aa#1", "aa#2", "aa#3", "aa#4", "aa", "bb"]);
-        let missing = catalog.chunks_without_vectors(true).unwrap();
+        // Page by page, a chunk at a time: each chunk with its passages.
+        assert_eq!(page(true, None, 1), ["aa#1", "aa#2", "aa#3", "aa#4", "aa"]);
+        assert_eq!(page(true, Some("aa"), 1), ["bb"]);
+        assert!(page(true, Some("bb"), 1).is_empty());
+        let missing = catalog
+            .chunks_without_vectors(true, None, usize::MAX)
+            .unwrap();
         assert_eq!(missing[1].text, "three\nfour");
         assert_eq!(missing[1].title, "a");
         // The chunk with passages is their centroid (it knows how many), the other embedded.
@@ -703,7 +732,9 @@ mod tests {
         // Only a chunk the vector index may hold is removed from it.
         let pending = (vec!["bb".to_string()], vec![]);
         assert_eq!(catalog.pending_vectors().unwrap(), pending);
-        assert!(catalog.chunks_without_vectors(true).unwrap().is_empty());
+        let missing = catalog.chunks_without_vectors(true, None, usize::MAX);
+        assert!(missing.unwrap().is_empty());
+        assert_eq!(catalog.unembedded_count().unwrap(), 0);
     }
 
     #[test]

@@ -267,8 +267,18 @@ impl Writer for LocalWriter<'_> {
         Ok(())
     }
 
-    fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>> {
-        self.open()?.catalog.chunks_without_vectors(passages)
+    fn unembedded(
+        &self,
+        passages: bool,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Unembedded>> {
+        let catalog = &self.open()?.catalog;
+        catalog.chunks_without_vectors(passages, after, limit)
+    }
+
+    fn unembedded_count(&self) -> Result<u64> {
+        self.open()?.catalog.unembedded_count()
     }
 
     fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()> {

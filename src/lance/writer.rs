@@ -511,14 +511,24 @@ impl Writer for LanceWriter {
         })
     }
 
-    fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>> {
+    fn unembedded(
+        &self,
+        passages: bool,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Unembedded>> {
         let open = self.open()?;
         let mut missing: Vec<&str> = open
             .chunks
             .iter()
-            .filter(|id| !open.embedded.contains(*id))
             .map(String::as_str)
+            .filter(|id| !open.embedded.contains(*id) && after.is_none_or(|a| *id > a))
             .collect();
+        if missing.len() > limit {
+            // The page's ids without sorting the rest.
+            missing.select_nth_unstable(limit);
+            missing.truncate(limit);
+        }
         missing.sort_unstable();
         let mut out = Vec::new();
         for group in missing.chunks(IDS_PER_QUERY) {
@@ -542,6 +552,12 @@ impl Writer for LanceWriter {
             }
         }
         Ok(out)
+    }
+
+    fn unembedded_count(&self) -> Result<u64> {
+        let open = self.open()?;
+        let missing = open.chunks.iter().filter(|id| !open.embedded.contains(*id));
+        Ok(missing.count() as u64)
     }
 
     fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()> {

@@ -6,6 +6,7 @@
 //! publishes it whole on commit, so readers never see a sync half done.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -338,17 +339,33 @@ impl Writer for MemoryWriter<'_> {
         self.draft().map(drop)
     }
 
-    fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>> {
+    fn unembedded(
+        &self,
+        passages: bool,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Unembedded>> {
         let draft = self.draft()?;
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut out = Vec::new();
-        for (id, chunk) in &draft.chunks {
-            if draft.vectors.contains_key(id) {
-                continue;
-            }
+        let missing = draft
+            .chunks
+            .range::<str, _>((from, Bound::Unbounded))
+            .filter(|(id, _)| !draft.vectors.contains_key(*id));
+        for (id, chunk) in missing.take(limit) {
             let mut has = |id: &str| Ok(draft.vectors.contains_key(id));
             out.extend(unembedded(id, chunk.clone(), passages, &mut has)?);
         }
         Ok(out)
+    }
+
+    fn unembedded_count(&self) -> Result<u64> {
+        let draft = self.draft()?;
+        let missing = draft
+            .chunks
+            .keys()
+            .filter(|id| !draft.vectors.contains_key(*id));
+        Ok(missing.count() as u64)
     }
 
     fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()> {

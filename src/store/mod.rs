@@ -183,9 +183,18 @@ pub(crate) trait Writer: Send {
     fn apply(&mut self, batch: &Batch) -> Result<()>;
     /// Completes the keyword side after the last batch.
     fn finish_keyword(&mut self) -> Result<()>;
-    /// The vectors not stored yet ([`unembedded`]): each chunk's own and, with
-    /// `passages`, its passages'.
-    fn unembedded(&self, passages: bool) -> Result<Vec<Unembedded>>;
+    /// The vectors not stored yet ([`unembedded`]) of the first `limit` chunks without
+    /// their own vector whose ids come after `after` (from the first without it), in id
+    /// order: each chunk's own and, with `passages`, its passages' before it. A sync lists
+    /// them a page at a time, so a large backfill holds one page's texts, not all.
+    fn unembedded(
+        &self,
+        passages: bool,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Unembedded>>;
+    /// How many chunks have no vector of their own yet.
+    fn unembedded_count(&self) -> Result<u64>;
     /// Stores vectors by chunk (or passage) id; ids of chunks no longer held are skipped.
     fn put_vectors(&mut self, vectors: &[(String, Vec<f32>)]) -> Result<()>;
     /// The vectors this generation holds for `ids` as written so far (`None` where it has

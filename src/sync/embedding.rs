@@ -71,8 +71,12 @@ impl<'c> Checkpoints<'c> {
         }
     }
 
-    /// Before embedding `total` texts in calls of `batch`.
+    /// Before embedding `total` texts in calls of `batch` (before each page: it commits
+    /// once).
     fn before(&mut self, writer: &mut dyn Writer, total: usize, batch: usize) -> Result<()> {
+        if self.last.is_some() {
+            return Ok(());
+        }
         self.started_at = crate::clock::unix_now();
         if total == 0 || (!self.rebuilt && total <= batch) {
             return Ok(());
@@ -157,14 +161,20 @@ pub(super) fn same_embedder(a: &Identity, b: &Identity) -> bool {
     a.provider == b.provider && a.model == b.model && a.embedder == b.embedder && a.dims == b.dims
 }
 
-/// Embeds every chunk without a vector: from the cache, then (with `reuse`) the generation
-/// being replaced, by chunk id, then through the provider's batch API when it has one and
-/// the backfill is large ([`backfill`]), then through direct requests. A chunk with
-/// passages is not embedded: its vector is their centroid, stored as soon as they are
-/// ([`Centroids`]). An embedder failure stops embedding and is reported (the keyword index
-/// is already committed); I/O errors fail. Every call's vectors are stored (and cached) as
-/// they come, and `checkpoints` commits them along the way. Returns how many vectors a
-/// running batch job will bring.
+/// Chunks whose texts a sync lists at once ([`Writer::unembedded`]): a backfill of a
+/// million chunks holds a page's texts to embed, not all of them (several GB at that
+/// size). An embedder with a batch API lists the whole backfill in one page, since its jobs
+/// are matched with texts across all of it.
+const PAGE_CHUNKS: usize = if cfg!(test) { 3 } else { 20_000 };
+
+/// Embeds every chunk without a vector, a page of them at a time ([`PAGE_CHUNKS`]): from
+/// the cache, then (with `reuse`) the generation being replaced, by chunk id, then through
+/// the provider's batch API when it has one and the backfill is large ([`backfill`]), then
+/// through direct requests. A chunk with passages is not embedded: its vector is their
+/// centroid, stored as soon as they are ([`Centroids`]). An embedder failure stops
+/// embedding and is reported (the keyword index is already committed); I/O errors fail.
+/// Every call's vectors are stored (and cached) as they come, and `checkpoints` commits
+/// them along the way. Returns how many vectors a running batch job will bring.
 pub(super) fn embed_missing(
     writer: &mut dyn Writer,
     reuse: bool,
@@ -173,7 +183,96 @@ pub(super) fn embed_missing(
     progress: &dyn Fn(SyncProgress),
     checkpoints: &mut Checkpoints,
 ) -> Result<u64> {
-    let mut missing = writer.unembedded(plan.passages)?;
+    let page_chunks = match plan.embedder.batch_api() {
+        Some(_) => usize::MAX,
+        None => PAGE_CHUNKS,
+    };
+    if plan.embedder.batch_api().is_none() && writer.batch_jobs()?.is_some() {
+        // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
+        writer.write_batch_jobs(None)?;
+    }
+    let mut pages = Pages {
+        unlisted_chunks: writer.unembedded_count()?,
+        deadline: plan.time_limit.map(|limit| Instant::now() + limit),
+        ..Pages::default()
+    };
+    let mut awaiting = 0;
+    let mut after: Option<String> = None;
+    loop {
+        // (A page's last entry is a chunk's own vector, after its passages'.)
+        let page = writer.unembedded(plan.passages, after.as_deref(), page_chunks)?;
+        let last = page.last().map(|m| m.id.clone());
+        let listed_before = pages.listed_chunks;
+        let (waiting, finished) = embed_page(
+            writer,
+            reuse,
+            plan,
+            page,
+            report,
+            progress,
+            checkpoints,
+            &mut pages,
+        )?;
+        awaiting += waiting;
+        // A page short of the limit was the last (a first one, even empty, looks at the
+        // batch jobs recorded).
+        let full = pages.listed_chunks - listed_before == page_chunks as u64;
+        match last {
+            Some(id) if finished && full => after = Some(id),
+            _ => return Ok(awaiting),
+        }
+    }
+}
+
+/// How far a sync's embedding has come over its pages, and when it must stop.
+#[derive(Default)]
+struct Pages {
+    /// Texts embedded through direct requests so far.
+    done: usize,
+    /// Texts to embed through direct requests in the pages listed so far.
+    listed: usize,
+    /// Chunks without their own vector in the pages listed so far, and not listed yet.
+    listed_chunks: u64,
+    unlisted_chunks: u64,
+    /// The plan's time limit.
+    deadline: Option<Instant>,
+}
+
+impl Pages {
+    /// Notes a page of `chunks` chunks with `texts` texts to embed.
+    fn listed(&mut self, chunks: u64, texts: usize) {
+        self.listed += texts;
+        self.listed_chunks += chunks;
+        self.unlisted_chunks = self.unlisted_chunks.saturating_sub(chunks);
+    }
+
+    /// The texts to embed in the whole sync: exact once the last page is listed, until then
+    /// estimated from the pages listed.
+    fn total(&self) -> usize {
+        let per_chunk = self.listed as f64 / self.listed_chunks.max(1) as f64;
+        self.listed + (self.unlisted_chunks as f64 * per_chunk).round() as usize
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
+    }
+}
+
+/// [`embed_missing`]'s work on one page, `missing`. Returns how many vectors a running
+/// batch job will bring, and whether it went through the page (not stopped by an embedder
+/// failure or the time limit).
+#[allow(clippy::too_many_arguments)]
+fn embed_page(
+    writer: &mut dyn Writer,
+    reuse: bool,
+    plan: &EmbedPlan,
+    mut missing: Vec<Unembedded>,
+    report: &mut SyncReport,
+    progress: &dyn Fn(SyncProgress),
+    checkpoints: &mut Checkpoints,
+    pages: &mut Pages,
+) -> Result<(u64, bool)> {
     if !plan.embedder.uses_titles() {
         // Its vectors do not depend on titles: neither do their cache keys.
         missing.iter_mut().for_each(|m| m.title.clear());
@@ -203,10 +302,12 @@ pub(super) fn embed_missing(
         cache,
         plan,
     };
+    let chunks = missing.iter().filter(|m| !passage::is_passage(&m.id));
+    pages.listed(chunks.count() as u64, todo.len());
 
     // The keyword side (and the vectors at hand) become searchable before the long part.
-    let per_call = batch_size(todo.len(), plan.embedder.min_batch());
-    checkpoints.before(writer, todo.len(), per_call)?;
+    let per_call = batch_size(pages.total(), plan.embedder.min_batch());
+    checkpoints.before(writer, pages.total(), per_call)?;
 
     // A large backfill through the batch API; texts it leaves go through direct requests,
     // except those a running job will bring later.
@@ -214,6 +315,7 @@ pub(super) fn embed_missing(
     if let Some(api) = plan.embedder.batch_api() {
         let outcome = run_batches(writer, api, plan, &missing, &todo, report)?;
         let mut embedded = Vec::new();
+        let listed = todo.len();
         todo.retain(|&i| {
             let hash = &missing[i].hash;
             if let Some(vector) = outcome.vectors.get(hash) {
@@ -226,23 +328,22 @@ pub(super) fn embed_missing(
                 true
             }
         });
+        pages.listed -= listed - todo.len();
         fresh.put(writer, embedded, report, &mut centroids)?;
-    } else if writer.batch_jobs()?.is_some() {
-        // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
-        writer.write_batch_jobs(None)?;
     }
 
-    embed_directly(
+    let finished = embed_directly(
         writer,
         &fresh,
         &todo,
         per_call,
+        pages,
         report,
         progress,
         checkpoints,
         &mut centroids,
     )?;
-    Ok(awaiting)
+    Ok((awaiting, finished))
 }
 
 /// Stores the vectors at hand: the cache's, then (with `reuse`) the replaced generation's;
@@ -381,28 +482,24 @@ impl Centroids {
 
 /// Embeds `fresh.missing[todo]` through direct requests, `per_call` texts a call, storing
 /// each call's vectors (and the centroids they complete) as it returns. Stops early on an
-/// embedder failure (in `report`) or at the plan's time limit.
+/// embedder failure (in `report`) or at the plan's time limit; returns whether it did not.
 #[allow(clippy::too_many_arguments)]
 fn embed_directly(
     writer: &mut dyn Writer,
     fresh: &Fresh,
     todo: &[usize],
     per_call: usize,
+    pages: &mut Pages,
     report: &mut SyncReport,
     progress: &dyn Fn(SyncProgress),
     checkpoints: &mut Checkpoints,
     centroids: &mut Centroids,
-) -> Result<()> {
+) -> Result<bool> {
     let (missing, plan) = (fresh.missing, fresh.plan);
     let dims = plan.embedder.dims();
-    let total = todo.len();
-    let started = Instant::now();
-    for (n, batch) in todo.chunks(per_call).enumerate() {
-        if plan
-            .time_limit
-            .is_some_and(|limit| started.elapsed() >= limit)
-        {
-            return Ok(());
+    for batch in todo.chunks(per_call) {
+        if pages.out_of_time() {
+            return Ok(false);
         }
         let documents: Vec<Document> = batch
             .iter()
@@ -421,11 +518,11 @@ fn embed_directly(
             Ok(_) => {
                 report.embed_error =
                     Some("the embedder returned vectors of the wrong count or size".into());
-                return Ok(());
+                return Ok(false);
             }
             Err(err) => {
                 report.embed_error = Some(err.to_string());
-                return Ok(());
+                return Ok(false);
             }
         };
         let embedded = batch
@@ -433,14 +530,15 @@ fn embed_directly(
             .copied()
             .zip(embedded.into_iter().map(|e| e.vector));
         fresh.put(writer, embedded.collect(), report, centroids)?;
-        let done = n * per_call + batch.len();
+        pages.done += batch.len();
+        let (done, total) = (pages.done, pages.total());
         progress(SyncProgress::Embedding {
             chunks_done: done,
             chunks_total: total,
         });
         checkpoints.after_call(writer, total, done)?;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Where freshly embedded vectors go: the store (by chunk id) and its embedding cache (by
@@ -592,6 +690,28 @@ mod tests {
                 assert!(per_call * MIN_CALLS <= total, "{total} texts");
             }
         }
+    }
+
+    #[test]
+    fn a_syncs_total_is_estimated_from_the_pages_listed_until_the_last() {
+        let mut pages = Pages {
+            unlisted_chunks: 10,
+            ..Pages::default()
+        };
+        // Nothing listed yet: no estimate.
+        assert_eq!(pages.total(), 0);
+        // Two chunks, five texts (passages): the eight chunks left are thought alike.
+        pages.listed(2, 5);
+        assert_eq!(pages.total(), 5 + 20);
+        // Four more chunks, all found in the cache.
+        pages.listed(4, 0);
+        assert_eq!(pages.total(), 5 + 3);
+        // The last page: the total is exact.
+        pages.listed(4, 4);
+        assert_eq!((pages.total(), pages.unlisted_chunks), (9, 0));
+        // Chunks added since the count are listed too.
+        pages.listed(1, 1);
+        assert_eq!(pages.total(), 10);
     }
 
     #[test]

@@ -362,7 +362,7 @@ fn embed_vectors(
         warnings.append(&mut report.warnings);
         return Ok(Some(EmbeddingStats {
             vectors,
-            missing: writer.unembedded(false)?.len() as u64,
+            missing: writer.unembedded_count()?,
             error: report.embed_error.clone(),
             awaiting_batch,
             progress: None,
@@ -374,7 +374,7 @@ fn embed_vectors(
     // A keyword-only sync of an index built with an embedder (`--provider none` for once):
     // its new chunks have no vector yet, which the next sync with the embedder sees as
     // missing and embeds.
-    let missing = writer.unembedded(false)?.len() as u64;
+    let missing = writer.unembedded_count()?;
     Ok(Some(EmbeddingStats {
         vectors: (writer.chunk_count()?).saturating_sub(missing),
         missing,
