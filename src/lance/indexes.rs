@@ -46,18 +46,64 @@ pub(super) async fn index_column(
 }
 
 /// Brings every index of `table` up to its unindexed rows, when one has any (rows a
-/// sync added; until then a search scans them exactly).
+/// sync added; until then a search scans them exactly): a vector index as
+/// [`vector_update`] says, the others as LanceDB does by default.
 pub(super) async fn update_indexes(table: &Table) -> lancedb::Result<()> {
     for index in table.list_indices().await? {
-        let stats = table.index_stats(&index.name).await?;
-        if stats.is_some_and(|s| s.num_unindexed_rows > 0) {
-            table
-                .optimize(OptimizeAction::Index(OptimizeOptions::default()))
-                .await?;
-            break;
+        let Some(stats) = table.index_stats(&index.name).await? else {
+            continue;
+        };
+        if stats.num_unindexed_rows == 0 {
+            continue;
         }
+        // (Only a vector index has a distance.)
+        let mut options = match stats.distance_type {
+            Some(_) => match vector_update(
+                stats.num_indexed_rows as u64,
+                stats.num_unindexed_rows as u64,
+                stats.num_indices.unwrap_or(1),
+            ) {
+                VectorUpdate::Delta => OptimizeOptions::append(),
+                VectorUpdate::MergeDeltas(n) => OptimizeOptions::merge(n),
+                VectorUpdate::Retrain => OptimizeOptions::retrain(),
+            },
+            None => OptimizeOptions::default(),
+        };
+        options.index_names = Some(vec![index.name.clone()]);
+        table.optimize(OptimizeAction::Index(options)).await?;
     }
     Ok(())
+}
+
+/// How a vector index takes the rows added since it was last brought up to date.
+#[derive(Debug, PartialEq)]
+enum VectorUpdate {
+    /// A delta index over the new rows alone, in the index's partitions.
+    Delta,
+    /// The new rows and the last `n` parts (the deltas; the first part kept) built into one.
+    MergeDeltas(usize),
+    /// The whole index rebuilt, its partitions trained again on every row.
+    Retrain,
+}
+
+/// Parts (the first index and its deltas) a vector index has at most: a search probes each.
+const VECTOR_PARTS: u32 = 8;
+
+/// How an index over `indexed` rows in `parts` parts takes `unindexed` new ones (pure): a
+/// delta while they are at most a quarter of the indexed, the deltas merged at
+/// [`VECTOR_PARTS`], a rebuild past a quarter. LanceDB's own default merged every part and
+/// the new rows into one whenever a partition outgrew its size, which rows added in their
+/// thousands do: the first sync of a million chunks, committing its vectors so far every
+/// few minutes, built the graphs of all its rows again at each commit (twice, about 12
+/// minutes each on two cores), where now the last commit adds a delta.
+fn vector_update(indexed: u64, unindexed: u64, parts: u32) -> VectorUpdate {
+    if unindexed.saturating_mul(4) > indexed {
+        VectorUpdate::Retrain
+    } else if parts + 1 >= VECTOR_PARTS {
+        VectorUpdate::MergeDeltas(parts.saturating_sub(1) as usize)
+    } else {
+        VectorUpdate::Delta
+    }
 }
 
 /// The index of a large generation's chunk vectors: IVF partitions with an HNSW graph in
@@ -100,10 +146,102 @@ pub(super) fn btree() -> Index {
 #[cfg(test)]
 mod tests {
     use lancedb::index::vector::IvfPqIndexBuilder;
+    use lancedb::query::QueryBase;
 
     use super::*;
     use crate::lance::rows;
-    use crate::lance::tables::block;
+    use crate::lance::tables::{block, collect};
+
+    #[test]
+    fn a_vector_index_takes_few_new_rows_as_a_delta_and_many_by_a_rebuild() {
+        for (indexed, unindexed, parts, update) in [
+            (1_000, 1, 1, VectorUpdate::Delta),
+            (1_000, 250, 1, VectorUpdate::Delta),
+            (1_000, 251, 1, VectorUpdate::Retrain),
+            (50_000, 811_000, 1, VectorUpdate::Retrain),
+            (861_000, 140_000, 1, VectorUpdate::Delta),
+            (1_000, 10, 6, VectorUpdate::Delta),
+            (1_000, 10, 7, VectorUpdate::MergeDeltas(6)),
+            (1_000, 10, 12, VectorUpdate::MergeDeltas(11)),
+            (1_000, 300, 7, VectorUpdate::Retrain),
+            (0, 10, 1, VectorUpdate::Retrain),
+        ] {
+            assert_eq!(
+                vector_update(indexed, unindexed, parts),
+                update,
+                "{unindexed} rows onto {indexed} in {parts} parts"
+            );
+        }
+    }
+
+    /// 16-dimensional vectors `c{from}`.. `c{to - 1}`, all different.
+    fn rows(from: usize, to: usize) -> (Vec<String>, Vec<Vec<f32>>) {
+        let ids = (from..to).map(|i| format!("c{i}")).collect();
+        let vectors = (from..to)
+            .map(|i| {
+                (0..16)
+                    .map(|d| ((i * (d + 1)) as f32 * 0.37).sin())
+                    .collect()
+            })
+            .collect();
+        (ids, vectors)
+    }
+
+    fn batch(ids: &[String], vectors: &[Vec<f32>]) -> arrow_array::RecordBatch {
+        let rows: Vec<(&str, &[f32])> = ids
+            .iter()
+            .zip(vectors)
+            .map(|(id, v)| (id.as_str(), v.as_slice()))
+            .collect();
+        rows::vectors_batch(&rows, 16)
+    }
+
+    /// The index's parts and unindexed rows after each update, as the policy says.
+    #[test]
+    fn a_vector_index_grows_by_deltas_merges_them_and_is_rebuilt_when_outgrown() {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().display().to_string();
+        let seen = block(&uri.clone(), async move {
+            let db = lancedb::connect(&uri).execute().await?;
+            let (ids, vectors) = rows(0, 400);
+            let table = db
+                .create_table("vectors_1", batch(&ids, &vectors))
+                .execute()
+                .await?;
+            index_column(&table, "vector", 1, vector_index).await?;
+            let state = |t: Table| async move {
+                let name = t.list_indices().await?[0].name.clone();
+                let stats = t.index_stats(&name).await?.unwrap();
+                Ok::<_, lancedb::Error>((stats.num_indices, stats.num_unindexed_rows))
+            };
+            let mut seen = vec![state(table.clone()).await?];
+            // Eight small additions: deltas, merged at eight parts; then one too large.
+            let mut next = 400;
+            for added in [20, 20, 20, 20, 20, 20, 20, 20, 400] {
+                let (ids, vectors) = rows(next, next + added);
+                next += added;
+                table.add(batch(&ids, &vectors)).execute().await?;
+                update_indexes(&table).await?;
+                seen.push(state(table.clone()).await?);
+            }
+            // The last rows added are found through the index.
+            let (_, vectors) = rows(next - 1, next);
+            let query = table
+                .query()
+                .nearest_to(vectors[0].as_slice())?
+                .distance_type(DistanceType::Cosine)
+                .limit(1);
+            let batches = collect(query).await?;
+            let first = rows::text(&batches[0], "id").unwrap()[0].clone();
+            Ok::<_, lancedb::Error>((seen, first))
+        })
+        .unwrap();
+        let parts: Vec<(Option<u32>, usize)> = [1, 2, 3, 4, 5, 6, 7, 2, 3, 1]
+            .into_iter()
+            .map(|p| (Some(p), 0))
+            .collect();
+        assert_eq!(seen, (parts, "c959".to_string()));
+    }
 
     /// An IVF-PQ index an earlier memoria built is replaced by the current kind.
     #[test]
