@@ -261,8 +261,24 @@ impl Searcher<'_> {
         let content_only = self.settings.ranking == Ranking::Memoria;
         let run_keyword = || self.reader.keyword(query, pool, source, content_only);
         let (vector_outcome, keyword) = if hybrid || embedder.is_none() {
-            let (v, k) = rayon::join(run_vector, run_keyword);
-            (v, Some(k))
+            // The keyword side on a thread of its own, not on rayon's pool: a side may wait
+            // for a store's I/O runtime (LanceDB's), whose vector index builds run on that
+            // pool, and a pool thread that took this side while in such a build waited for
+            // itself (a search during a sync's index build hung so).
+            std::thread::scope(|scope| {
+                let keyword = std::thread::Builder::new()
+                    .name("memoria-keyword".into())
+                    .spawn_scoped(scope, run_keyword);
+                let vector = run_vector();
+                let keyword = match keyword {
+                    Ok(side) => side
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    // No thread to be had: one side after the other.
+                    Err(_) => run_keyword(),
+                };
+                (vector, Some(keyword))
+            })
         } else {
             (run_vector(), None)
         };
