@@ -13,8 +13,10 @@
 //! to compute; `MEMORIA_BENCH_DENSE=1` makes them dense, as a real model's are: a bag of
 //! words is mostly zeros, which LanceDB's encodings compress, so the bytes stored per
 //! chunk are only a real agent's with it); `MEMORIA_BENCH_SEARCHES` (200)
-//! searches per measurement; `MEMORIA_BENCH_STORES` (`local,lancedb`; also `lancedb-dir`,
-//! LanceDB on a local directory: the store's own pace, without an S3 server's);
+//! searches per measurement; `MEMORIA_BENCH_SEARCH_ONLY=1` syncs nothing and measures the
+//! searches of what a store holds from an earlier run; `MEMORIA_BENCH_STORES`
+//! (`local,lancedb`; also `lancedb-dir`, LanceDB on a local directory: the store's own
+//! pace, without an S3 server's);
 //! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet); `MEMORIA_BENCH_S3FS`, the path of
 //! an `s3s-fs` binary, serves S3 from s3s-fs (objects in files under the bench's
 //! directory) instead of moto (objects in its memory, too small for the target sizes).
@@ -78,6 +80,8 @@ struct Options {
     big_chunks: u64,
     dims: usize,
     searches: usize,
+    /// Measure the searches of what the store holds, without syncing.
+    search_only: bool,
     stores: Vec<String>,
     root: PathBuf,
 }
@@ -357,7 +361,11 @@ fn measure(
     // The pace of the syncs as the store fills: ten reports over the run.
     let every = (agents.len() / 10).max(1);
     let mut since = Instant::now();
-    for (n, (agent, notes)) in agents.iter().enumerate() {
+    let syncing = if options.search_only { &[][..] } else { agents };
+    if options.search_only {
+        println!("  {}: searching what the store holds", backend.name());
+    }
+    for (n, (agent, notes)) in syncing.iter().enumerate() {
         let memory = open(backend, &state, agent, notes, embedder);
         let report = memory.sync(false, &|_| {}).expect("sync");
         chunks += report.chunks as u64;
@@ -374,15 +382,17 @@ fn measure(
     }
     let took = started.elapsed().as_secs_f64();
     let bytes = backend.bytes();
-    println!(
-        "  {}: ingested {chunks} chunks of {} agents in {took:.1} s ({:.0} chunks/s); \
+    if !options.search_only {
+        println!(
+            "  {}: ingested {chunks} chunks of {} agents in {took:.1} s ({:.0} chunks/s); \
          {:.0} bytes stored per chunk ({:.1} MB)",
-        backend.name(),
-        agents.len(),
-        chunks as f64 / took.max(1e-9),
-        bytes as f64 / chunks.max(1) as f64,
-        bytes as f64 / 1e6
-    );
+            backend.name(),
+            agents.len(),
+            chunks as f64 / took.max(1e-9),
+            bytes as f64 / chunks.max(1) as f64,
+            bytes as f64 / 1e6
+        );
+    }
 
     // Cold: a new process opening an agent, for its first search.
     let mut rng = Rng(99);
@@ -458,6 +468,7 @@ fn main() {
         big_chunks: env_number("MEMORIA_BENCH_BIG_CHUNKS", 1_000_000),
         dims: env_number("MEMORIA_BENCH_DIMS", 768) as usize,
         searches: env_number("MEMORIA_BENCH_SEARCHES", 200) as usize,
+        search_only: std::env::var_os("MEMORIA_BENCH_SEARCH_ONLY").is_some(),
         stores: std::env::var("MEMORIA_BENCH_STORES")
             .unwrap_or_else(|_| "local,lancedb".into())
             .split(',')
