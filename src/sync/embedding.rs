@@ -185,12 +185,15 @@ pub(super) fn embed_missing(
 ) -> Result<u64> {
     let page_chunks = match plan.embedder.batch_api() {
         Some(_) => usize::MAX,
-        None => PAGE_CHUNKS,
+        None => {
+            // Jobs of a provider no longer in use (or with batching turned off) are
+            // forgotten.
+            if writer.batch_jobs()?.is_some() {
+                writer.write_batch_jobs(None)?;
+            }
+            PAGE_CHUNKS
+        }
     };
-    if plan.embedder.batch_api().is_none() && writer.batch_jobs()?.is_some() {
-        // Jobs of a provider no longer in use (or with batching turned off) are forgotten.
-        writer.write_batch_jobs(None)?;
-    }
     let mut pages = Pages {
         unlisted_chunks: writer.unembedded_count()?,
         deadline: plan.time_limit.map(|limit| Instant::now() + limit),
