@@ -345,6 +345,7 @@ pub(crate) fn status(agent: &Agent) -> Result<Status> {
         warnings.push(note);
     }
     warnings.extend(agent.store().damage());
+    warnings.extend(agent.store().cache_warning());
     warnings.extend(agent.embedder_retry());
     if let Some(error) = agent.sync_error() {
         warnings.push(format!("the last sync failed: {error}"));

@@ -40,10 +40,14 @@ pub fn status(status: &Status) -> String {
             (Some(how), _) => format!("; the last search found the agent {how}"),
             (None, _) => String::new(),
         };
+        let indexes = match cache.index_bytes {
+            Some(bytes) => format!("; its indexes {:.1} MiB", bytes as f64 / (1 << 20) as f64),
+            None => String::new(),
+        };
         line(
             "store cache",
             &format!(
-                "{:.1} of {:.0} MiB; {} cold open(s) of this agent{last}",
+                "{:.1} of {:.0} MiB; {} cold open(s) of this agent{last}{indexes}",
                 cache.used_bytes as f64 / (1 << 20) as f64,
                 cache.limit_bytes as f64 / (1 << 20) as f64,
                 cache.cold_opens

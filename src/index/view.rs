@@ -276,6 +276,7 @@ impl Views {
                 .last_cold
                 .map(|cold| if cold { "cold" } else { "warm" }),
             last_open_ms: opens.last_open_ms,
+            index_bytes: None,
         }
     }
 }

@@ -10,6 +10,7 @@ use lancedb::{Connection, DistanceType, Table};
 
 use super::held::{self, unit_cosine, Held};
 use super::rows::{self, is_in, quoted, CHUNK_COLUMNS};
+use super::runtime;
 use super::tables::{block, collect, open_at, runtime_error, table_name, Committed, TABLES};
 use crate::analyzer::query_terms;
 use crate::error::{Error, Result};
@@ -47,6 +48,8 @@ pub(super) struct LanceReader {
     /// When its vectors are few enough to hold in memory (module `held`): under which key,
     /// within what budget.
     hold: Option<(String, u64)>,
+    /// The tables' indexes: the table, the index's name and its bytes in the store.
+    indexes: Vec<(Table, String, u64)>,
 }
 
 impl LanceReader {
@@ -62,7 +65,7 @@ impl LanceReader {
     ) -> Result<Self> {
         let generation = committed.manifest.generation;
         let versions = committed.versions;
-        let (files, chunks, vectors, passages, documents, indexed) = block(location, async move {
+        let (files, chunks, vectors, passages, documents, indexes) = block(location, async move {
             let mut tables = Vec::new();
             for (kind, version) in TABLES.iter().zip(versions) {
                 tables.push(open_at(&db, &table_name(kind, generation), version).await?);
@@ -76,13 +79,20 @@ impl LanceReader {
                 )));
             };
             let documents = chunks.count_rows(None).await?;
-            let indexed = chunks
-                .list_indices()
-                .await?
-                .iter()
-                .any(|i| i.columns.iter().any(|c| c == "terms"));
-            Ok((files, chunks, vectors, passages, documents, indexed))
+            let mut indexes = Vec::new();
+            for table in [Some(&chunks), vectors.as_ref(), passages.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                for index in table.list_indices().await? {
+                    indexes.push((table.clone(), index));
+                }
+            }
+            Ok((files, chunks, vectors, passages, documents, indexes))
         })?;
+        let indexed = indexes
+            .iter()
+            .any(|(table, i)| table.name() == chunks.name() && i.columns == ["terms"]);
         Ok(LanceReader {
             location: location.to_string(),
             manifest: committed.manifest,
@@ -93,11 +103,40 @@ impl LanceReader {
             documents,
             indexed,
             counted: Mutex::new(HashMap::new()),
+            indexes: indexes
+                .into_iter()
+                .map(|(table, index)| (table, index.name, index.size_bytes.unwrap_or(0)))
+                .collect(),
             hold: ((documents as u64) < index_rows).then(|| {
                 let key = format!("{location}#{generation}:{}:{}", versions[2], versions[3]);
                 (key, hold_budget)
             }),
         })
+    }
+
+    /// Whether the generation is large enough to have its vectors indexed rather than
+    /// held in memory (module `held`).
+    pub(super) fn large(&self) -> bool {
+        self.hold.is_none()
+    }
+
+    /// The bytes of the generation's indexes in the store: what its warm searches want in
+    /// LanceDB's index cache.
+    pub(super) fn index_bytes(&self) -> u64 {
+        self.indexes.iter().map(|(_, _, bytes)| bytes).sum()
+    }
+
+    /// Starts loading every index into LanceDB's index cache in the background, so that
+    /// the searches after the first need not read them from the object store piece by
+    /// piece.
+    pub(super) fn prewarm(&self) {
+        for (table, name, _) in &self.indexes {
+            let (table, name) = (table.clone(), name.clone());
+            runtime::spawn(&self.location, async move {
+                (table.prewarm_index(&name).await)
+                    .map_err(|err| format!("prewarming index {name}: LanceDB: {err}"))
+            });
+        }
     }
 
     /// The generation's vectors in memory, read whole on first use, when it is small

@@ -45,3 +45,22 @@ pub(super) fn run<T: Send + 'static>(
     rx.recv()
         .map_err(|_| failed("a LanceDB operation stopped without an answer (it panicked)".into()))?
 }
+
+/// Starts `future` on the runtime without waiting for it (work a caller need not wait for,
+/// such as prewarming an index); its failure is logged, naming `location`.
+pub(super) fn spawn(
+    location: &str,
+    future: impl Future<Output = std::result::Result<(), String>> + Send + 'static,
+) {
+    let at = location.to_string();
+    match runtime() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                if let Err(err) = future.await {
+                    tracing::warn!("{at}: {err}");
+                }
+            });
+        }
+        Err(err) => tracing::warn!("{at}: {err}"),
+    }
+}

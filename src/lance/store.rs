@@ -36,6 +36,35 @@ fn session() -> &'static (Arc<Session>, u64) {
     })
 }
 
+/// What LanceDB's index cache may hold, all agents together: half of
+/// `MEMORIA_FLEET_CACHE_MB`.
+fn index_budget() -> u64 {
+    session().1 / 2
+}
+
+/// The variable that turns on (`1`) the loading of a large agent's indexes when it is
+/// opened.
+const PREWARM_ENV: &str = "MEMORIA_FLEET_PREWARM";
+
+/// Whether a large agent's indexes are loaded whole into the cache, in the background,
+/// when it is opened (`MEMORIA_FLEET_PREWARM=1`). Off by default: at 100,000 chunks the
+/// searches after a cold open were no faster with it, the cold ones 8 % slower
+/// (docs/fleet.md).
+fn prewarm() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| match std::env::var(PREWARM_ENV) {
+        Err(_) => false,
+        Ok(value) => match value.trim() {
+            "0" | "false" | "off" => false,
+            "1" | "true" | "on" => true,
+            _ => {
+                tracing::warn!("{PREWARM_ENV}={value:?} is neither 0 nor 1; not prewarming");
+                false
+            }
+        },
+    })
+}
+
 /// What the process may hold of small generations' vectors (module `held`): a quarter
 /// of `MEMORIA_FLEET_CACHE_MB`.
 fn held_budget() -> u64 {
@@ -48,6 +77,9 @@ struct Opens {
     cold: u64,
     last_cold: Option<bool>,
     last_open_ms: Option<u64>,
+    /// The bytes of the indexes of the generation last opened, and whether it was large
+    /// (its vectors indexed, not held).
+    indexes: Option<(u64, bool)>,
 }
 
 /// Where a fleet keeps its agents: a URI (`s3://bucket/prefix`, a local directory) and
@@ -225,10 +257,18 @@ impl Store for LanceStore {
             self.index_rows,
             held_budget(),
         )?);
+        // A large agent's searches read its indexes piece by piece from the store until
+        // the cache holds them: load them whole, in the background, when asked and they
+        // fit.
+        let (index_bytes, large) = (reader.index_bytes(), reader.large());
+        if large && index_bytes <= index_budget() && prewarm() {
+            reader.prewarm();
+        }
         let mut opens = lock(&self.opens);
         opens.cold += 1;
         opens.last_cold = Some(true);
         opens.last_open_ms = Some(started.elapsed().as_millis() as u64);
+        opens.indexes = Some((index_bytes, large));
         *kept = Some((committed, reader.clone()));
         Ok(reader)
     }
@@ -263,6 +303,65 @@ impl Store for LanceStore {
                 .last_cold
                 .map(|cold| if cold { "cold" } else { "warm" }),
             last_open_ms: opens.last_open_ms,
+            index_bytes: opens.indexes.map(|(bytes, _)| bytes),
         })
+    }
+
+    fn cache_warning(&self) -> Option<String> {
+        let (bytes, large) = lock(&self.opens).indexes?;
+        index_cache_warning(bytes, large, session().1)
+    }
+}
+
+/// What `status` says when a large agent's indexes (`bytes`) are larger than the index
+/// cache (half of the process's budget, `whole`): the budget that would hold them. A small
+/// agent's vectors are held, not indexed, and its indexes read little.
+fn index_cache_warning(bytes: u64, large: bool, whole: u64) -> Option<String> {
+    let mib = |bytes: u64| bytes.div_ceil(1 << 20);
+    let budget = whole / 2;
+    (large && bytes > budget).then(|| {
+        format!(
+            "this agent's indexes take {} MiB, more than LanceDB's index cache holds ({} MiB, \
+             half of {CACHE_MB_ENV}={}): its searches read them from the object store again \
+             and again (seconds each at a million chunks); set {CACHE_MB_ENV} to {} or more \
+             (docs/fleet.md)",
+            mib(bytes),
+            mib(budget),
+            mib(whole),
+            (mib(bytes) * 2).next_multiple_of(512),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_warns_when_a_large_agents_indexes_outgrow_the_index_cache() {
+        const MIB: u64 = 1 << 20;
+        // (index bytes, large, the whole budget) → the budget suggested, if any.
+        let cases = [
+            (300 * MIB, true, 1024 * MIB, None),
+            (512 * MIB, true, 1024 * MIB, None),
+            (513 * MIB, true, 1024 * MIB, Some(1536)),
+            (1200 * MIB, true, 1024 * MIB, Some(2560)),
+            (1200 * MIB, false, 1024 * MIB, None),
+            (1200 * MIB, true, 4096 * MIB, None),
+        ];
+        for (bytes, large, whole, suggested) in cases {
+            let warning = index_cache_warning(bytes, large, whole);
+            match suggested {
+                None => assert_eq!(warning, None, "{bytes} {large} {whole}"),
+                Some(mb) => {
+                    let warning = warning.unwrap();
+                    assert!(
+                        warning.contains(&format!("{CACHE_MB_ENV} to {mb} or more")),
+                        "{warning}"
+                    );
+                    assert!(warning.contains(&format!("take {} MiB", bytes / MIB)));
+                }
+            }
+        }
     }
 }

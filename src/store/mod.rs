@@ -69,6 +69,10 @@ pub struct StoreCache {
     /// How long the last cold open took, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_open_ms: Option<u64>,
+    /// The bytes of the agent's indexes in the store (the generation this process opened
+    /// last): what its warm searches want held in the cache. Fleet mode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_bytes: Option<u64>,
 }
 
 /// The handle a process keeps per agent.
@@ -91,6 +95,11 @@ pub(crate) trait Store: Send + Sync {
     /// What a search found wrong with the committed index that the next sync repairs, in
     /// words; `None` when nothing is known.
     fn damage(&self) -> Option<String> {
+        None
+    }
+    /// Why the process's cache cannot keep the agent's searches warm, in words; `None`
+    /// when it can or nothing is known yet.
+    fn cache_warning(&self) -> Option<String> {
         None
     }
 }

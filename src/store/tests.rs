@@ -379,6 +379,13 @@ fn a_store_says_whether_a_search_opened_it_cold() {
         // LanceDB's caches hold the tables; the local store counts vector files only, and
         // this index is keyword-only.
         assert_eq!(second.used_bytes > 0, store == "lancedb", "{second:?}");
+        // Fleet mode says how large the agent's indexes are (the full-text index here).
+        assert_eq!(
+            second.index_bytes.is_some_and(|b| b > 0),
+            store == "lancedb",
+            "{second:?}"
+        );
+        assert_eq!(agent.store().cache_warning(), None);
     });
 }
 
@@ -474,6 +481,10 @@ fn a_large_lancedb_generation_is_indexed_and_answers_alike() {
     );
     assert_eq!(columns("plain"), ["chunks.terms"]);
     assert_eq!(firsts(&indexed), firsts(&plain));
+    // `status` says how large its indexes are; they fit the default budget (no warning).
+    let cache = indexed.store().cache().unwrap();
+    assert!(cache.index_bytes.is_some_and(|b| b > 0), "{cache:?}");
+    assert_eq!(indexed.store().cache_warning(), None);
     // A long chunk's vector is its passages' centroid, also where the sync wrote its
     // passages in two appends (the tests' writers hold 64 vectors; see `PENDING_ROWS`).
     let location = crate::lance::Location {
