@@ -614,3 +614,35 @@ fn lancedb_passages_one_row_each_are_rebuilt_one_row_per_chunk_from_their_vector
     // Rebuilt once: the next sync updates the generation in place.
     assert!(!agent.sync(false, &|_| {}).unwrap().rebuilt);
 }
+
+/// A text a sync finds in several notes is embedded once and found in each.
+#[test]
+fn a_text_repeated_in_one_sync_is_embedded_once() {
+    on_both_stores(Semantics::Documented, true, |store, agent, words| {
+        agent.sync(false, &|_| {}).unwrap();
+        let before = words.documents.load(Ordering::SeqCst);
+        let memory = agent.settings().workspace.join("memory");
+        for name in ["a", "b", "c"] {
+            std::fs::write(
+                memory.join(format!("{name}.md")),
+                "# Weekly review\n\nThe weekly review checklist: inbox, calendar, goals.\n",
+            )
+            .unwrap();
+        }
+        agent.sync(false, &|_| {}).unwrap();
+        assert_eq!(
+            words.documents.load(Ordering::SeqCst) - before,
+            1,
+            "{store}: embedded more than once"
+        );
+        let response = search(agent, "weekly review checklist");
+        let mut paths: Vec<&str> = response.hits.iter().map(|h| h.path.as_str()).collect();
+        paths.retain(|p| ["memory/a.md", "memory/b.md", "memory/c.md"].contains(p));
+        paths.sort_unstable();
+        assert_eq!(
+            paths,
+            ["memory/a.md", "memory/b.md", "memory/c.md"],
+            "{store}"
+        );
+    });
+}

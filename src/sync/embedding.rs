@@ -500,7 +500,21 @@ fn embed_directly(
 ) -> Result<bool> {
     let (missing, plan) = (fresh.missing, fresh.plan);
     let dims = plan.embedder.dims();
-    for batch in todo.chunks(per_call) {
+    // A text the page holds more than once (the same cache key: the same input to the
+    // same embedder) is embedded once, its vector stored under each of its ids.
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    let mut repeats: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut unique = Vec::with_capacity(todo.len());
+    for &i in todo {
+        match first.get(fresh.keys[i].as_str()) {
+            Some(&f) => repeats.entry(f).or_default().push(i),
+            None => {
+                first.insert(fresh.keys[i].as_str(), i);
+                unique.push(i);
+            }
+        }
+    }
+    for batch in unique.chunks(per_call) {
         if pages.out_of_time() {
             return Ok(false);
         }
@@ -528,12 +542,21 @@ fn embed_directly(
                 return Ok(false);
             }
         };
-        let embedded = batch
+        let mut embedded: Vec<(usize, Vec<f32>)> = batch
             .iter()
             .copied()
-            .zip(embedded.into_iter().map(|e| e.vector));
-        fresh.put(writer, embedded.collect(), report, centroids)?;
-        pages.done += batch.len();
+            .zip(embedded.into_iter().map(|e| e.vector))
+            .collect();
+        let copies: Vec<(usize, Vec<f32>)> = embedded
+            .iter()
+            .flat_map(|(i, vector)| {
+                let others = repeats.get(i).map(Vec::as_slice).unwrap_or_default();
+                others.iter().map(move |&j| (j, vector.clone()))
+            })
+            .collect();
+        embedded.extend(copies);
+        pages.done += embedded.len();
+        fresh.put(writer, embedded, report, centroids)?;
         let (done, total) = (pages.done, pages.total());
         progress(SyncProgress::Embedding {
             chunks_done: done,
