@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use memoria::{LiveEvent, Status, WatcherState};
+use memoria::{LiveEvent, LiveStatus, Status, StoreCache, WatcherState};
 
 /// `n noun` or `n nouns`.
 pub fn count(n: u64, noun: &str) -> String {
@@ -33,26 +33,7 @@ pub fn status(status: &Status) -> String {
     line("agent dir", &status.agent_dir);
     line("store", &status.store);
     if let Some(cache) = &status.store_cache {
-        let last = match (cache.last_search, cache.last_open_ms) {
-            (Some("cold"), Some(ms)) => {
-                format!("; the last search opened the agent cold ({ms} ms)")
-            }
-            (Some(how), _) => format!("; the last search found the agent {how}"),
-            (None, _) => String::new(),
-        };
-        let indexes = match cache.index_bytes {
-            Some(bytes) => format!("; its indexes {:.1} MiB", bytes as f64 / (1 << 20) as f64),
-            None => String::new(),
-        };
-        line(
-            "store cache",
-            &format!(
-                "{:.1} of {:.0} MiB; {} cold open(s) of this agent{last}{indexes}",
-                cache.used_bytes as f64 / (1 << 20) as f64,
-                cache.limit_bytes as f64 / (1 << 20) as f64,
-                cache.cold_opens
-            ),
-        );
+        line("store cache", &store_cache(cache));
     }
     line("workspace", &status.workspace);
     if !status.extra_paths.is_empty() {
@@ -100,40 +81,8 @@ pub fn status(status: &Status) -> String {
             &format!("from {}: {}", fallback.from, fallback.reason),
         );
     }
-    if let Some(embedding) = &status.embedding {
-        let model = status.model.as_deref().unwrap_or("?");
-        let vectors = status.vectors.unwrap_or(0);
-        let device = embedding
-            .device
-            .as_deref()
-            .map_or(String::new(), |d| format!(" on {d}"));
-        line(
-            "model",
-            &format!(
-                "{model} ({} dims){device}; {vectors} vectors",
-                embedding.dims
-            ),
-        );
-        if let Some(source) = &embedding.key_source {
-            line("api key", &format!("from {source}"));
-        }
-        if let Some(batch) = &embedding.batch {
-            line(
-                "batch API",
-                &format!(
-                    "{batch}; {} job(s) pending, {} chunk(s) waiting",
-                    embedding.batch_jobs, embedding.awaiting_batch
-                ),
-            );
-        }
-        if let Some(error) = &embedding.last_error {
-            line("embed error", error);
-        }
-    } else if let Some(source) = &status.key_source {
-        line(
-            "api key",
-            &format!("from {source} (the provider did not serve)"),
-        );
+    for (name, value) in embedding(status) {
+        line(name, &value);
     }
     line(
         "fresh",
@@ -143,38 +92,105 @@ pub fn status(status: &Status) -> String {
             "yes"
         },
     );
-    match &status.live {
-        Some(live) => {
-            let state = match live.watcher {
-                WatcherState::Off => "watcher off",
-                state => watcher(state),
-            };
-            let mut text = format!("{state} (process {}, {} syncs", live.pid, live.syncs);
-            if let Some(at) = live.last_sync_at {
-                let _ = write!(
-                    text,
-                    ", last {}",
-                    moment(at, jiff::Timestamp::now().as_second())
-                );
-            }
-            text.push(')');
-            if let Some(reason) = &live.reason {
-                let _ = write!(text, ": {reason}");
-            }
-            line("live", &text);
-            if let Some(error) = &live.last_sync_error {
-                line("live error", error);
-            }
-        }
-        None => line(
-            "live",
-            &"no live sync (`memoria mcp` or `memoria watch` keep the index fresh)",
-        ),
+    for (name, value) in live(status.live.as_ref()) {
+        line(name, &value);
     }
     for warning in &status.warnings {
         line("warning", warning);
     }
     out
+}
+
+/// `status`'s `store cache` line: what the process caches and how it met the agent.
+fn store_cache(cache: &StoreCache) -> String {
+    let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    let last = match (cache.last_search, cache.last_open_ms) {
+        (Some("cold"), Some(ms)) => format!("; the last search opened the agent cold ({ms} ms)"),
+        (Some(how), _) => format!("; the last search found the agent {how}"),
+        (None, _) => String::new(),
+    };
+    let indexes = match cache.index_bytes {
+        Some(bytes) => format!("; its indexes {:.1} MiB", mib(bytes)),
+        None => String::new(),
+    };
+    format!(
+        "{:.1} of {:.0} MiB; {} cold open(s) of this agent{last}{indexes}",
+        mib(cache.used_bytes),
+        mib(cache.limit_bytes),
+        cache.cold_opens
+    )
+}
+
+/// `status`'s lines about the embedder: its model, key, batch API and last error.
+fn embedding(status: &Status) -> Vec<(&'static str, String)> {
+    let mut lines = Vec::new();
+    let Some(embedding) = &status.embedding else {
+        if let Some(source) = &status.key_source {
+            lines.push((
+                "api key",
+                format!("from {source} (the provider did not serve)"),
+            ));
+        }
+        return lines;
+    };
+    let model = status.model.as_deref().unwrap_or("?");
+    let vectors = status.vectors.unwrap_or(0);
+    let device = embedding
+        .device
+        .as_deref()
+        .map_or(String::new(), |d| format!(" on {d}"));
+    lines.push((
+        "model",
+        format!(
+            "{model} ({} dims){device}; {vectors} vectors",
+            embedding.dims
+        ),
+    ));
+    if let Some(source) = &embedding.key_source {
+        lines.push(("api key", format!("from {source}")));
+    }
+    if let Some(batch) = &embedding.batch {
+        lines.push((
+            "batch API",
+            format!(
+                "{batch}; {} job(s) pending, {} chunk(s) waiting",
+                embedding.batch_jobs, embedding.awaiting_batch
+            ),
+        ));
+    }
+    if let Some(error) = &embedding.last_error {
+        lines.push(("embed error", error.clone()));
+    }
+    lines
+}
+
+/// `status`'s lines about the live sync: this process's or another's, and its last error.
+fn live(live: Option<&LiveStatus>) -> Vec<(&'static str, String)> {
+    let Some(live) = live else {
+        let none = "no live sync (`memoria mcp` or `memoria watch` keep the index fresh)";
+        return vec![("live", none.to_string())];
+    };
+    let state = match live.watcher {
+        WatcherState::Off => "watcher off",
+        state => watcher(state),
+    };
+    let mut text = format!("{state} (process {}, {} syncs", live.pid, live.syncs);
+    if let Some(at) = live.last_sync_at {
+        let _ = write!(
+            text,
+            ", last {}",
+            moment(at, jiff::Timestamp::now().as_second())
+        );
+    }
+    text.push(')');
+    if let Some(reason) = &live.reason {
+        let _ = write!(text, ": {reason}");
+    }
+    let mut lines = vec![("live", text)];
+    if let Some(error) = &live.last_sync_error {
+        lines.push(("live error", error.clone()));
+    }
+    lines
 }
 
 /// One log line for a live-sync event (`watch` and `mcp` print them on stderr).

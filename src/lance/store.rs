@@ -30,16 +30,16 @@ fn session() -> &'static (Arc<Session>, u64) {
     SESSION.get_or_init(|| {
         let megabytes = super::env_number(CACHE_MB_ENV, 1024);
         let bytes = megabytes.saturating_mul(1 << 20);
-        let (index, metadata) = ((bytes / 2) as usize, (bytes / 4) as usize);
+        let (index, metadata) = (index_share(bytes) as usize, (bytes / 4) as usize);
         let session = Session::new(index, metadata, Default::default());
         (Arc::new(session), bytes)
     })
 }
 
-/// What LanceDB's index cache may hold, all agents together: half of
-/// `MEMORIA_FLEET_CACHE_MB`.
-fn index_budget() -> u64 {
-    session().1 / 2
+/// What LanceDB's index cache may hold of the process's budget `whole`, all agents
+/// together: half.
+fn index_share(whole: u64) -> u64 {
+    whole / 2
 }
 
 /// The variable that turns on (`1`) the loading of a large agent's indexes when it is
@@ -261,7 +261,7 @@ impl Store for LanceStore {
         // the cache holds them: load them whole, in the background, when asked and they
         // fit.
         let (index_bytes, large) = (reader.index_bytes(), reader.large());
-        if large && index_bytes <= index_budget() && prewarm() {
+        if large && index_bytes <= index_share(session().1) && prewarm() {
             reader.prewarm();
         }
         let mut opens = lock(&self.opens);
@@ -318,7 +318,7 @@ impl Store for LanceStore {
 /// agent's vectors are held, not indexed, and its indexes read little.
 fn index_cache_warning(bytes: u64, large: bool, whole: u64) -> Option<String> {
     let mib = |bytes: u64| bytes.div_ceil(1 << 20);
-    let budget = whole / 2;
+    let budget = index_share(whole);
     (large && bytes > budget).then(|| {
         format!(
             "this agent's indexes take {} MiB, more than LanceDB's index cache holds ({} MiB, \

@@ -502,17 +502,14 @@ fn embed_directly(
     let dims = plan.embedder.dims();
     // A text the page holds more than once (the same cache key: the same input to the
     // same embedder) is embedded once, its vector stored under each of its ids.
-    let mut first: HashMap<&str, usize> = HashMap::new();
-    let mut repeats: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut unique = Vec::with_capacity(todo.len());
     for &i in todo {
-        match first.get(fresh.keys[i].as_str()) {
-            Some(&f) => repeats.entry(f).or_default().push(i),
-            None => {
-                first.insert(fresh.keys[i].as_str(), i);
-                unique.push(i);
-            }
+        let holders = by_key.entry(fresh.keys[i].as_str()).or_default();
+        if holders.is_empty() {
+            unique.push(i);
         }
+        holders.push(i);
     }
     for batch in unique.chunks(per_call) {
         if pages.out_of_time() {
@@ -550,8 +547,8 @@ fn embed_directly(
         let copies: Vec<(usize, Vec<f32>)> = embedded
             .iter()
             .flat_map(|(i, vector)| {
-                let others = repeats.get(i).map(Vec::as_slice).unwrap_or_default();
-                others.iter().map(move |&j| (j, vector.clone()))
+                let holders = &by_key[fresh.keys[*i].as_str()];
+                holders[1..].iter().map(move |&j| (j, vector.clone()))
             })
             .collect();
         embedded.extend(copies);
