@@ -448,7 +448,7 @@ fn measure(
                 .collect(),
         );
     }
-    let (now, peak) = rss();
+    let (now, peak, _) = rss();
     println!(
         "  {}: {}; {}; resident {now:.0} MB (peak {peak:.0} MB, the process so far)",
         backend.name(),

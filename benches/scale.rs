@@ -211,8 +211,11 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
         "  warm search, excluding the query embedding: {}",
         modes.join("; ")
     );
-    let (now, peak) = rss();
-    println!("  resident {now:.0} MB (peak {peak:.0} MB, this process so far)");
+    let (now, peak, mapped) = rss();
+    println!(
+        "  resident {now:.0} MB, of which {mapped:.0} MB mapped files (peak {peak:.0} MB, this \
+         process so far)"
+    );
 
     let rewritten = change_notes(&workspace, CHANGED_CHUNKS);
     let started = Instant::now();

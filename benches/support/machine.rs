@@ -1,8 +1,8 @@
 //! The machine a bench runs on and the bench process's memory, for its report.
 
-/// The process's resident memory now and at its peak, in MB (`/proc/self/status`; 0 where
-/// unavailable).
-pub fn rss() -> (f64, f64) {
+/// The process's resident memory now, at its peak, and now of files it maps (pages the
+/// kernel can drop and read again), in MB (`/proc/self/status`; 0 where unavailable).
+pub fn rss() -> (f64, f64, f64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| {
         status
@@ -12,7 +12,7 @@ pub fn rss() -> (f64, f64) {
             .and_then(|kb| kb.parse::<f64>().ok())
             .map_or(0.0, |kb| kb / 1024.0)
     };
-    (field("VmRSS:"), field("VmHWM:"))
+    (field("VmRSS:"), field("VmHWM:"), field("RssFile:"))
 }
 
 /// The CPU's model name (`/proc/cpuinfo`), or "unknown".

@@ -26,9 +26,11 @@
 //!
 //! The pieces: `index` (the [`VectorIndex`] type: building, updating, searching), `exact`
 //! (the matrix scan and its top-k heap), `graph` (the hnsw_rs graph), `passages` (the int8
-//! passage rows), `snapshot` (the checksummed files on disk), `delta` (one sync's change
+//! passage rows), `snapshot` (the checksummed files on disk; `checked`, each file written
+//! and read against its checksum), `delta` (one sync's change
 //! as a file), `layered` (a snapshot and its deltas, as searches read them);
 //! [`HalfCosine`], the distance the graph walks with, is here.
+mod checked;
 mod delta;
 mod exact;
 mod graph;

@@ -15,17 +15,32 @@
 //!
 //! **File** (`<snapshot>.passages`, checksummed with the snapshot's other files):
 //! `MPV1`, dims (u32 LE), count (u32 LE), then per passage: id length (u16 LE), id (UTF-8),
-//! `1/‖q‖` (f32 LE), `dims` bytes of `q`.
+//! `1/‖q‖` (f32 LE), `dims` bytes of `q`; a chunk's passages one after the other.
+//!
+//! **Read where they lie.** A snapshot's file is memory-mapped ([`Passages::mapped`]), not
+//! read into memory: what is held is where each chunk's passages start (about a hundred
+//! bytes a chunk with passages, where the codes are ~7 KB), and a search reads the codes
+//! of the chunks it rescores from the page cache, which the kernel can drop. At a million
+//! chunks that is the difference between ~7 GB held by every reader (and twice by a fold)
+//! and ~0.1 GB. What changes after (a writer applying deltas) is held in memory beside the
+//! file: a chunk's passages are answered either wholly from memory or wholly from the file.
+//! Snapshot files are never rewritten in place (a save writes new names), so a mapping
+//! stays valid while it is read; on Unix even after the file is deleted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Write};
+
+use memmap2::Mmap;
 
 use crate::codec::quantize;
 use crate::passage;
 use crate::simd::dot_i8_f32;
 
 const MAGIC: &[u8; 4] = b"MPV1";
+/// Magic, dims, count.
+const HEADER: usize = 12;
 
-/// One stored passage vector.
+/// One stored passage vector, held in memory.
 struct Packed {
     /// The passage's full id (`<chunk>#<n>`).
     id: String,
@@ -33,10 +48,165 @@ struct Packed {
     codes: Box<[i8]>,
 }
 
+/// One passage, wherever it is held.
+#[derive(Clone, Copy)]
+struct Record<'a> {
+    id: &'a str,
+    inv_norm: f32,
+    codes: &'a [i8],
+}
+
+impl Packed {
+    fn record(&self) -> Record<'_> {
+        Record {
+            id: &self.id,
+            inv_norm: self.inv_norm,
+            codes: &self.codes,
+        }
+    }
+}
+
+impl Record<'_> {
+    fn score(&self, query: &[f32]) -> f32 {
+        dot_i8_f32(self.codes, query) * self.inv_norm
+    }
+
+    fn packed(&self) -> Packed {
+        Packed {
+            id: self.id.to_string(),
+            inv_norm: self.inv_norm,
+            codes: self.codes.into(),
+        }
+    }
+
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(&(self.id.len() as u16).to_le_bytes())?;
+        out.write_all(self.id.as_bytes())?;
+        out.write_all(&self.inv_norm.to_le_bytes())?;
+        out.write_all(as_bytes(self.codes))
+    }
+}
+
+/// Signed bytes as the file's bytes (the same bits).
+fn as_bytes(codes: &[i8]) -> &[u8] {
+    // SAFETY: i8 and u8 have the same size and alignment, and every bit pattern is valid
+    // for both.
+    unsafe { std::slice::from_raw_parts(codes.as_ptr().cast::<u8>(), codes.len()) }
+}
+
+/// The file's bytes as signed codes.
+fn as_codes(bytes: &[u8]) -> &[i8] {
+    // SAFETY: as in `as_bytes`.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }
+}
+
+/// Reads the record at byte `at` of a file of `dims`-dimension passages: the record and
+/// where the next one starts. Checks only that it lies within `bytes` and that its id is
+/// UTF-8 (what [`parse`] checks besides is the caller's).
+fn record_at(bytes: &[u8], at: usize, dims: usize) -> Result<(Record<'_>, usize), String> {
+    let truncated = || format!("truncated at byte {at}");
+    let len = bytes.get(at..at + 2).ok_or_else(truncated)?;
+    let len = u16::from_le_bytes([len[0], len[1]]) as usize;
+    let id_at = at + 2;
+    let norm_at = id_at + len;
+    let codes_at = norm_at + 4;
+    let next = codes_at + dims;
+    if next > bytes.len() {
+        return Err(truncated());
+    }
+    let id = std::str::from_utf8(&bytes[id_at..norm_at])
+        .map_err(|_| "a passage id is not UTF-8".to_string())?;
+    let norm = &bytes[norm_at..codes_at];
+    let record = Record {
+        id,
+        inv_norm: f32::from_le_bytes([norm[0], norm[1], norm[2], norm[3]]),
+        codes: as_codes(&bytes[codes_at..next]),
+    };
+    Ok((record, next))
+}
+
+/// Checks a whole file for an index of `dims` dimensions and calls `each` with every
+/// record and its offset, in file order; the error says what is wrong with it.
+fn parse<'a>(
+    bytes: &'a [u8],
+    dims: usize,
+    mut each: impl FnMut(usize, Record<'a>) -> Result<(), String>,
+) -> Result<usize, String> {
+    let header = bytes
+        .get(..HEADER)
+        .ok_or_else(|| "truncated at byte 0".to_string())?;
+    if &header[..4] != MAGIC {
+        return Err("not a passage vector file".into());
+    }
+    let u32_at = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let file_dims = u32_at(&header[4..8]);
+    if file_dims != dims {
+        return Err(format!("{file_dims} dimensions, the index has {dims}"));
+    }
+    let count = u32_at(&header[8..12]);
+    let mut at = HEADER;
+    for _ in 0..count {
+        let (record, next) = record_at(bytes, at, dims)?;
+        if !passage::is_passage(record.id) {
+            return Err(format!("{:?} is not a passage id", record.id));
+        }
+        if !record.inv_norm.is_finite() || record.inv_norm < 0.0 {
+            return Err(format!(
+                "passage {}: bad norm {}",
+                record.id, record.inv_norm
+            ));
+        }
+        each(at, record)?;
+        at = next;
+    }
+    if at != bytes.len() {
+        return Err(format!("{} bytes after the last passage", bytes.len() - at));
+    }
+    Ok(count)
+}
+
+/// Where a chunk's passages lie in a mapped file: the bytes from the first one's offset to
+/// the end of the last, and how many they are.
+#[derive(Clone, Copy)]
+struct Run {
+    at: usize,
+    end: usize,
+    count: u32,
+}
+
+/// A passages file read where it lies.
+struct Mapped {
+    bytes: Mmap,
+    dims: usize,
+    runs: HashMap<Box<str>, Run>,
+}
+
+impl Mapped {
+    /// The records of `run`, in file order (checked when the file was mapped).
+    fn records(&self, run: Run) -> impl Iterator<Item = Record<'_>> + '_ {
+        let mut at = run.at;
+        (0..run.count).map_while(move |_| {
+            let (record, next) = record_at(&self.bytes, at, self.dims).ok()?;
+            at = next;
+            Some(record)
+        })
+    }
+
+    /// The file's bytes of `run`, as they are written.
+    fn raw(&self, run: Run) -> &[u8] {
+        &self.bytes[run.at..run.end]
+    }
+}
+
 /// The passage vectors of an index, by chunk.
 pub(super) struct Passages {
     dims: usize,
-    by_chunk: HashMap<String, Vec<Packed>>,
+    /// A saved file's passages, read where they lie.
+    file: Option<Mapped>,
+    /// Chunks of `file` that it no longer answers for: removed, or moved into `held`.
+    left: HashSet<String>,
+    /// Passages held in memory, by chunk.
+    held: HashMap<String, Vec<Packed>>,
     count: usize,
 }
 
@@ -44,9 +214,101 @@ impl Passages {
     pub(super) fn new(dims: usize) -> Passages {
         Passages {
             dims,
-            by_chunk: HashMap::new(),
+            file: None,
+            left: HashSet::new(),
+            held: HashMap::new(),
             count: 0,
         }
+    }
+
+    /// The passages of a mapped file written by [`encode_to`](Self::encode_to) for an
+    /// index of `dims` dimensions, checked whole; the error says what is wrong with it.
+    pub(super) fn mapped(bytes: Mmap, dims: usize) -> Result<Passages, String> {
+        let mut runs: HashMap<Box<str>, Run> = HashMap::new();
+        // The chunk whose passages are being read: its first one's offset and their ids.
+        let mut current: Option<(&str, usize, Vec<&str>)> = None;
+        // Records the run that ends at byte `end`.
+        let mut close = |run: Option<(&str, usize, Vec<&str>)>, end: usize| {
+            let Some((chunk, at, ids)) = run else {
+                return Ok(());
+            };
+            let count = ids.len() as u32;
+            match runs.insert(chunk.into(), Run { at, end, count }) {
+                Some(_) => Err(format!("the passages of chunk {chunk} are not together")),
+                None => Ok(()),
+            }
+        };
+        let count = parse(&bytes, dims, |at, record| {
+            let chunk = passage::chunk_of(record.id);
+            match &mut current {
+                Some((open, _, ids)) if *open == chunk => {
+                    if ids.contains(&record.id) {
+                        return Err(format!("passage {} is stored twice", record.id));
+                    }
+                    ids.push(record.id);
+                    Ok(())
+                }
+                _ => close(current.replace((chunk, at, vec![record.id])), at),
+            }
+        })?;
+        close(current.take(), bytes.len())?;
+        // Finding the runs read every page, which made each resident in this process; they
+        // go back to the page cache, and a search faults in the few it reads.
+        #[cfg(unix)]
+        // SAFETY: a read-only mapping of a file that does not change (module docs): a
+        // dropped page reads back the same bytes.
+        if let Err(err) = unsafe { bytes.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) } {
+            tracing::debug!("passages: madvise: {err}");
+        }
+        Ok(Passages {
+            dims,
+            file: Some(Mapped { bytes, dims, runs }),
+            left: HashSet::new(),
+            held: HashMap::new(),
+            count,
+        })
+    }
+
+    /// Reads a file written by [`encode`](Self::encode) for an index of `dims` dimensions
+    /// into memory; the error says what is wrong with it.
+    pub(super) fn decode(bytes: &[u8], dims: usize) -> Result<Passages, String> {
+        let mut passages = Passages::new(dims);
+        parse(bytes, dims, |_, record| {
+            if passages.contains(record.id) {
+                return Err(format!("passage {} is stored twice", record.id));
+            }
+            passages.push(record.packed());
+            Ok(())
+        })?;
+        Ok(passages)
+    }
+
+    /// Where the file holds chunk `chunk`'s passages, while it answers for them.
+    fn filed(&self, chunk: &str) -> Option<(&Mapped, Run)> {
+        let file = self.file.as_ref()?;
+        let run = *file.runs.get(chunk)?;
+        (!self.left.contains(chunk)).then_some((file, run))
+    }
+
+    /// Chunk `chunk`'s passages: from memory where they are held there, else from the file.
+    fn of(&self, chunk: &str) -> Box<dyn Iterator<Item = Record<'_>> + '_> {
+        if let Some(list) = self.held.get(chunk) {
+            return Box::new(list.iter().map(Packed::record));
+        }
+        match self.filed(chunk) {
+            Some((file, run)) => Box::new(file.records(run)),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+
+    /// Moves chunk `chunk`'s passages from the file into memory, to be changed there.
+    fn hold(&mut self, chunk: &str) {
+        let Some((file, run)) = self.filed(chunk) else {
+            return;
+        };
+        let packed: Vec<Packed> = file.records(run).map(|r| r.packed()).collect();
+        self.left.insert(chunk.to_string());
+        self.held.insert(chunk.to_string(), packed);
     }
 
     /// Stores (or replaces) passage `id`'s vector, which must have `dims` finite values.
@@ -77,14 +339,23 @@ impl Passages {
         self.replace(Packed {
             id,
             inv_norm,
-            codes: codes.iter().map(|&b| b as i8).collect(),
+            codes: as_codes(codes).into(),
         });
         Ok(())
     }
 
     /// Moves `other`'s passages in, replacing those with the same ids.
     pub(super) fn absorb(&mut self, other: Passages) {
-        for packed in other.by_chunk.into_values().flatten() {
+        let mut moved = Vec::with_capacity(other.count);
+        if let Some(file) = &other.file {
+            for (chunk, run) in &file.runs {
+                if !other.left.contains(&**chunk) {
+                    moved.extend(file.records(*run).map(|r| r.packed()));
+                }
+            }
+        }
+        moved.extend(other.held.into_values().flatten());
+        for packed in moved {
             self.replace(packed);
         }
     }
@@ -94,10 +365,11 @@ impl Passages {
         self.push(packed);
     }
 
-    /// Adds a passage known not to be stored yet.
+    /// Adds a passage known not to be stored yet (its chunk's passages held in memory, or
+    /// not in the file).
     fn push(&mut self, packed: Packed) {
         self.count += 1;
-        self.by_chunk
+        self.held
             .entry(passage::chunk_of(&packed.id).to_string())
             .or_default()
             .push(packed);
@@ -106,7 +378,8 @@ impl Passages {
     /// Removes passage `id`; false if it was not there.
     pub(super) fn remove(&mut self, id: &str) -> bool {
         let chunk = passage::chunk_of(id);
-        let Some(list) = self.by_chunk.get_mut(chunk) else {
+        self.hold(chunk);
+        let Some(list) = self.held.get_mut(chunk) else {
             return false;
         };
         let Some(at) = list.iter().position(|p| p.id == id) else {
@@ -114,7 +387,7 @@ impl Passages {
         };
         list.swap_remove(at);
         if list.is_empty() {
-            self.by_chunk.remove(chunk);
+            self.held.remove(chunk);
         }
         self.count -= 1;
         true
@@ -122,29 +395,41 @@ impl Passages {
 
     /// Passage `id`'s vector as its int8 form reads back (`crate::codec`).
     pub(super) fn get(&self, id: &str) -> Option<Vec<f32>> {
-        let list = self.by_chunk.get(passage::chunk_of(id))?;
-        let p = list.iter().find(|p| p.id == id)?;
+        let p = self.of(passage::chunk_of(id)).find(|p| p.id == id)?;
         Some(p.codes.iter().map(|&c| f32::from(c) * p.inv_norm).collect())
     }
 
     /// Removes every passage of chunk `chunk`.
     pub(super) fn remove_chunk(&mut self, chunk: &str) {
-        if let Some(list) = self.by_chunk.remove(chunk) {
+        if let Some(list) = self.held.remove(chunk) {
             self.count -= list.len();
+        } else if let Some((_, run)) = self.filed(chunk) {
+            self.count -= run.count as usize;
+            self.left.insert(chunk.to_string());
         }
     }
 
     pub(super) fn contains(&self, id: &str) -> bool {
-        self.by_chunk
-            .get(passage::chunk_of(id))
-            .is_some_and(|list| list.iter().any(|p| p.id == id))
+        self.of(passage::chunk_of(id)).any(|p| p.id == id)
+    }
+
+    /// The chunks whose passages the file still answers for, with where they lie.
+    fn filed_runs(&self) -> impl Iterator<Item = (&Mapped, Run)> + '_ {
+        self.file.iter().flat_map(move |file| {
+            file.runs
+                .iter()
+                .filter(move |(chunk, _)| !self.left.contains(&***chunk))
+                .map(move |(_, run)| (file, *run))
+        })
     }
 
     /// Every stored passage id, in no particular order.
     pub(super) fn ids(&self) -> impl Iterator<Item = &str> + '_ {
-        self.by_chunk
-            .values()
-            .flat_map(|list| list.iter().map(|p| p.id.as_str()))
+        let held = self.held.values().flatten().map(|p| p.id.as_str());
+        let filed = self
+            .filed_runs()
+            .flat_map(|(file, run)| file.records(run).map(|r| r.id));
+        held.chain(filed)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -162,76 +447,30 @@ impl Passages {
     /// The best cosine of chunk `chunk`'s passages with the unit vector `query`; `None`
     /// when it has none.
     pub(super) fn best(&self, chunk: &str, query: &[f32]) -> Option<f32> {
-        self.by_chunk.get(chunk).and_then(|list| {
-            list.iter()
-                .map(|p| dot_i8_f32(&p.codes, query) * p.inv_norm)
-                .reduce(f32::max)
-        })
+        self.of(chunk).map(|p| p.score(query)).reduce(f32::max)
     }
 
-    /// The file's bytes (see the module docs).
+    /// Writes the file (see the module docs): a file's passages that did not change are
+    /// copied as they lie.
+    pub(super) fn encode_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(MAGIC)?;
+        out.write_all(&(self.dims as u32).to_le_bytes())?;
+        out.write_all(&(self.count as u32).to_le_bytes())?;
+        for p in self.held.values().flatten() {
+            p.record().write(out)?;
+        }
+        for (file, run) in self.filed_runs() {
+            out.write_all(file.raw(run))?;
+        }
+        Ok(())
+    }
+
+    /// The file's bytes, in memory (a delta's passages).
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(12 + self.count * (self.dims + 48));
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(self.dims as u32).to_le_bytes());
-        out.extend_from_slice(&(self.count as u32).to_le_bytes());
-        for p in self.by_chunk.values().flatten() {
-            out.extend_from_slice(&(p.id.len() as u16).to_le_bytes());
-            out.extend_from_slice(p.id.as_bytes());
-            out.extend_from_slice(&p.inv_norm.to_le_bytes());
-            out.extend(p.codes.iter().map(|&c| c as u8));
-        }
+        let mut out = Vec::with_capacity(HEADER + self.count * (self.dims + 48));
+        // Writing to a Vec does not fail.
+        let _ = self.encode_to(&mut out);
         out
-    }
-
-    /// Reads a file written by [`encode`](Self::encode) for an index of `dims` dimensions;
-    /// the error says what is wrong with it.
-    pub(super) fn decode(bytes: &[u8], dims: usize) -> Result<Passages, String> {
-        let mut at = 0usize;
-        let mut take = |n: usize| -> Result<&[u8], String> {
-            let part = bytes
-                .get(at..at + n)
-                .ok_or_else(|| format!("truncated at byte {at}"))?;
-            at += n;
-            Ok(part)
-        };
-        if take(4)? != MAGIC {
-            return Err("not a passage vector file".into());
-        }
-        let u32_at = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
-        let file_dims = u32_at(take(4)?);
-        if file_dims != dims {
-            return Err(format!("{file_dims} dimensions, the index has {dims}"));
-        }
-        let count = u32_at(take(4)?);
-        let mut passages = Passages::new(dims);
-        for _ in 0..count {
-            let len = take(2)?;
-            let len = u16::from_le_bytes([len[0], len[1]]) as usize;
-            let id = std::str::from_utf8(take(len)?)
-                .map_err(|_| "a passage id is not UTF-8".to_string())?
-                .to_string();
-            if !passage::is_passage(&id) {
-                return Err(format!("{id:?} is not a passage id"));
-            }
-            let inv_norm = f32::from_le_bytes(take(4)?.try_into().map_err(|_| "short read")?);
-            if !inv_norm.is_finite() || inv_norm < 0.0 {
-                return Err(format!("passage {id}: bad norm {inv_norm}"));
-            }
-            let codes = take(dims)?.iter().map(|&b| b as i8).collect();
-            if passages.contains(&id) {
-                return Err(format!("passage {id} is stored twice"));
-            }
-            passages.push(Packed {
-                id,
-                inv_norm,
-                codes,
-            });
-        }
-        if at != bytes.len() {
-            return Err(format!("{} bytes after the last passage", bytes.len() - at));
-        }
-        Ok(passages)
     }
 }
 
@@ -299,6 +538,102 @@ mod tests {
         assert!(p.remove("a#1") && !p.remove("a#1"));
         assert!(p.remove("a#2") && p.best("a", &unit(4, dims)).is_none());
         assert_eq!(p.len(), 1);
+    }
+
+    /// `passages` written to a file and mapped back.
+    fn mapped(passages: &Passages) -> (tempfile::TempDir, Passages) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.passages");
+        std::fs::write(&path, passages.encode()).unwrap();
+        let map = unsafe { Mmap::map(&std::fs::File::open(&path).unwrap()) }.unwrap();
+        (dir, Passages::mapped(map, passages.dims()).unwrap())
+    }
+
+    fn sorted_ids(p: &Passages) -> Vec<String> {
+        let mut ids: Vec<String> = p.ids().map(String::from).collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn a_mapped_file_answers_as_memory_does_and_changes_beside_it() {
+        let dims = 16;
+        let mut memory = Passages::new(dims);
+        for (n, id) in ["a#1", "a#2", "b#1", "b#2", "b#3", "c#1"]
+            .iter()
+            .enumerate()
+        {
+            memory.insert(id.to_string(), &unit(n as u64, dims));
+        }
+        let (_dir, mut file) = mapped(&memory);
+        assert_eq!(
+            (file.len(), file.held.len()),
+            (6, 0),
+            "nothing read into memory"
+        );
+        let q = unit(3, dims);
+        for chunk in ["a", "b", "c", "d"] {
+            assert_eq!(file.best(chunk, &q), memory.best(chunk, &q), "{chunk}");
+        }
+        assert_eq!(file.get("b#2"), memory.get("b#2"));
+        assert!(file.contains("c#1") && !file.contains("c#2"));
+        assert_eq!(sorted_ids(&file), sorted_ids(&memory));
+
+        // Changes to both, the same: the file's chunks they touch move into memory.
+        for p in [&mut memory, &mut file] {
+            p.insert("b#2".into(), &unit(40, dims)); // replaced
+            p.insert("d#1".into(), &unit(41, dims)); // new chunk
+            assert!(p.remove("a#1") && !p.remove("a#9"));
+            p.remove_chunk("c");
+            let mut more = Passages::new(dims);
+            more.insert("a#3".into(), &unit(42, dims));
+            p.absorb(more);
+        }
+        assert_eq!(file.len(), memory.len());
+        assert_eq!(sorted_ids(&file), sorted_ids(&memory));
+        for chunk in ["a", "b", "c", "d"] {
+            assert_eq!(file.best(chunk, &q), memory.best(chunk, &q), "{chunk}");
+        }
+        assert!(!file.contains("c#1") && file.best("c", &q).is_none());
+        assert!(file.held.contains_key("b") && !file.held.contains_key("c"));
+
+        // Written again (the file's unchanged chunks copied as they lie) and read back.
+        let again = Passages::decode(&file.encode(), dims).unwrap();
+        assert_eq!(sorted_ids(&again), sorted_ids(&memory));
+        assert_eq!(again.best("b", &q), memory.best("b", &q));
+        // A mapped index moved into another, as a fold does.
+        let mut into = Passages::new(dims);
+        let (_dir2, file2) = mapped(&memory);
+        into.absorb(file2);
+        assert_eq!(sorted_ids(&into), sorted_ids(&memory));
+    }
+
+    #[test]
+    fn a_mapped_file_keeps_each_chunks_passages_together() {
+        let dims = 4;
+        let record = |id: &str| {
+            let mut p = Passages::new(dims);
+            p.insert(id.into(), &[0.5, -0.5, 0.5, -0.5]);
+            p.encode()[HEADER..].to_vec()
+        };
+        let file = |ids: &[&str]| {
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend((dims as u32).to_le_bytes());
+            bytes.extend((ids.len() as u32).to_le_bytes());
+            for id in ids {
+                bytes.extend(record(id));
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("p");
+            std::fs::write(&path, bytes).unwrap();
+            let map = unsafe { Mmap::map(&std::fs::File::open(&path).unwrap()) }.unwrap();
+            Passages::mapped(map, dims).err()
+        };
+        assert_eq!(file(&["a#1", "a#2", "b#1"]), None);
+        let apart = file(&["a#1", "b#1", "a#2"]).unwrap();
+        assert!(apart.contains("chunk a are not together"), "{apart}");
+        let twice = file(&["a#1", "a#1"]).unwrap();
+        assert!(twice.contains("a#1 is stored twice"), "{twice}");
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! <snap>.ids.json           slot → chunk id, tombstoned slots, zero-vector slots
 //! <snap>.f32                exact: the matrix, little-endian rows in slot order
 //! <snap>.hnsw.graph/.data   HNSW: hnsw_rs `file_dump` (graph topology, f16 points)
-//! <snap>.passages           passage vectors, int8 (`passages`; the last file listed)
+//! <snap>.passages           passage vectors, int8 (`passages`; the last file listed;
+//!                           memory-mapped, not read into memory)
 //! <snap>.d<tag>-<n>.delta   the changes of one sync since the snapshot (`delta`), in order
 //! damaged                   left by a reader whose load failed a check: the next sync
 //!                           rebuilds (removed by the next save)
@@ -37,7 +38,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Read, Write};
+use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
@@ -46,6 +47,10 @@ use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
 use serde::{Deserialize, Serialize};
 
+use super::checked::{
+    check_len, hash_file, map_checked, read_checked, verify_file, write_file, write_streamed,
+    FileSum,
+};
 use super::delta::Delta;
 use super::graph::{GraphHolder, GraphStore, LoadedGraph, Slot};
 use super::index::{invalid_path, slots_in, Kind, Store, Stored, VectorIndex, VectorParams};
@@ -97,23 +102,13 @@ impl VectorIndex {
         match &self.store {
             Store::Exact { rows } => {
                 let name = format!("{snapshot}.f32");
-                let path = dir.join(&name);
-                let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-                let mut out = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
-                for chunk in rows.chunks(1 << 16) {
-                    let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
-                    out.write_all(&bytes).map_err(|e| Error::io(&path, e))?;
-                }
-                let (writer, sum) = out.finish();
-                let file = writer
-                    .into_inner()
-                    .map_err(|e| Error::io(&path, e.into_error()))?;
-                file.sync_all().map_err(|e| Error::io(&path, e))?;
-                files.push(FileSum {
-                    name,
-                    len: sum.0,
-                    crc32: sum.1,
-                });
+                files.push(write_streamed(dir, name, |out| {
+                    for chunk in rows.chunks(1 << 16) {
+                        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+                        out.write_all(&bytes)?;
+                    }
+                    Ok(())
+                })?);
             }
             Store::Graph(g) => {
                 // hnsw_rs panics (rather than erring) when it cannot create its files.
@@ -149,7 +144,9 @@ impl VectorIndex {
         }
 
         let name = format!("{snapshot}.passages");
-        files.push(write_file(dir, &name, &self.passages.encode())?);
+        files.push(write_streamed(dir, name, |out| {
+            self.passages.encode_to(out)
+        })?);
 
         let meta = Meta {
             format: FORMAT_VERSION,
@@ -377,13 +374,6 @@ pub(super) struct Meta {
     delta_removed: usize,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct FileSum {
-    pub(super) name: String,
-    len: u64,
-    crc32: u32,
-}
-
 #[derive(Serialize)]
 struct IdsFile<'a> {
     ids: &'a [String],
@@ -455,7 +445,7 @@ fn load_snapshot(dir: &Path, meta: &Meta) -> Result<VectorIndex> {
     // The passages file is the last one listed (the list was checked above).
     let sum = &meta.files[meta.files.len() - 1];
     let path = dir.join(&sum.name);
-    let passages = Passages::decode(&read_checked(&path, sum)?, meta.dims)
+    let passages = Passages::mapped(map_checked(&path, sum)?, meta.dims)
         .map_err(|e| invalid_path(&path, e))?;
 
     match meta.kind {
@@ -682,102 +672,4 @@ fn slot_map(
         }
     }
     Ok(map)
-}
-
-/// Writes `bytes` to `dir/name` and fsyncs it.
-fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<FileSum> {
-    let path = dir.join(name);
-    let mut file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-    file.write_all(bytes).map_err(|e| Error::io(&path, e))?;
-    file.sync_all().map_err(|e| Error::io(&path, e))?;
-    Ok(FileSum {
-        name: name.to_string(),
-        len: bytes.len() as u64,
-        crc32: crc32fast::hash(bytes),
-    })
-}
-
-/// Length and CRC-32 of a file.
-fn hash_file(path: &Path) -> Result<(u64, u32)> {
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut hasher = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut len = 0u64;
-    loop {
-        let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        len += n as u64;
-    }
-    Ok((len, hasher.finalize()))
-}
-
-/// Checks a file's length and checksum against `meta.json` without keeping its bytes.
-fn verify_file(path: &Path, sum: &FileSum) -> Result<()> {
-    check_len(path, sum)?;
-    let (len, crc32) = hash_file(path)?;
-    if len != sum.len || crc32 != sum.crc32 {
-        return Err(invalid_path(path, "checksum mismatch (damaged file)"));
-    }
-    Ok(())
-}
-
-/// Reads a whole file, checked against `meta.json`.
-fn read_checked(path: &Path, sum: &FileSum) -> Result<Vec<u8>> {
-    check_len(path, sum)?;
-    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 != sum.len || crc32fast::hash(&bytes) != sum.crc32 {
-        return Err(invalid_path(path, "checksum mismatch (damaged file)"));
-    }
-    Ok(bytes)
-}
-
-fn check_len(path: &Path, sum: &FileSum) -> Result<()> {
-    let len = fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
-    if len != sum.len {
-        return Err(invalid_path(
-            path,
-            format!(
-                "{len} bytes, expected {} (partial or damaged file)",
-                sum.len
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// A writer that hashes and counts what passes through it.
-struct HashingWriter<W> {
-    inner: W,
-    hasher: crc32fast::Hasher,
-    len: u64,
-}
-
-impl<W: Write> HashingWriter<W> {
-    fn new(inner: W) -> Self {
-        HashingWriter {
-            inner,
-            hasher: crc32fast::Hasher::new(),
-            len: 0,
-        }
-    }
-
-    fn finish(self) -> (W, (u64, u32)) {
-        (self.inner, (self.len, self.hasher.finalize()))
-    }
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
 }
