@@ -185,26 +185,39 @@ impl LanceReader {
     /// The chunks whose `terms` hold each of `terms`, counted.
     fn term_counts(&self, wanted: &[String]) -> Result<Vec<usize>> {
         let mut known = self.counted.lock().unwrap_or_else(|e| e.into_inner());
-        for term in wanted {
-            if known.contains_key(term) || !self.indexed {
-                continue;
-            }
-            let (chunks, documents, t) = (self.chunks.clone(), self.documents, term.clone());
-            let count = block(&self.location, async move {
-                let search = FullTextSearchQuery::new(t)
-                    .with_column("terms".into())
-                    .map_err(lancedb::Error::from)?;
-                let batches = collect(
-                    chunks
-                        .query()
-                        .full_text_search(search)
-                        .select(Select::columns(&["id", "_score"]))
-                        .limit(documents.max(1)),
-                )
-                .await?;
-                Ok(batches.iter().map(|b| b.num_rows()).sum::<usize>())
+        let mut new: Vec<String> = wanted
+            .iter()
+            .filter(|t| self.indexed && !known.contains_key(*t))
+            .cloned()
+            .collect();
+        new.sort();
+        new.dedup();
+        if !new.is_empty() {
+            // One full-text query per term (its matches counted), all at once: each waits
+            // on the store, not on the others.
+            let (chunks, documents) = (self.chunks.clone(), self.documents);
+            let terms = new.clone();
+            let counts = block(&self.location, async move {
+                let counts = terms.into_iter().map(|term| {
+                    let chunks = chunks.clone();
+                    async move {
+                        let search = FullTextSearchQuery::new(term)
+                            .with_column("terms".into())
+                            .map_err(lancedb::Error::from)?;
+                        let batches = collect(
+                            chunks
+                                .query()
+                                .full_text_search(search)
+                                .select(Select::columns(&["id", "_score"]))
+                                .limit(documents.max(1)),
+                        )
+                        .await?;
+                        Ok::<_, lancedb::Error>(batches.iter().map(|b| b.num_rows()).sum())
+                    }
+                });
+                futures::future::try_join_all(counts).await
             })?;
-            known.insert(term.clone(), count);
+            known.extend(new.into_iter().zip(counts));
         }
         Ok(wanted
             .iter()
