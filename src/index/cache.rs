@@ -30,7 +30,9 @@ pub struct EmbeddingCache {
 
 impl EmbeddingCache {
     pub fn open(path: &Path) -> Result<EmbeddingCache> {
-        let db = Database::create(path).map_err(|e| Error::catalog(path, e))?;
+        let db = super::catalog::redb_builder()
+            .create(path)
+            .map_err(|e| Error::catalog(path, e))?;
         let cache = EmbeddingCache {
             db,
             path: path.to_path_buf(),

@@ -86,13 +86,10 @@ pub(super) fn read_checked(path: &Path, sum: &FileSum) -> Result<Vec<u8>> {
 /// pages are then read at random (a search reads a few chunks' passages), so the kernel
 /// reads no further ahead than each page.
 pub(super) fn map_checked(path: &Path, sum: &FileSum) -> Result<Mmap> {
-    check_len(path, sum)?;
-    if hash_file(path)? != (sum.len, sum.crc32) {
-        return Err(invalid_path(path, "checksum mismatch (damaged file)"));
-    }
+    verify_file(path, sum)?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: snapshot files are written once under a fresh name and never changed after
-    // (module docs), and this one was just checked whole.
+    // (`snapshot`'s docs), and this one was just checked whole.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
     if map.len() as u64 != sum.len {
         return Err(invalid_path(path, "changed while it was read"));
