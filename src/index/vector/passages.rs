@@ -346,14 +346,10 @@ impl Passages {
 
     /// Moves `other`'s passages in, replacing those with the same ids.
     pub(super) fn absorb(&mut self, other: Passages) {
-        let mut moved = Vec::with_capacity(other.count);
-        if let Some(file) = &other.file {
-            for (chunk, run) in &file.runs {
-                if !other.left.contains(&**chunk) {
-                    moved.extend(file.records(*run).map(|r| r.packed()));
-                }
-            }
-        }
+        let mut moved: Vec<Packed> = other
+            .filed_runs()
+            .flat_map(|(file, run)| file.records(run).map(|r| r.packed()))
+            .collect();
         moved.extend(other.held.into_values().flatten());
         for packed in moved {
             self.replace(packed);
