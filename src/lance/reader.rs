@@ -196,12 +196,11 @@ impl LanceReader {
             // One full-text query per term (its matches counted), all at once: each waits
             // on the store, not on the others.
             let (chunks, documents) = (self.chunks.clone(), self.documents);
-            let terms = new.clone();
-            let counts = block(&self.location, async move {
-                let counts = terms.into_iter().map(|term| {
+            let counted = block(&self.location, async move {
+                let counts = new.into_iter().map(|term| {
                     let chunks = chunks.clone();
                     async move {
-                        let search = FullTextSearchQuery::new(term)
+                        let search = FullTextSearchQuery::new(term.clone())
                             .with_column("terms".into())
                             .map_err(lancedb::Error::from)?;
                         let batches = collect(
@@ -212,12 +211,13 @@ impl LanceReader {
                                 .limit(documents.max(1)),
                         )
                         .await?;
-                        Ok::<_, lancedb::Error>(batches.iter().map(|b| b.num_rows()).sum())
+                        let count = batches.iter().map(|b| b.num_rows()).sum::<usize>();
+                        Ok::<_, lancedb::Error>((term, count))
                     }
                 });
                 futures::future::try_join_all(counts).await
             })?;
-            known.extend(new.into_iter().zip(counts));
+            known.extend(counted);
         }
         Ok(wanted
             .iter()

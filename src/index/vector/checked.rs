@@ -81,22 +81,16 @@ pub(super) fn read_checked(path: &Path, sum: &FileSum) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// File `path` memory-mapped, once its length and CRC-32 match `sum` (read through a
-/// buffer, so that checking it does not make every page resident in this process). Its
-/// pages are then read at random (a search reads a few chunks' passages), so the kernel
-/// reads no further ahead than each page.
+/// File `path` memory-mapped, once its length and CRC-32 match `sum` (hashed through the
+/// map, so that what is then parsed from it is read from disk once).
 pub(super) fn map_checked(path: &Path, sum: &FileSum) -> Result<Mmap> {
-    verify_file(path, sum)?;
+    check_len(path, sum)?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: snapshot files are written once under a fresh name and never changed after
-    // (`snapshot`'s docs), and this one was just checked whole.
+    // (`snapshot`'s docs); what the map holds is checked below before anything parses it.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-    if map.len() as u64 != sum.len {
-        return Err(invalid_path(path, "changed while it was read"));
-    }
-    #[cfg(unix)]
-    if let Err(err) = map.advise(memmap2::Advice::Random) {
-        tracing::debug!("{}: madvise: {err}", path.display());
+    if map.len() as u64 != sum.len || crc32fast::hash(&map) != sum.crc32 {
+        return Err(invalid_path(path, "checksum mismatch (damaged file)"));
     }
     Ok(map)
 }

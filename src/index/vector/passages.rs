@@ -252,13 +252,17 @@ impl Passages {
             }
         })?;
         close(current.take(), bytes.len())?;
-        // Finding the runs read every page, which made each resident in this process; they
-        // go back to the page cache, and a search faults in the few it reads.
+        // Checking and parsing the file read every page, which made each resident in this
+        // process: they go back to the page cache, and from now on the pages are read at
+        // random (a search faults in the few chunks it rescores; no read-ahead).
         #[cfg(unix)]
-        // SAFETY: a read-only mapping of a file that does not change (module docs): a
-        // dropped page reads back the same bytes.
-        if let Err(err) = unsafe { bytes.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) } {
-            tracing::debug!("passages: madvise: {err}");
+        {
+            // SAFETY: a read-only mapping of a file that does not change (module docs): a
+            // dropped page reads back the same bytes.
+            let dropped = unsafe { bytes.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+            if let Err(err) = dropped.and_then(|()| bytes.advise(memmap2::Advice::Random)) {
+                tracing::debug!("passages: madvise: {err}");
+            }
         }
         Ok(Passages {
             dims,
