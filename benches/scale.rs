@@ -3,7 +3,8 @@
 //! EmbeddingGemma's are: real vectors' bytes and search work, not their cost to compute).
 //! For each size it prints:
 //!
-//! - the first index's time and rate (chunks, vectors and the vector index);
+//! - the first index's time and rate (chunks, vectors and the vector index), and its
+//!   phases: files and keyword index, embedding, the vector index after the last batch;
 //! - an incremental sync of about 1,000 changed chunks;
 //! - warm search p50/p99 by keyword, by vector and hybrid, excluding the query embedding
 //!   (the stand-in embeds a query in microseconds);
@@ -27,7 +28,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use memoria::config::{Env, ProviderKind, Settings};
-use memoria::{EmbedderChoice, Memory, SearchOptions};
+use memoria::{EmbedderChoice, Memory, SearchOptions, SyncProgress};
 
 #[path = "../tests/support/hash_embedder.rs"]
 mod hash_embedder;
@@ -166,13 +167,35 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
     });
     let memory = open(root, &embedder, true);
     let started = Instant::now();
-    let report = memory.sync(false, &|_| {}).expect("first index");
+    // When embedding started and ended: before it, files are read, chunked and
+    // keyword-indexed; after it, the vector index is built and saved.
+    let embedding = std::sync::Mutex::new(None::<(f64, f64, usize)>);
+    let report = memory
+        .sync(false, &|progress| {
+            if let SyncProgress::Embedding { chunks_total, .. } = progress {
+                let at = started.elapsed().as_secs_f64();
+                let mut span = embedding.lock().unwrap_or_else(|e| e.into_inner());
+                let first = span.map_or(at, |(first, _, _)| first);
+                *span = Some((first, at, chunks_total));
+            }
+        })
+        .expect("first index");
     let took = started.elapsed().as_secs_f64();
     let indexed = report.chunks;
     println!(
         "{indexed} chunks: first index {took:.1} s ({:.0} chunks/s)",
         indexed as f64 / took.max(1e-9)
     );
+    if let Some((first, last, vectors)) = embedding.into_inner().unwrap_or_else(|e| e.into_inner())
+    {
+        let index = took - last;
+        println!(
+            "  of which files and keyword index {first:.1} s, embedding {vectors} texts {:.1} s, \
+             vector index {index:.1} s ({:.0} chunks/s)",
+            last - first,
+            indexed as f64 / index.max(1e-9)
+        );
+    }
 
     let mut modes = Vec::new();
     for (mode, hybrid, options) in [

@@ -10,7 +10,7 @@
 //! the generation, never re-embedded. A vector stays in the catalog until `vectors/` has
 //! saved it, which is then its one copy (`update_vector_index`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use super::agent_dir::{AgentDir, WriterLock};
 use super::cache::EmbeddingCache;
 use super::catalog::Catalog;
 use super::text::{TextIndex, TextWriter};
-use super::vector::{Layered, Stored, VectorIndex, VectorParams};
+use super::vector::{Gathering, Layered, Stored, VectorIndex, VectorParams};
 use super::view::{self, Views};
 use crate::codec;
 use crate::error::{Error, Result};
@@ -401,11 +401,17 @@ fn open_text_caught_up(catalog: &Catalog, text_dir: &Path) -> Result<TextIndex> 
     Ok(text)
 }
 
-/// The vectors (own and passages) the catalog holds for these chunks.
-fn catalog_vectors(catalog: &Catalog, chunks: &[String], dims: usize) -> Result<Stored> {
-    let mut stored = Stored::new(dims);
-    catalog.visit_chunk_vectors(chunks, |id, bytes| stored.push(id, bytes))?;
-    Ok(stored)
+/// The vectors (own and passages) the catalog holds for these chunks, for the vector index
+/// in `dir` (its passages gathered in a file there, not in memory).
+fn catalog_vectors(
+    catalog: &Catalog,
+    chunks: &[String],
+    dims: usize,
+    dir: &Path,
+) -> Result<Stored> {
+    let mut gathering = Gathering::new(dir, dims)?;
+    catalog.visit_chunk_vectors(chunks, |id, bytes| gathering.push(id, bytes))?;
+    gathering.finish()
 }
 
 /// Brings the vector index in `dir` up to the catalog's vector seq and returns the chunks
@@ -452,7 +458,7 @@ fn update_vector_index(
             // them costs a constant share of the work that came in.
             let max_chunks = params.exact_threshold.min(saved.slots / 4);
             if chunks <= max_chunks && hidden as f64 <= max_hidden && !outgrown {
-                let vectors = catalog_vectors(catalog, &added, dims)?;
+                let vectors = catalog_vectors(catalog, &added, dims, dir)?;
                 VectorIndex::append(dir, saved.tag, seq, removed, vectors)?;
                 catalog.vectors_caught_up(seq, &added)?;
                 return catalog.vectored();
@@ -462,25 +468,43 @@ fn update_vector_index(
     // Damage (or no index) starts from nothing; any other failure (a file that cannot be
     // read just now) fails the sync, which the next one retries, rather than count every
     // vector lost and embed it again.
-    let mut layered = match Layered::load(dir, None) {
-        Ok(Some((layered, _))) if layered.dims() == dims => layered,
-        Ok(_) => Layered::empty(dims, params)?,
+    let layered = match Layered::load(dir, None) {
+        Ok(Some((layered, _))) if layered.dims() == dims => Some(layered),
+        Ok(_) => None,
         Err(err @ Error::Corrupt { .. }) => {
             tracing::warn!("{err}; rebuilding the vector index");
-            Layered::empty(dims, params)?
+            None
         }
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             tracing::warn!("a vector index file is missing; rebuilding the vector index");
-            Layered::empty(dims, params)?
+            None
         }
         Err(err) => return Err(err),
     };
     let (removed, _) = catalog.pending_vectors()?;
     let complete = catalog.complete_chunks()?;
-    layered.apply_change(removed, catalog_vectors(catalog, &complete, dims)?)?;
-    let stray = catalog.not_embedded(layered.chunk_ids())?;
-    layered.apply_change(stray, Stored::new(dims))?;
-    let index = layered.fold(params)?;
+    let index = match layered {
+        Some(mut layered) => {
+            layered.apply_change(removed, catalog_vectors(catalog, &complete, dims, dir)?)?;
+            let stray = catalog.not_embedded(layered.chunk_ids())?;
+            layered.apply_change(stray, Stored::new(dims))?;
+            layered.fold(params)?
+        }
+        // Nothing to start from (a first index): built straight from the catalog's vectors,
+        // without passing through a change held beside an empty index.
+        None => {
+            let stray: HashSet<String> = catalog
+                .not_embedded(complete.clone())?
+                .into_iter()
+                .collect();
+            let live: Vec<String> = complete
+                .iter()
+                .filter(|id| !stray.contains(*id))
+                .cloned()
+                .collect();
+            VectorIndex::build_stored(dims, catalog_vectors(catalog, &live, dims, dir)?, params)?
+        }
+    };
     if index.len() as u64 != catalog.vectored()? {
         let lost = catalog.mark_lost(|id| index.contains(id))?;
         if lost > 0 {

@@ -2,6 +2,7 @@
 //! the module docs of `index::vector`).
 
 use std::collections::{HashMap, HashSet};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use hnsw_rs::hnsw::Hnsw;
@@ -12,9 +13,9 @@ use super::exact::exact_top_k;
 use super::graph::{
     point_vector, to_point, Graph, GraphHolder, GraphStore, Slot, BUILD_BATCH, MAX_LAYERS,
 };
-use super::passages::Passages;
+use super::passages::{as_codes, Passages, Spill};
 use super::HalfCosine;
-use crate::codec;
+use crate::codec::{self, quantize};
 use crate::error::{Error, Result};
 use crate::passage;
 use crate::simd::l2_normalize as normalize;
@@ -555,23 +556,8 @@ impl Stored {
         }
     }
 
-    /// Adds vector `id` from its stored bytes; the error names it.
-    pub(crate) fn push(&mut self, id: &str, bytes: &[u8]) -> Result<()> {
-        let bad = |message: String| invalid(&format!("vector {id}"), message);
-        if passage::is_passage(id) {
-            if let Some((inv_norm, codes)) = codec::int8_parts(bytes) {
-                return self
-                    .passages
-                    .insert_int8(id.to_string(), inv_norm, codes)
-                    .map_err(bad);
-            }
-        }
-        let vector =
-            codec::decode(bytes).ok_or_else(|| bad("neither f32 nor int8 bytes".into()))?;
-        self.insert(id.to_string(), vector)
-    }
-
     /// Adds vector `id`, which must have the index's dimensions and finite values.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, id: String, vector: Vec<f32>) -> Result<()> {
         check_vector(&id, &vector, self.passages.dims())?;
         match passage::is_passage(&id) {
@@ -579,6 +565,68 @@ impl Stored {
             false => self.chunks.push((id, vector)),
         }
         Ok(())
+    }
+}
+
+/// [`Stored`] gathered one vector at a time from their stored bytes (`crate::codec`), the
+/// passages into a [`Spill`] in the index's directory instead of memory: a rebuild takes a
+/// whole index's vectors from the catalog this way.
+pub(crate) struct Gathering {
+    dir: PathBuf,
+    chunks: Vec<Entry>,
+    spill: Spill,
+}
+
+impl Gathering {
+    /// Starts gathering vectors of `dims` dimensions for the index in `dir` (created if
+    /// missing).
+    pub(crate) fn new(dir: &Path, dims: usize) -> Result<Gathering> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let spill = Spill::create(dir, dims).map_err(|e| spill_error(dir, e))?;
+        Ok(Gathering {
+            dir: dir.to_path_buf(),
+            chunks: Vec::new(),
+            spill,
+        })
+    }
+
+    /// Adds vector `id` from its stored bytes; the error names it. A chunk's passages come
+    /// one after another.
+    pub(crate) fn push(&mut self, id: &str, bytes: &[u8]) -> Result<()> {
+        let is_passage = passage::is_passage(id);
+        let pushed = match codec::int8_parts(bytes) {
+            Some((inv_norm, codes)) if is_passage => self.spill.push(id, inv_norm, as_codes(codes)),
+            _ => {
+                let vector = codec::decode(bytes).ok_or_else(|| {
+                    invalid(&format!("vector {id}"), "neither f32 nor int8 bytes".into())
+                })?;
+                check_vector(id, &vector, self.spill.dims())?;
+                if !is_passage {
+                    self.chunks.push((id.to_string(), vector));
+                    return Ok(());
+                }
+                let (inv_norm, codes) = quantize(&vector);
+                self.spill.push(id, inv_norm, &codes)
+            }
+        };
+        pushed.map_err(|e| spill_error(&self.dir, e))
+    }
+
+    /// The vectors gathered.
+    pub(crate) fn finish(self) -> Result<Stored> {
+        let passages = self.spill.finish().map_err(|e| spill_error(&self.dir, e))?;
+        Ok(Stored {
+            chunks: self.chunks,
+            passages,
+        })
+    }
+}
+
+/// A spill's error: what is wrong with a vector, or the directory's I/O failing.
+fn spill_error(dir: &Path, err: std::io::Error) -> Error {
+    match err.kind() {
+        std::io::ErrorKind::InvalidData => invalid_path(dir, err),
+        _ => Error::io(dir, err),
     }
 }
 

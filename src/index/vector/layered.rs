@@ -66,12 +66,6 @@ impl Layered {
         hits
     }
 
-    /// An index with nothing in it yet.
-    pub(crate) fn empty(dims: usize, params: &VectorParams) -> Result<Layered> {
-        let base = VectorIndex::build(dims, Vec::new(), params)?;
-        Layered::new(String::new(), Arc::new(base))
-    }
-
     /// Dimensions of every vector.
     pub(crate) fn dims(&self) -> usize {
         self.base.dims()

@@ -44,7 +44,7 @@ mod tests;
 use hnsw_rs::anndists::dist::distances::Distance;
 
 use crate::simd::{dot, dot_f16};
-pub(crate) use index::Stored;
+pub(crate) use index::{Gathering, Stored};
 pub use index::{VectorIndex, VectorParams};
 pub use layered::Layered;
 

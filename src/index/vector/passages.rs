@@ -25,10 +25,14 @@
 //! and ~0.1 GB. What changes after (a writer applying deltas) is held in memory beside the
 //! file: a chunk's passages are answered either wholly from memory or wholly from the file.
 //! Snapshot files are never rewritten in place (a save writes new names), so a mapping
-//! stays valid while it is read; on Unix even after the file is deleted.
+//! stays valid while it is read; on Unix even after the file is deleted. A rebuild (a
+//! first index, a fold) gathers the catalog's passages the same way: written one after
+//! another into an unnamed file ([`Spill`]) and mapped, not collected in memory.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
 
 use memmap2::Mmap;
 
@@ -95,7 +99,7 @@ fn as_bytes(codes: &[i8]) -> &[u8] {
 }
 
 /// The file's bytes as signed codes.
-fn as_codes(bytes: &[u8]) -> &[i8] {
+pub(super) fn as_codes(bytes: &[u8]) -> &[i8] {
     // SAFETY: as in `as_bytes`.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }
 }
@@ -195,6 +199,68 @@ impl Mapped {
     /// The file's bytes of `run`, as they are written.
     fn raw(&self, run: Run) -> &[u8] {
         &self.bytes[run.at..run.end]
+    }
+}
+
+/// Passages gathered into an unnamed file as they come, then mapped ([`Passages::mapped`]):
+/// how a rebuild takes every passage of an index from the catalog without holding them
+/// (~7 GB at a million chunks). Each chunk's passages must come one after another.
+pub(super) struct Spill {
+    dims: usize,
+    out: BufWriter<File>,
+    count: u32,
+}
+
+impl Spill {
+    /// An empty spill in an unnamed file in `dir`, gone when the last mapping of it is.
+    pub(super) fn create(dir: &Path, dims: usize) -> io::Result<Spill> {
+        let mut out = BufWriter::with_capacity(1 << 20, tempfile::tempfile_in(dir)?);
+        out.write_all(MAGIC)?;
+        out.write_all(&(dims as u32).to_le_bytes())?;
+        out.write_all(&0u32.to_le_bytes())?;
+        Ok(Spill {
+            dims,
+            out,
+            count: 0,
+        })
+    }
+
+    /// Dimensions of every passage.
+    pub(super) fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Adds passage `id` in its int8 form.
+    pub(super) fn push(&mut self, id: &str, inv_norm: f32, codes: &[i8]) -> io::Result<()> {
+        let bad = |problem: String| io::Error::new(io::ErrorKind::InvalidData, problem);
+        if codes.len() != self.dims {
+            let (has, wants) = (codes.len(), self.dims);
+            return Err(bad(format!(
+                "passage {id} has {has} dimensions, the index has {wants}"
+            )));
+        }
+        if id.len() > usize::from(u16::MAX) {
+            return Err(bad(format!("passage id {id:.40}… is over 65,535 bytes")));
+        }
+        self.count = (self.count.checked_add(1))
+            .ok_or_else(|| bad("an index of more than 2^32 passages".into()))?;
+        Record {
+            id,
+            inv_norm,
+            codes,
+        }
+        .write(&mut self.out)
+    }
+
+    /// The passages gathered, read where they lie; the error says what is wrong.
+    pub(super) fn finish(self) -> io::Result<Passages> {
+        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.seek(SeekFrom::Start(8))?;
+        file.write_all(&self.count.to_le_bytes())?;
+        // SAFETY: an unnamed file no other process can open, never written again.
+        let map = unsafe { Mmap::map(&file)? };
+        Passages::mapped(map, self.dims)
+            .map_err(|problem| io::Error::new(io::ErrorKind::InvalidData, problem))
     }
 }
 
@@ -325,31 +391,13 @@ impl Passages {
         });
     }
 
-    /// Stores (or replaces) passage `id` from its int8 form (`crate::codec`) as it is; the
-    /// error says what is wrong with it.
-    pub(super) fn insert_int8(
-        &mut self,
-        id: String,
-        inv_norm: f32,
-        codes: &[u8],
-    ) -> Result<(), String> {
-        if codes.len() != self.dims {
-            return Err(format!(
-                "passage {id} has {} dimensions, the index has {}",
-                codes.len(),
-                self.dims
-            ));
-        }
-        self.replace(Packed {
-            id,
-            inv_norm,
-            codes: as_codes(codes).into(),
-        });
-        Ok(())
-    }
-
-    /// Moves `other`'s passages in, replacing those with the same ids.
+    /// Moves `other`'s passages in, replacing those with the same ids. Into an empty set
+    /// they move as they are: a mapped file stays mapped.
     pub(super) fn absorb(&mut self, other: Passages) {
+        if self.file.is_none() && self.held.is_empty() && other.dims == self.dims {
+            *self = other;
+            return;
+        }
         let mut moved: Vec<Packed> = other
             .filed_runs()
             .flat_map(|(file, run)| file.records(run).map(|r| r.packed()))
@@ -606,6 +654,48 @@ mod tests {
         let (_dir2, file2) = mapped(&memory);
         into.absorb(file2);
         assert_eq!(sorted_ids(&into), sorted_ids(&memory));
+        assert!(
+            into.file.is_some() && into.held.is_empty(),
+            "moved as it lies"
+        );
+    }
+
+    #[test]
+    fn a_spill_gathers_passages_into_a_mapped_file() {
+        let dims = 16;
+        let dir = tempfile::tempdir().unwrap();
+        let mut memory = Passages::new(dims);
+        let mut spill = Spill::create(dir.path(), dims).unwrap();
+        for (n, id) in ["a#1", "a#2", "b#1", "c#1", "c#2"].iter().enumerate() {
+            let vector = unit(n as u64, dims);
+            memory.insert(id.to_string(), &vector);
+            let (inv_norm, codes) = quantize(&vector);
+            spill.push(id, inv_norm, &codes).unwrap();
+        }
+        let wrong = spill.push("d#1", 1.0, &[0; 8]).unwrap_err();
+        assert!(
+            wrong.to_string().contains("d#1 has 8 dimensions"),
+            "{wrong}"
+        );
+        let file = spill.finish().unwrap();
+        assert!(file.file.is_some() && file.held.is_empty(), "nothing held");
+        assert_eq!(sorted_ids(&file), sorted_ids(&memory));
+        let q = unit(7, dims);
+        for chunk in ["a", "b", "c", "d"] {
+            assert_eq!(file.best(chunk, &q), memory.best(chunk, &q), "{chunk}");
+        }
+        let again = Passages::decode(&file.encode(), dims).unwrap();
+        assert_eq!(sorted_ids(&again), sorted_ids(&memory));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "unnamed");
+
+        // A chunk's passages apart are refused when the spill is read.
+        let mut spill = Spill::create(dir.path(), dims).unwrap();
+        let (inv_norm, codes) = quantize(&unit(1, dims));
+        for id in ["a#1", "b#1", "a#2"] {
+            spill.push(id, inv_norm, &codes).unwrap();
+        }
+        let apart = spill.finish().err().unwrap();
+        assert!(apart.to_string().contains("not together"), "{apart}");
     }
 
     #[test]
