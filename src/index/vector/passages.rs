@@ -23,11 +23,15 @@
 //! of the chunks it rescores from the page cache, which the kernel can drop. At a million
 //! chunks that is the difference between ~7 GB held by every reader (and twice by a fold)
 //! and ~0.1 GB. What changes after (a writer applying deltas) is held in memory beside the
-//! file: a chunk's passages are answered either wholly from memory or wholly from the file.
+//! file: a chunk's passages are answered wholly from one place, memory or one file.
 //! Snapshot files are never rewritten in place (a save writes new names), so a mapping
-//! stays valid while it is read; on Unix even after the file is deleted. A rebuild (a
-//! first index, a fold) gathers the catalog's passages the same way: written one after
-//! another into an unnamed file ([`Spill`]) and mapped, not collected in memory.
+//! stays valid while it is read; on Unix even after the file is deleted.
+//!
+//! **Gathered where they will lie.** A first index or a fold takes what it adds from the
+//! catalog the same way: written one after another into an unnamed file ([`Spill`]) and
+//! mapped, not collected in memory. A fold keeps that file beside its snapshot's
+//! ([`Passages::absorb`]) until it writes both into the next snapshot's file; only a chunk
+//! with passages in both is read into memory.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -183,9 +187,24 @@ struct Mapped {
     bytes: Mmap,
     dims: usize,
     runs: HashMap<Box<str>, Run>,
+    /// Chunks it no longer answers for: removed, held in memory, or answered by another.
+    left: HashSet<String>,
 }
 
 impl Mapped {
+    /// Where chunk `chunk`'s passages lie, while this file answers for them.
+    fn live(&self, chunk: &str) -> Option<Run> {
+        let run = *self.runs.get(chunk)?;
+        (!self.left.contains(chunk)).then_some(run)
+    }
+
+    /// The chunks this file answers for, with where their passages lie.
+    fn live_runs(&self) -> impl Iterator<Item = (&str, Run)> + '_ {
+        (self.runs.iter())
+            .filter(|(chunk, _)| !self.left.contains(&***chunk))
+            .map(|(chunk, run)| (&**chunk, *run))
+    }
+
     /// The records of `run`, in file order (checked when the file was mapped).
     fn records(&self, run: Run) -> impl Iterator<Item = Record<'_>> + '_ {
         let mut at = run.at;
@@ -264,13 +283,13 @@ impl Spill {
     }
 }
 
-/// The passage vectors of an index, by chunk.
+/// The passage vectors of an index, by chunk. Each chunk's passages are answered by one
+/// place: memory (`held`) or one of the mapped `files`.
 pub(super) struct Passages {
     dims: usize,
-    /// A saved file's passages, read where they lie.
-    file: Option<Mapped>,
-    /// Chunks of `file` that it no longer answers for: removed, or moved into `held`.
-    left: HashSet<String>,
+    /// Saved or gathered files' passages, read where they lie (a snapshot's one file; a
+    /// fold's snapshot and the spill of what it adds).
+    files: Vec<Mapped>,
     /// Passages held in memory, by chunk.
     held: HashMap<String, Vec<Packed>>,
     count: usize,
@@ -280,8 +299,7 @@ impl Passages {
     pub(super) fn new(dims: usize) -> Passages {
         Passages {
             dims,
-            file: None,
-            left: HashSet::new(),
+            files: Vec::new(),
             held: HashMap::new(),
             count: 0,
         }
@@ -332,8 +350,12 @@ impl Passages {
         }
         Ok(Passages {
             dims,
-            file: Some(Mapped { bytes, dims, runs }),
-            left: HashSet::new(),
+            files: vec![Mapped {
+                bytes,
+                dims,
+                runs,
+                left: HashSet::new(),
+            }],
             held: HashMap::new(),
             count,
         })
@@ -353,31 +375,30 @@ impl Passages {
         Ok(passages)
     }
 
-    /// Where the file holds chunk `chunk`'s passages, while it answers for them.
-    fn filed(&self, chunk: &str) -> Option<(&Mapped, Run)> {
-        let file = self.file.as_ref()?;
-        let run = *file.runs.get(chunk)?;
-        (!self.left.contains(chunk)).then_some((file, run))
+    /// Which file answers for chunk `chunk`'s passages, and where they lie in it.
+    fn filed(&self, chunk: &str) -> Option<(usize, Run)> {
+        (self.files.iter().enumerate()).find_map(|(n, file)| Some((n, file.live(chunk)?)))
     }
 
-    /// Chunk `chunk`'s passages: from memory where they are held there, else from the file.
+    /// Chunk `chunk`'s passages: from memory where they are held there, else from a file.
     fn of(&self, chunk: &str) -> Box<dyn Iterator<Item = Record<'_>> + '_> {
         if let Some(list) = self.held.get(chunk) {
             return Box::new(list.iter().map(Packed::record));
         }
         match self.filed(chunk) {
-            Some((file, run)) => Box::new(file.records(run)),
+            Some((n, run)) => Box::new(self.files[n].records(run)),
             None => Box::new(std::iter::empty()),
         }
     }
 
-    /// Moves chunk `chunk`'s passages from the file into memory, to be changed there.
+    /// Moves chunk `chunk`'s passages from their file into memory, to be changed there.
     fn hold(&mut self, chunk: &str) {
-        let Some((file, run)) = self.filed(chunk) else {
+        let Some((n, run)) = self.filed(chunk) else {
             return;
         };
+        let file = &mut self.files[n];
         let packed: Vec<Packed> = file.records(run).map(|r| r.packed()).collect();
-        self.left.insert(chunk.to_string());
+        file.left.insert(chunk.to_string());
         self.held.insert(chunk.to_string(), packed);
     }
 
@@ -391,17 +412,30 @@ impl Passages {
         });
     }
 
-    /// Moves `other`'s passages in, replacing those with the same ids. Into an empty set
-    /// they move as they are: a mapped file stays mapped.
+    /// Moves `other`'s passages in, replacing those with the same ids. Its files stay
+    /// mapped (into an empty set it moves as it is): only the chunks both hold passages
+    /// of are read into memory, to be merged there passage by passage.
     pub(super) fn absorb(&mut self, other: Passages) {
-        if self.file.is_none() && self.held.is_empty() && other.dims == self.dims {
+        if self.files.is_empty() && self.held.is_empty() && other.dims == self.dims {
             *self = other;
             return;
         }
-        let mut moved: Vec<Packed> = other
-            .filed_runs()
-            .flat_map(|(file, run)| file.records(run).map(|r| r.packed()))
-            .collect();
+        let mut moved: Vec<Packed> = Vec::new();
+        for mut file in other.files {
+            let shared: Vec<(String, Run)> = (file.live_runs())
+                .filter(|(chunk, _)| self.held.contains_key(*chunk) || self.filed(chunk).is_some())
+                .map(|(chunk, run)| (chunk.to_string(), run))
+                .collect();
+            for (chunk, run) in shared {
+                moved.extend(file.records(run).map(|r| r.packed()));
+                file.left.insert(chunk);
+            }
+            let count: usize = file.live_runs().map(|(_, run)| run.count as usize).sum();
+            if count > 0 {
+                self.count += count;
+                self.files.push(file);
+            }
+        }
         moved.extend(other.held.into_values().flatten());
         for packed in moved {
             self.replace(packed);
@@ -451,9 +485,9 @@ impl Passages {
     pub(super) fn remove_chunk(&mut self, chunk: &str) {
         if let Some(list) = self.held.remove(chunk) {
             self.count -= list.len();
-        } else if let Some((_, run)) = self.filed(chunk) {
+        } else if let Some((n, run)) = self.filed(chunk) {
             self.count -= run.count as usize;
-            self.left.insert(chunk.to_string());
+            self.files[n].left.insert(chunk.to_string());
         }
     }
 
@@ -461,14 +495,9 @@ impl Passages {
         self.of(passage::chunk_of(id)).any(|p| p.id == id)
     }
 
-    /// The chunks whose passages the file still answers for, with where they lie.
+    /// The chunks whose passages a file answers for, with where they lie.
     fn filed_runs(&self) -> impl Iterator<Item = (&Mapped, Run)> + '_ {
-        self.file.iter().flat_map(move |file| {
-            file.runs
-                .iter()
-                .filter(move |(chunk, _)| !self.left.contains(&***chunk))
-                .map(move |(_, run)| (file, *run))
-        })
+        (self.files.iter()).flat_map(|file| file.live_runs().map(move |(_, run)| (file, run)))
     }
 
     /// Every stored passage id, in no particular order.
@@ -523,240 +552,4 @@ impl Passages {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::simd::l2_normalize;
-
-    fn unit(seed: u64, dims: usize) -> Vec<f32> {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut v: Vec<f32> = (0..dims)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 2001) as f32 / 1000.0 - 1.0
-            })
-            .collect();
-        l2_normalize(&mut v);
-        v
-    }
-
-    #[test]
-    fn quantised_cosines_stay_within_rounding_of_f32() {
-        // (dims, seeds): odd sizes exercise the dot's tail.
-        for (dims, seeds) in [(768usize, 0..40u64), (13, 40..60), (1, 60..62), (8, 62..70)] {
-            for seed in seeds {
-                let (v, q) = (unit(seed, dims), unit(seed + 1000, dims));
-                let exact: f32 = v.iter().zip(&q).map(|(a, b)| a * b).sum();
-                let (inv_norm, codes) = quantize(&v);
-                let got = dot_i8_f32(&codes, &q) * inv_norm;
-                // Rounding error shrinks with the dimensions (it averages out).
-                let bound = if dims >= 768 { 0.004 } else { 0.02 };
-                assert!((got - exact).abs() < bound, "dims {dims}: {got} vs {exact}");
-                let own = dot_i8_f32(&codes, &v) * inv_norm;
-                assert!(own > 1.0 - bound / 4.0, "dims {dims}: {own} against itself");
-            }
-        }
-        let (inv_norm, codes) = quantize(&[0.0; 5]);
-        assert_eq!((inv_norm, dot_i8_f32(&codes, &[1.0; 5])), (0.0, 0.0));
-    }
-
-    #[test]
-    fn stores_scores_and_round_trips_by_chunk() {
-        let dims = 16;
-        let mut p = Passages::new(dims);
-        p.insert("a#1".into(), &unit(1, dims));
-        p.insert("a#2".into(), &unit(2, dims));
-        p.insert("b#1".into(), &unit(3, dims));
-        p.insert("a#2".into(), &unit(4, dims)); // replaced, not added
-        assert_eq!(p.len(), 3);
-        assert!(p.contains("a#2") && !p.contains("a#3") && !p.contains("c#1"));
-        // The best of a's passages is the one nearest the query.
-        let best = p.best("a", &unit(4, dims)).unwrap();
-        assert!(best > 0.99, "{best}");
-        assert_eq!(p.best("c", &unit(4, dims)), None);
-
-        let back = Passages::decode(&p.encode(), dims).unwrap();
-        assert_eq!(back.len(), 3);
-        let mut ids: Vec<&str> = back.ids().collect();
-        ids.sort();
-        assert_eq!(ids, ["a#1", "a#2", "b#1"]);
-        assert_eq!(back.best("a", &unit(4, dims)), Some(best));
-
-        assert!(p.remove("a#1") && !p.remove("a#1"));
-        assert!(p.remove("a#2") && p.best("a", &unit(4, dims)).is_none());
-        assert_eq!(p.len(), 1);
-    }
-
-    /// `passages` written to a file and mapped back.
-    fn mapped(passages: &Passages) -> (tempfile::TempDir, Passages) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.passages");
-        std::fs::write(&path, passages.encode()).unwrap();
-        let map = unsafe { Mmap::map(&std::fs::File::open(&path).unwrap()) }.unwrap();
-        (dir, Passages::mapped(map, passages.dims()).unwrap())
-    }
-
-    fn sorted_ids(p: &Passages) -> Vec<String> {
-        let mut ids: Vec<String> = p.ids().map(String::from).collect();
-        ids.sort();
-        ids
-    }
-
-    #[test]
-    fn a_mapped_file_answers_as_memory_does_and_changes_beside_it() {
-        let dims = 16;
-        let mut memory = Passages::new(dims);
-        for (n, id) in ["a#1", "a#2", "b#1", "b#2", "b#3", "c#1"]
-            .iter()
-            .enumerate()
-        {
-            memory.insert(id.to_string(), &unit(n as u64, dims));
-        }
-        let (_dir, mut file) = mapped(&memory);
-        assert_eq!(
-            (file.len(), file.held.len()),
-            (6, 0),
-            "nothing read into memory"
-        );
-        let q = unit(3, dims);
-        for chunk in ["a", "b", "c", "d"] {
-            assert_eq!(file.best(chunk, &q), memory.best(chunk, &q), "{chunk}");
-        }
-        assert_eq!(file.get("b#2"), memory.get("b#2"));
-        assert!(file.contains("c#1") && !file.contains("c#2"));
-        assert_eq!(sorted_ids(&file), sorted_ids(&memory));
-
-        // Changes to both, the same: the file's chunks they touch move into memory.
-        for p in [&mut memory, &mut file] {
-            p.insert("b#2".into(), &unit(40, dims)); // replaced
-            p.insert("d#1".into(), &unit(41, dims)); // new chunk
-            assert!(p.remove("a#1") && !p.remove("a#9"));
-            p.remove_chunk("c");
-            let mut more = Passages::new(dims);
-            more.insert("a#3".into(), &unit(42, dims));
-            p.absorb(more);
-        }
-        assert_eq!(file.len(), memory.len());
-        assert_eq!(sorted_ids(&file), sorted_ids(&memory));
-        for chunk in ["a", "b", "c", "d"] {
-            assert_eq!(file.best(chunk, &q), memory.best(chunk, &q), "{chunk}");
-        }
-        assert!(!file.contains("c#1") && file.best("c", &q).is_none());
-        assert!(file.held.contains_key("b") && !file.held.contains_key("c"));
-
-        // Written again (the file's unchanged chunks copied as they lie) and read back.
-        let again = Passages::decode(&file.encode(), dims).unwrap();
-        assert_eq!(sorted_ids(&again), sorted_ids(&memory));
-        assert_eq!(again.best("b", &q), memory.best("b", &q));
-        // A mapped index moved into another, as a fold does.
-        let mut into = Passages::new(dims);
-        let (_dir2, file2) = mapped(&memory);
-        into.absorb(file2);
-        assert_eq!(sorted_ids(&into), sorted_ids(&memory));
-        assert!(
-            into.file.is_some() && into.held.is_empty(),
-            "moved as it lies"
-        );
-    }
-
-    #[test]
-    fn a_spill_gathers_passages_into_a_mapped_file() {
-        let dims = 16;
-        let dir = tempfile::tempdir().unwrap();
-        let mut memory = Passages::new(dims);
-        let mut spill = Spill::create(dir.path(), dims).unwrap();
-        for (n, id) in ["a#1", "a#2", "b#1", "c#1", "c#2"].iter().enumerate() {
-            let vector = unit(n as u64, dims);
-            memory.insert(id.to_string(), &vector);
-            let (inv_norm, codes) = quantize(&vector);
-            spill.push(id, inv_norm, &codes).unwrap();
-        }
-        let wrong = spill.push("d#1", 1.0, &[0; 8]).unwrap_err();
-        assert!(
-            wrong.to_string().contains("d#1 has 8 dimensions"),
-            "{wrong}"
-        );
-        let file = spill.finish().unwrap();
-        assert!(file.file.is_some() && file.held.is_empty(), "nothing held");
-        assert_eq!(sorted_ids(&file), sorted_ids(&memory));
-        let q = unit(7, dims);
-        for chunk in ["a", "b", "c", "d"] {
-            assert_eq!(file.best(chunk, &q), memory.best(chunk, &q), "{chunk}");
-        }
-        let again = Passages::decode(&file.encode(), dims).unwrap();
-        assert_eq!(sorted_ids(&again), sorted_ids(&memory));
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "unnamed");
-
-        // A chunk's passages apart are refused when the spill is read.
-        let mut spill = Spill::create(dir.path(), dims).unwrap();
-        let (inv_norm, codes) = quantize(&unit(1, dims));
-        for id in ["a#1", "b#1", "a#2"] {
-            spill.push(id, inv_norm, &codes).unwrap();
-        }
-        let apart = spill.finish().err().unwrap();
-        assert!(apart.to_string().contains("not together"), "{apart}");
-    }
-
-    #[test]
-    fn a_mapped_file_keeps_each_chunks_passages_together() {
-        let dims = 4;
-        let record = |id: &str| {
-            let mut p = Passages::new(dims);
-            p.insert(id.into(), &[0.5, -0.5, 0.5, -0.5]);
-            p.encode()[HEADER..].to_vec()
-        };
-        let file = |ids: &[&str]| {
-            let mut bytes = MAGIC.to_vec();
-            bytes.extend((dims as u32).to_le_bytes());
-            bytes.extend((ids.len() as u32).to_le_bytes());
-            for id in ids {
-                bytes.extend(record(id));
-            }
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("p");
-            std::fs::write(&path, bytes).unwrap();
-            let map = unsafe { Mmap::map(&std::fs::File::open(&path).unwrap()) }.unwrap();
-            Passages::mapped(map, dims).err()
-        };
-        assert_eq!(file(&["a#1", "a#2", "b#1"]), None);
-        let apart = file(&["a#1", "b#1", "a#2"]).unwrap();
-        assert!(apart.contains("chunk a are not together"), "{apart}");
-        let twice = file(&["a#1", "a#1"]).unwrap();
-        assert!(twice.contains("a#1 is stored twice"), "{twice}");
-    }
-
-    #[test]
-    fn damaged_files_are_errors() {
-        let dims = 4;
-        let mut p = Passages::new(dims);
-        p.insert("a#1".into(), &[0.5, -0.5, 0.5, -0.5]);
-        let good = p.encode();
-        let cases: Vec<(Vec<u8>, &str)> = vec![
-            (good[..good.len() - 1].to_vec(), "truncated"),
-            ([good.clone(), vec![0]].concat(), "after the last"),
-            ([b"XXXX".as_slice(), &good[4..]].concat(), "not a passage"),
-            (Passages::new(8).encode(), "8 dimensions"),
-            (
-                {
-                    let mut b = good.clone();
-                    b[8] = 2; // two passages announced, one written
-                    b
-                },
-                "truncated",
-            ),
-            (
-                {
-                    let mut b = good.clone();
-                    b[15] = b'x'; // "a#1" → "ax1": not a passage id
-                    b
-                },
-                "not a passage id",
-            ),
-        ];
-        for (bytes, want) in cases {
-            let err = Passages::decode(&bytes, dims).err().unwrap();
-            assert!(err.contains(want), "{err:?} should say {want:?}");
-        }
-    }
-}
+mod tests;
