@@ -422,15 +422,19 @@ impl Passages {
         }
         let mut moved: Vec<Packed> = Vec::new();
         for mut file in other.files {
-            let shared: Vec<(String, Run)> = (file.live_runs())
-                .filter(|(chunk, _)| self.held.contains_key(*chunk) || self.filed(chunk).is_some())
-                .map(|(chunk, run)| (chunk.to_string(), run))
-                .collect();
+            // The file's chunks this set also holds, and the passages of the others.
+            let mut shared = Vec::new();
+            let mut count = 0;
+            for (chunk, run) in file.live_runs() {
+                match self.held.contains_key(chunk) || self.filed(chunk).is_some() {
+                    true => shared.push((chunk.to_string(), run)),
+                    false => count += run.count as usize,
+                }
+            }
             for (chunk, run) in shared {
                 moved.extend(file.records(run).map(|r| r.packed()));
                 file.left.insert(chunk);
             }
-            let count: usize = file.live_runs().map(|(_, run)| run.count as usize).sum();
             if count > 0 {
                 self.count += count;
                 self.files.push(file);
