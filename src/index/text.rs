@@ -9,19 +9,18 @@
 //! with another schema (written by another memoria version) does not open; the next sync
 //! rebuilds it (the agent directory's format version changes with the schema).
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
 };
 use tantivy::{
-    doc, DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader,
+    doc, DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, SegmentReader,
     TantivyDocument, Term,
 };
 
@@ -260,8 +259,7 @@ impl TextIndex {
         // One past the edge; while the last fetched still ties with the edge, twice as many.
         let mut fetch = limit.saturating_add(1);
         let top = loop {
-            let top = searcher
-                .search(&query, &TopDocs::with_limit(fetch).order_by_score())
+            let top = top_scored(&searcher, query.as_ref(), fetch)
                 .map_err(|e| Error::text(&self.dir, e))?;
             let edge = top.get(limit - 1).map(|(score, _)| *score);
             let tied_on = top.len() == fetch && top.last().map(|(score, _)| *score) == edge;
@@ -568,172 +566,72 @@ impl TextWriter {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chunk(path: &str, start_line: usize, text: &str) -> ChunkRecord {
-        ChunkRecord {
-            path: path.into(),
-            source: "memory".into(),
-            start_line,
-            end_line: start_line + 1,
-            hash: format!("h{start_line}"),
-            text: text.into(),
-            title: String::new(),
-            annotations: Default::default(),
+/// The `k` best-scored live chunks of all segments, best first: what tantivy's `TopDocs`
+/// collects, with the pruning threshold carried from segment to segment. `TopDocs` starts
+/// every segment from no threshold, so block-max WAND scores each segment's common-term
+/// postings until that segment alone has `k` good hits; carried over, the threshold the
+/// largest segments leave skips most blocks of the rest (issue 49: a million chunks are
+/// eight segments). Equal scores may come in any order; [`TextIndex::search`] breaks them.
+fn top_scored(
+    searcher: &Searcher,
+    query: &dyn Query,
+    k: usize,
+) -> tantivy::Result<Vec<(Score, DocAddress)>> {
+    /// A hit, ordered by score (the worst on top of the min-heap below).
+    struct Hit(Score, DocAddress);
+    impl PartialEq for Hit {
+        fn eq(&self, other: &Self) -> bool {
+            self.cmp(other).is_eq()
         }
     }
-
-    fn id(n: u32) -> String {
-        format!("{n:032x}")
-    }
-
-    #[test]
-    fn id_halves_table() {
-        let cases = [
-            (
-                "0123456789abcdef0123456789abcdef",
-                Some((0x0123456789abcdef, 0x0123456789abcdef)),
-            ),
-            ("ffffffffffffffff0000000000000001", Some((u64::MAX, 1))),
-            ("0123456789ABCDEF0123456789abcdef", None), // upper case would not round-trip
-            ("0123456789abcdef", None),
-            ("0123456789abcdef0123456789abcdeg", None),
-            ("", None),
-        ];
-        for (id, want) in cases {
-            assert_eq!(id_halves(id), want, "{id:?}");
+    impl Eq for Hit {}
+    impl PartialOrd for Hit {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
         }
     }
-
-    #[test]
-    fn ranking_keys_come_from_columns_and_match_the_stored_chunks() {
-        let dir = tempfile::tempdir().unwrap();
-        let index = TextIndex::create(dir.path()).unwrap();
-        let mut writer = index.writer().unwrap();
-        let docs = [
-            (
-                id(1),
-                chunk("memory/2026-01-02.md", 1, "postgres cutover plan"),
-            ),
-            (
-                id(2),
-                chunk("MEMORY.md", 7, "postgres is the primary store"),
-            ),
-            (
-                id(3),
-                chunk("memory/2026-01-03.md", 4, "the cat needs a vaccine"),
-            ),
-        ];
-        for (id, chunk) in &docs[..2] {
-            writer.add(id, chunk).unwrap();
+    impl Ord for Hit {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            // Reversed: the heap's top is the lowest score (the later address among equals).
+            other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
         }
-        writer.commit(1).unwrap();
-        writer.add(&docs[2].0, &docs[2].1).unwrap(); // a second segment
-        writer.commit(2).unwrap();
-        index.reload().unwrap();
-
-        let hits = index.search("postgres vaccine", 10, None, true).unwrap();
-        assert_eq!(hits.len(), 3);
-        for hit in &hits {
-            let (id, chunk) = docs.iter().find(|(id, _)| *id == hit.key.id).unwrap();
-            assert_eq!(hit.key, chunk.key(id.clone()));
-        }
-        let wanted = [id(3), id(9), id(1)];
-        let keys = index.keys_by_ids(&wanted).unwrap();
-        assert_eq!(
-            keys,
-            vec![docs[2].1.key(id(3)), docs[0].1.key(id(1))],
-            "in order, unknown ids skipped"
-        );
-        let chunks = index.chunks_by_ids(&wanted).unwrap();
-        assert_eq!(
-            chunks,
-            vec![(id(3), docs[2].1.clone()), (id(1), docs[0].1.clone())]
-        );
-
-        // After a delete and a reload, keys come from the live segments only.
-        writer.delete_path("MEMORY.md");
-        writer.commit(3).unwrap();
-        writer.finish().unwrap();
-        index.reload().unwrap();
-        let ids: Vec<String> = index
-            .search("postgres", 10, None, true)
-            .unwrap()
-            .into_iter()
-            .map(|h| h.key.id)
-            .collect();
-        assert_eq!(ids, vec![id(1)]);
-        assert_eq!(index.keys_by_ids(&[id(2)]).unwrap(), vec![]);
     }
-
-    /// Chunks that tie at the edge of the pool are the same ones, in the same order, however
-    /// the index was written: one segment, or two written in the other order.
-    #[test]
-    fn ties_at_the_edge_of_the_pool_do_not_depend_on_the_segments() {
-        let docs: Vec<(String, ChunkRecord)> = (0..40)
-            .map(|n| {
-                let path = format!("memory/2026-01-{:02}.md", n % 20 + 1);
-                (id(n + 1), chunk(&path, n as usize * 3 + 1, "walnut bread"))
-            })
-            .collect();
-        let pool = |batches: &[&[(String, ChunkRecord)]]| {
-            let dir = tempfile::tempdir().unwrap();
-            let index = TextIndex::create(dir.path()).unwrap();
-            let mut writer = index.writer().unwrap();
-            for (seq, batch) in batches.iter().enumerate() {
-                for (id, chunk) in batch.iter() {
-                    writer.add(id, chunk).unwrap();
-                }
-                writer.commit(seq as u64 + 1).unwrap();
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    let readers = searcher.segment_readers();
+    // The largest segments first: their threshold prunes the smaller ones most.
+    let mut order: Vec<usize> = (0..readers.len()).collect();
+    order.sort_by_key(|&ord| std::cmp::Reverse(readers[ord].num_docs()));
+    let mut heap: BinaryHeap<Hit> = BinaryHeap::with_capacity(k.saturating_add(1).min(1 << 16));
+    let floor = |heap: &BinaryHeap<Hit>| match heap.peek() {
+        Some(worst) if heap.len() >= k => worst.0,
+        _ => Score::MIN,
+    };
+    for ord in order {
+        let reader = &readers[ord];
+        let alive = reader.alive_bitset();
+        let segment = ord as u32;
+        let mut threshold = floor(&heap);
+        weight.for_each_pruning(threshold, reader, &mut |doc, score| {
+            if alive.is_some_and(|alive| alive.is_deleted(doc)) {
+                return threshold;
             }
-            writer.finish().unwrap();
-            index.reload().unwrap();
-            let hits = index.search("walnut", 6, None, true).unwrap();
-            hits.into_iter()
-                .map(|h| (h.key.path, h.key.start_line))
-                .collect::<Vec<_>>()
-        };
-        let reversed: Vec<(String, ChunkRecord)> = docs.iter().rev().cloned().collect();
-        let one = pool(&[&docs]);
-        let two = pool(&[&reversed[..25], &reversed[25..]]);
-        let want: Vec<(String, usize)> = [(1, 1), (1, 61), (2, 4), (2, 64), (3, 7), (3, 67)]
-            .into_iter()
-            .map(|(day, line)| (format!("memory/2026-01-{day:02}.md"), line))
-            .collect();
-        assert_eq!(one, want);
-        assert_eq!(two, want);
-        assert_eq!(
-            pool(&[&docs[..6]]).len(),
-            6,
-            "a pool of exactly the matches"
-        );
+            heap.push(Hit(score, DocAddress::new(segment, doc)));
+            if heap.len() > k {
+                heap.pop();
+            }
+            threshold = floor(&heap);
+            threshold
+        })?;
     }
-
-    #[test]
-    fn a_chunk_id_that_is_not_32_hex_digits_is_refused_naming_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let index = TextIndex::create(dir.path()).unwrap();
-        let writer = index.writer().unwrap();
-        let err = writer
-            .add("not-an-id", &chunk("memory/x.md", 1, "text"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("not-an-id") && err.contains("memory/x.md"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn an_index_with_another_schema_does_not_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut builder = Schema::builder();
-        builder.add_text_field("id", STRING | STORED);
-        Index::create_in_dir(dir.path(), builder.build()).unwrap();
-        let err = TextIndex::open(dir.path()).err().unwrap().to_string();
-        assert!(err.contains("another memoria version"), "{err}");
-        assert!(err.contains(&dir.path().display().to_string()), "{err}");
-    }
+    Ok(heap
+        .into_sorted_vec()
+        .into_iter()
+        .map(|Hit(score, address)| (score, address))
+        .collect())
 }
+
+#[cfg(test)]
+mod tests;
