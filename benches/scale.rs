@@ -17,6 +17,10 @@
 //! MEMORIA_BENCH_SCALES=100000 cargo bench --bench scale      # one size
 //! ```
 //!
+//! With `MEMORIA_BENCH_KEYWORD_ONLY=1` the agent has no embedder (provider `none`): no
+//! vectors, keyword search only, a million chunks indexed in minutes; it keeps its own
+//! directories (`agent-keyword`, `state-keyword`) beside the full run's.
+//!
 //! `cargo test` runs it once at its smallest size (`MEMORIA_BENCH_SCALES` unset and no
 //! `--bench` argument: 10,000 chunks), so CI keeps it working. Workspaces are generated
 //! under `MEMORIA_BENCH_DIR` (target/memoria-bench/scale) and kept; every run indexes
@@ -52,29 +56,47 @@ const CHANGED_CHUNKS: u64 = 1_000;
 /// Searches per mode.
 const SEARCHES: usize = 200;
 
-fn open(root: &Path, embedder: &Arc<HashEmbedder>, hybrid: bool) -> Memory {
+/// The directories of a run: the full run's, or the keyword-only run's beside them.
+fn dir_names(keyword_only: bool) -> [&'static str; 2] {
+    match keyword_only {
+        false => ["agent", "state"],
+        true => ["agent-keyword", "state-keyword"],
+    }
+}
+
+/// The agent, with the stand-in embedder, or none (`embedder` `None`: keyword only).
+fn open(root: &Path, embedder: Option<&Arc<HashEmbedder>>, hybrid: bool) -> Memory {
+    let [agent, state] = dir_names(embedder.is_none());
     let env = Env {
         home: Some(root.to_path_buf()),
-        state_dir: Some(root.join("state")),
+        state_dir: Some(root.join(state)),
         config_path: None,
         ranking: None,
         store_uri: None,
     };
     let mut settings = Settings::builtin("scale", &env);
     settings.workspace = root.join("workspace");
-    settings.store.dir = Some(root.join("agent"));
-    settings.provider = ProviderKind::Local;
+    settings.store.dir = Some(root.join(agent));
     settings.sync.on_search = false;
     settings.query.hybrid.enabled = hybrid;
-    Memory::open_with(
-        settings,
-        EmbedderChoice::Given {
-            embedder: embedder.clone(),
-            provider: "bench".into(),
-            model: "hash-768".into(),
-        },
-    )
-    .expect("open memory")
+    let choice = match embedder {
+        Some(embedder) => {
+            settings.provider = ProviderKind::Local;
+            EmbedderChoice::Given {
+                embedder: embedder.clone(),
+                provider: "bench".into(),
+                model: "hash-768".into(),
+            }
+        }
+        None => {
+            settings.provider = ProviderKind::None;
+            EmbedderChoice::FromSettings {
+                model_dir: None,
+                precision: None,
+            }
+        }
+    };
+    Memory::open_with(settings, choice).expect("open memory")
 }
 
 /// The bytes the files under `path` (a file or a directory) take on disk: their allocated
@@ -146,7 +168,7 @@ fn change_notes(workspace: &Path, chunks: u64) -> u64 {
     changed
 }
 
-fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
+fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String], keyword_only: bool) {
     let workspace = root.join("workspace");
     let marker = root.join("workspace.done");
     if !marker.exists() {
@@ -156,8 +178,9 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
     }
     // `MEMORIA_BENCH_KEEP=1` keeps the last run's index: its first sync then only catches
     // up with that run's change, for measuring the later steps without a long first index.
+    let [agent_dir, _] = dir_names(keyword_only);
     if std::env::var_os("MEMORIA_BENCH_KEEP").is_none() {
-        for dir in ["agent", "state"] {
+        for dir in dir_names(keyword_only) {
             let _ = std::fs::remove_dir_all(root.join(dir));
         }
     }
@@ -165,7 +188,8 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
         passages: true,
         ..Arc::into_inner(HashEmbedder::new(DIMS)).expect("a new embedder")
     });
-    let memory = open(root, &embedder, true);
+    let embedder = (!keyword_only).then_some(&embedder);
+    let memory = open(root, embedder, true);
     let started = Instant::now();
     // When embedding started and ended: before it, files are read, chunked and
     // keyword-indexed; after it, the vector index is built and saved.
@@ -198,7 +222,7 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
     }
 
     let mut modes = Vec::new();
-    for (mode, hybrid, options) in [
+    let all = [
         (
             "keyword",
             true,
@@ -209,21 +233,23 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
         ),
         ("vector", false, SearchOptions::default()),
         ("hybrid", true, SearchOptions::default()),
-    ] {
+    ];
+    let run = if keyword_only { &all[..1] } else { &all[..] };
+    for (mode, hybrid, options) in run {
         let searcher = match hybrid {
             true => None,
-            false => Some(open(root, &embedder, false)),
+            false => Some(open(root, embedder, false)),
         };
         let memory = searcher.as_ref().unwrap_or(&memory);
         for q in queries.iter().take(10) {
-            memory.search(q, &options).expect("warm-up search");
+            memory.search(q, options).expect("warm-up search");
         }
         let times: Vec<f64> = queries
             .iter()
             .take(SEARCHES)
             .map(|q| {
                 let t = Instant::now();
-                memory.search(q, &options).expect("search");
+                memory.search(q, options).expect("search");
                 t.elapsed().as_secs_f64() * 1e3
             })
             .collect();
@@ -253,7 +279,7 @@ fn measure(root: &Path, chunks: u64, vocab: &[String], queries: &[String]) {
     );
     drop(memory);
 
-    let agent = root.join("agent");
+    let agent = root.join(agent_dir);
     let notes = bytes(&workspace) as f64;
     let total = bytes(&agent) as f64;
     let per = |b: u64| b as f64 / indexed.max(1) as f64;
@@ -299,14 +325,24 @@ fn main() {
         PathBuf::from,
     );
     let cpu = cpu_model();
+    let keyword_only = std::env::var_os("MEMORIA_BENCH_KEYWORD_ONLY").is_some();
+    let vectors = match keyword_only {
+        true => "keyword only, no embedder".to_string(),
+        false => format!("stand-in embedder: {DIMS} dims with passages"),
+    };
     println!(
-        "stand-in embedder: {DIMS} dims with passages; {SEARCHES} searches per mode; \
-         {} threads; cpu: {cpu}",
+        "{vectors}; {SEARCHES} searches per mode; {} threads; cpu: {cpu}",
         rayon::current_num_threads()
     );
     let vocab = workspace::vocabulary(20_000);
     let queries = workspace::queries(&vocab, SEARCHES);
     for chunks in scales {
-        measure(&root.join(chunks.to_string()), chunks, &vocab, &queries);
+        measure(
+            &root.join(chunks.to_string()),
+            chunks,
+            &vocab,
+            &queries,
+            keyword_only,
+        );
     }
 }
