@@ -232,16 +232,7 @@ impl TextIndex {
         if query_terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let clauses: Vec<(Occur, Box<dyn Query>)> = query_terms
-            .iter()
-            .map(|t| {
-                let term = Term::from_field_text(self.fields.text, t);
-                let query: Box<dyn Query> =
-                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
-                (Occur::Should, query)
-            })
-            .collect();
-        let mut query: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+        let mut query: Box<dyn Query> = Box::new(self.any_term(&query_terms));
         if let Some(source) = source {
             // A filter that adds nothing to the score.
             let term = Term::from_field_text(self.fields.source, source);
@@ -279,6 +270,20 @@ impl TextIndex {
         hits.sort_by(KeywordHit::order);
         hits.truncate(limit);
         Ok(hits)
+    }
+
+    /// BM25 over `terms` in the chunk text, OR semantics.
+    fn any_term(&self, terms: &[String]) -> BooleanQuery {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.fields.text, t);
+                let query: Box<dyn Query> =
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                (Occur::Should, query)
+            })
+            .collect();
+        BooleanQuery::new(clauses)
     }
 
     /// How many chunks the index holds, and how many of them hold each of `terms`.
@@ -571,7 +576,8 @@ impl TextWriter {
 /// every segment from no threshold, so block-max WAND scores each segment's common-term
 /// postings until that segment alone has `k` good hits; carried over, the threshold the
 /// largest segments leave skips most blocks of the rest (issue 49: a million chunks are
-/// eight segments). Equal scores may come in any order; [`TextIndex::search`] breaks them.
+/// eight to ten segments). Equal scores may come in any order; [`TextIndex::search`]
+/// breaks them.
 fn top_scored(
     searcher: &Searcher,
     query: &dyn Query,

@@ -222,16 +222,8 @@ fn the_carried_threshold_finds_what_top_docs_finds() {
         "meadow copper walnut",
         "harbour lantern",
     ] {
-        let clauses: Vec<(Occur, Box<dyn Query>)> = query
-            .split(' ')
-            .map(|word| {
-                let term = Term::from_field_text(index.fields.text, word);
-                let query: Box<dyn Query> =
-                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
-                (Occur::Should, query)
-            })
-            .collect();
-        let query = BooleanQuery::new(clauses);
+        let words: Vec<String> = query.split(' ').map(String::from).collect();
+        let query = index.any_term(&words);
         for k in [1, 10, 25, 2_000] {
             let ours = top_scored(&searcher, &query, k).unwrap();
             let theirs = searcher
