@@ -455,23 +455,24 @@ impl Catalog {
         Ok(out)
     }
 
-    /// Those of `ids` that are not chunks with their own vector (gone, or unembedded).
-    pub fn not_embedded(&self, ids: Vec<String>) -> Result<Vec<String>> {
+    /// `ids` split, in order: chunks with their own vector, and the rest (gone, or unembedded).
+    pub fn split_embedded(&self, ids: Vec<String>) -> Result<(Vec<String>, Vec<String>)> {
         let txn = self.begin_read()?;
         let chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
         let unembedded = txn.open_table(UNEMBEDDED).map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
+        let (mut embedded, mut not) = (Vec::new(), Vec::new());
         for id in ids {
             let known = chunks.get(id.as_str()).map_err(|e| self.err(e))?.is_some();
             let missing = unembedded
                 .get(id.as_str())
                 .map_err(|e| self.err(e))?
                 .is_some();
-            if !known || missing {
-                out.push(id);
+            match known && !missing {
+                true => embedded.push(id),
+                false => not.push(id),
             }
         }
-        Ok(out)
+        Ok((embedded, not))
     }
 
     /// Marks unembedded every chunk counted as embedded whose own vector is neither here
@@ -729,12 +730,10 @@ mod tests {
         assert_eq!(catalog.vectors_saved().unwrap(), seq);
         assert_eq!(catalog.pending_vectors().unwrap(), (vec![], vec![]));
         assert_eq!(catalog.vectored().unwrap(), 2);
-        assert_eq!(
-            catalog
-                .not_embedded(vec!["aa".into(), "zz".into()])
-                .unwrap(),
-            ["zz"]
-        );
+        let (_, not_embedded) = catalog
+            .split_embedded(vec!["aa".into(), "zz".into()])
+            .unwrap();
+        assert_eq!(not_embedded, ["zz"]);
         // A vector index that lost "aa": it is embedded again by the next sync.
         assert_eq!(catalog.mark_lost(|_| false).unwrap(), 1);
         assert_eq!(ids(false), ["aa"]);

@@ -10,7 +10,7 @@
 //! the generation, never re-embedded. A vector stays in the catalog until `vectors/` has
 //! saved it, which is then its one copy (`update_vector_index`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -486,22 +486,14 @@ fn update_vector_index(
     let index = match layered {
         Some(mut layered) => {
             layered.apply_change(removed, catalog_vectors(catalog, &complete, dims, dir)?)?;
-            let stray = catalog.not_embedded(layered.chunk_ids())?;
+            let (_, stray) = catalog.split_embedded(layered.chunk_ids())?;
             layered.apply_change(stray, Stored::new(dims))?;
             layered.fold(params)?
         }
         // Nothing to start from (a first index): built straight from the catalog's vectors,
         // without passing through a change held beside an empty index.
         None => {
-            let stray: HashSet<String> = catalog
-                .not_embedded(complete.clone())?
-                .into_iter()
-                .collect();
-            let live: Vec<String> = complete
-                .iter()
-                .filter(|id| !stray.contains(*id))
-                .cloned()
-                .collect();
+            let (live, _) = catalog.split_embedded(complete.clone())?;
             VectorIndex::build_stored(dims, catalog_vectors(catalog, &live, dims, dir)?, params)?
         }
     };
