@@ -274,6 +274,9 @@ fn the_packaged_crate_installs_offline() {
     // (`target/debug/memoria`, which the test binaries after this one run): a second name
     // for this build's file keeps it, and it is put back whatever happens.
     let ours = Path::new(env!("CARGO_BIN_EXE_memoria"));
+    let inode =
+        |path: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap());
+    let before = inode(ours);
     let kept = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("memoria-of-this-build");
     let _ = std::fs::remove_file(&kept);
     std::fs::hard_link(ours, &kept).unwrap();
@@ -314,9 +317,6 @@ fn the_packaged_crate_installs_offline() {
     assert!(run.ok(), "cargo install: {}", run.summary());
     let version = stdout_of(&tmp.path().join("bin/memoria"), &["--version"]);
     assert_eq!(version.trim(), VERSION);
-    let inode =
-        |path: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap());
-    let before = inode(&kept);
     drop(restore);
     assert_eq!(inode(ours), before, "this build's binary was not put back");
 }
