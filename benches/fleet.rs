@@ -17,7 +17,9 @@
 //! searches of what a store holds from an earlier run; `MEMORIA_BENCH_STORES`
 //! (`local,lancedb`; also `lancedb-dir`, LanceDB on a local directory: the store's own
 //! pace, without an S3 server's);
-//! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet); `MEMORIA_BENCH_S3FS`, the path of
+//! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet); `MEMORIA_BENCH_ANSWERS`, a directory
+//! where each store's warm answers are written (`<group>-<store>.txt`, a line a search,
+//! its hits as `path:startLine`), to compare two builds' answers; `MEMORIA_BENCH_S3FS`, the path of
 //! an `s3s-fs` binary, serves S3 from s3s-fs (objects in files under the bench's
 //! directory) instead of moto (objects in its memory, too small for the target sizes).
 //! Every agent's notes differ (a seed of its own), so the shared embedding cache saves
@@ -538,7 +540,13 @@ fn main() {
                 Backend::LanceDir(dir) => *dir = options.root.join(format!("lancedb-{name}")),
                 Backend::Lance { prefix, .. } => *prefix = name.to_string(),
             }
-            answers.push(measure(&options, backend, &agents, &queries, &embedder));
+            let answer = measure(&options, backend, &agents, &queries, &embedder);
+            if let Some(dir) = std::env::var_os("MEMORIA_BENCH_ANSWERS") {
+                let lines: String = answer.iter().map(|a| a.join("\t") + "\n").collect();
+                let path = Path::new(&dir).join(format!("{name}-{}.txt", backend.name()));
+                std::fs::write(&path, lines).expect("the answers' file");
+            }
+            answers.push(answer);
         }
         if let [local, lance] = answers.as_slice() {
             println!(
