@@ -19,9 +19,10 @@
 //! pace, without an S3 server's);
 //! `MEMORIA_BENCH_DIR` (target/memoria-bench/fleet); `MEMORIA_BENCH_ANSWERS`, a directory
 //! where each store's warm answers are written (`<group>-<store>.txt`, a line a search,
-//! its hits as `path:startLine`), to compare two builds' answers; `MEMORIA_BENCH_S3FS`, the path of
-//! an `s3s-fs` binary, serves S3 from s3s-fs (objects in files under the bench's
-//! directory) instead of moto (objects in its memory, too small for the target sizes).
+//! its hits as `path:startLine`), to compare two builds' answers; `MEMORIA_BENCH_S3FS`,
+//! the path of an `s3s-fs` binary, serves S3 from s3s-fs (objects in files under the
+//! bench's directory) instead of moto (objects in its memory, too small for the target
+//! sizes).
 //! Every agent's notes differ (a seed of its own), so the shared embedding cache saves
 //! nothing here.
 //!
