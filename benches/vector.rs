@@ -57,6 +57,12 @@
 //! the data and queries from `DIR/dvec.jsonl` and `DIR/qvec.jsonl`, `memoria embed` output
 //! (documents and queries), instead of generating them; `benches/real_vectors.py` makes the
 //! set measured here from `../shared/eval`.
+//!
+//! `MEMORIA_VECTOR_PREFIX=256,384` also builds a graph over each Matryoshka prefix of the
+//! vectors (the first dimensions, renormalised: EmbeddingGemma is trained so that they
+//! stand for the whole) and re-ranks its first `MEMORIA_VECTOR_RESCORE` [10,20,40,80]
+//! candidates by the full vectors: its build rate, and the recall@10 and latency of each
+//! `ef_search` and candidate count, against the exact scan of the full vectors.
 
 use std::time::{Duration, Instant};
 
@@ -163,6 +169,65 @@ fn dir_size(dir: &std::path::Path) -> u64 {
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
         .sum()
+}
+
+/// The graphs over Matryoshka prefixes (`MEMORIA_VECTOR_PREFIX`), re-ranked by the full
+/// vectors: build rate, recall@`k` against `truth` and latency per `ef_search` and count
+/// of candidates re-ranked.
+fn prefix_graphs(
+    data: &[Vec<f32>],
+    queries: &[Vec<f32>],
+    truth: &[Vec<String>],
+    params: &VectorParams,
+    ef_searches: &[usize],
+    k: usize,
+) {
+    let id = |i: usize| format!("{i:032x}");
+    let candidates = env_list("MEMORIA_VECTOR_RESCORE", &[10, 20, 40, 80]);
+    for width in env_list("MEMORIA_VECTOR_PREFIX", &[]) {
+        let width = width.min(data[0].len());
+        let prefix = |v: &[f32]| unit(v[..width].to_vec());
+        let entries: Vec<(String, Vec<f32>)> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (id(i), prefix(v)))
+            .collect();
+        let start = Instant::now();
+        let mut index = VectorIndex::build(width, entries, params).expect("build");
+        let build = start.elapsed();
+        println!(
+            "prefix {width:>4}: build {:.1} s ({:.0} vectors/s)",
+            build.as_secs_f64(),
+            data.len() as f64 / build.as_secs_f64()
+        );
+        for &ef_search in ef_searches {
+            index.set_ef_search(ef_search);
+            for &c in &candidates {
+                let mut times = Vec::with_capacity(queries.len());
+                let mut results = Vec::with_capacity(queries.len());
+                for q in queries {
+                    let start = Instant::now();
+                    let mut hits: Vec<(f32, usize)> = index
+                        .search(&prefix(q), c.max(k))
+                        .into_iter()
+                        .filter_map(|(hit, _)| usize::from_str_radix(&hit, 16).ok())
+                        .map(|i| (data[i].iter().zip(q).map(|(a, b)| a * b).sum(), i))
+                        .collect();
+                    hits.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+                    times.push(start.elapsed());
+                    results.push(hits.iter().take(k).map(|&(_, i)| id(i)).collect());
+                }
+                times.sort();
+                println!(
+                    "prefix {width:>4} ef_search={ef_search:>4} re-ranking {c:>3}: recall@{k} \
+                     {:.4}, search p50 {:.2} ms, p99 {:.2} ms",
+                    recall(truth, &results),
+                    ms(percentile(&times, 0.5)),
+                    ms(percentile(&times, 0.99))
+                );
+            }
+        }
+    }
 }
 
 fn main() {
@@ -272,6 +337,8 @@ fn main() {
             ms(p99)
         );
     }
+
+    prefix_graphs(&data, &queries, &truth, &params, &ef_searches, k);
 
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("vectors");
