@@ -143,13 +143,22 @@ fn timed_searches(
     for q in queries.iter().take(10) {
         std::hint::black_box(index.search(q, k));
     }
+    timed(queries, |q| {
+        index.search(q, k).into_iter().map(|(id, _)| id).collect()
+    })
+}
+
+/// Runs `search` once per query: its answers (ids, best first) and the p50/p99 latency.
+fn timed(
+    queries: &[Vec<f32>],
+    mut search: impl FnMut(&[f32]) -> Vec<String>,
+) -> (Vec<Vec<String>>, Duration, Duration) {
     let mut times = Vec::with_capacity(queries.len());
     let mut results = Vec::with_capacity(queries.len());
     for q in queries {
         let start = Instant::now();
-        let hits = index.search(q, k);
+        results.push(search(q));
         times.push(start.elapsed());
-        results.push(hits.into_iter().map(|(id, _)| id).collect());
     }
     times.sort();
     (results, percentile(&times, 0.5), percentile(&times, 0.99))
@@ -204,10 +213,7 @@ fn prefix_graphs(
         for &ef_search in ef_searches {
             index.set_ef_search(ef_search);
             for &c in &candidates {
-                let mut times = Vec::with_capacity(queries.len());
-                let mut results = Vec::with_capacity(queries.len());
-                for q in queries {
-                    let start = Instant::now();
+                let (results, p50, p99) = timed(queries, |q| {
                     let mut hits: Vec<(f32, usize)> = index
                         .search(&prefix(q), c.max(k))
                         .into_iter()
@@ -215,16 +221,14 @@ fn prefix_graphs(
                         .map(|i| (data[i].iter().zip(q).map(|(a, b)| a * b).sum(), i))
                         .collect();
                     hits.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
-                    times.push(start.elapsed());
-                    results.push(hits.iter().take(k).map(|&(_, i)| id(i)).collect());
-                }
-                times.sort();
+                    hits.iter().take(k).map(|&(_, i)| id(i)).collect()
+                });
                 println!(
                     "prefix {width:>4} ef_search={ef_search:>4} re-ranking {c:>3}: recall@{k} \
                      {:.4}, search p50 {:.2} ms, p99 {:.2} ms",
                     recall(truth, &results),
-                    ms(percentile(&times, 0.5)),
-                    ms(percentile(&times, 0.99))
+                    ms(p50),
+                    ms(p99)
                 );
             }
         }
